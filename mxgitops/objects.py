@@ -1,0 +1,99 @@
+"""Plain Kubernetes objects as mxgitops passes them between modules.
+
+Objects are JSON-shaped dicts, exactly what the API server sends and accepts,
+so rendering, planning and reporting stay pure and testable without a client.
+Only `cluster.py` turns them into requests. This module also names the labels
+and annotations that mark an object as ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+KubeObject = dict[str, Any]
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "mxgitops"
+INSTANCE_LABEL = "mxgitops.io/instance"
+JOB_NAME_LABEL = "mxgitops.io/job"
+SPEC_HASH_ANNOTATION = "mxgitops.io/spec-hash"
+SOURCE_ANNOTATION = "mxgitops.io/source"
+COMMIT_ANNOTATION = "mxgitops.io/commit"
+
+
+class Kind(StrEnum):
+    JOB = "Job"
+    SERVICE = "Service"
+    POD = "Pod"
+    CONFIG_MAP = "ConfigMap"
+    LEASE = "Lease"
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    """Enough to address one object: its kind, namespace and name."""
+
+    kind: Kind
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
+        metadata = obj["metadata"]
+        return cls(Kind(obj["kind"]), metadata.get("namespace", ""), metadata["name"])
+
+    def __str__(self) -> str:
+        return f"{self.kind.lower()}/{self.name} in {self.namespace}"
+
+
+def ownership_labels(instance: str) -> dict[str, str]:
+    """The labels every object of this mxgitops instance carries, and no other object."""
+    return {MANAGED_BY_LABEL: MANAGED_BY, INSTANCE_LABEL: instance}
+
+
+def ownership_selector(instance: str) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(ownership_labels(instance).items()))
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    labels: Mapping[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    annotations: Mapping[str, str] = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations
+
+
+def is_owned(obj: Mapping[str, Any], instance: str) -> bool:
+    labels = labels_of(obj)
+    return all(labels.get(k) == v for k, v in ownership_labels(instance).items())
+
+
+@dataclass(frozen=True)
+class LiveObjects:
+    """Everything of one instance found in the cluster by one LIST per kind."""
+
+    jobs: tuple[KubeObject, ...] = ()
+    services: tuple[KubeObject, ...] = ()
+    pods: tuple[KubeObject, ...] = ()
+
+    def all(self) -> tuple[KubeObject, ...]:
+        return self.jobs + self.services + self.pods
+
+
+class ClusterAPI(Protocol):
+    """What the trainer and apply need of a cluster; `cluster.Cluster` provides it.
+
+    Writes are idempotent: creating an object that exists, or deleting one that
+    is gone, succeeds. Failures raise `mxgitops.errors.ClusterError`.
+    """
+
+    def create(self, objects: Sequence[KubeObject]) -> None: ...
+
+    def delete(self, refs: Sequence[ObjectRef]) -> None: ...
+
+    def list_live(self, selector: str) -> LiveObjects: ...
