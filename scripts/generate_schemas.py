@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Generate the JSON schemas of both MxJob manifest dialects.
+
+The pod template of every replica is checked against the real Kubernetes
+schema of PodTemplateSpec (strict: unknown fields rejected) for one pinned
+Kubernetes version, taken from the `kubernetes-validate` package. Only the
+definitions reachable from PodTemplateSpec are inlined under `$defs`, with
+their references rewritten to `#/$defs/...`, so each schema file stands alone:
+editors can use it without network access and the runtime does not need
+`kubernetes-validate` (a dev/test dependency only).
+
+The schemas are written twice, byte for byte the same: to `schemas/` at the
+repository top (for editors and people) and to `mxgitops/schemas/` (package
+data, what `mxgitops validate` loads). Never edit them by hand:
+
+    python scripts/generate_schemas.py          # rewrite both copies
+    python scripts/generate_schemas.py --check  # exit 1 if either copy is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+KUBERNETES_VERSION = "v1.32.0"
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUT_DIRS = (ROOT / "schemas", ROOT / "mxgitops" / "schemas")
+
+SEED_FILE = "mxjob-seed-v1beta1.json"
+KUBEFLOW_FILE = "mxjob-kubeflow-v1.json"
+
+POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
+_TEMPLATE_REF = {"$ref": f"#/$defs/{POD_TEMPLATE}"}
+_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+Schema = dict[str, Any]
+
+
+def kubernetes_schema_dir(version: str = KUBERNETES_VERSION) -> Path:
+    import kubernetes_validate  # a test/dev dependency, needed only here
+
+    return (
+        Path(kubernetes_validate.__file__).parent
+        / "kubernetes-json-schema"
+        / f"{version}-local-strict"
+    )
+
+
+def pod_template_defs(schema_dir: Path) -> dict[str, Schema]:
+    """PodTemplateSpec and every definition reachable from it, refs made local."""
+    definitions = json.loads((schema_dir / "_definitions.json").read_text())["$defs"]
+    root = json.loads((schema_dir / "podtemplatespec-v1.json").read_text())
+    for key in ("$schema", "$id"):
+        root.pop(key, None)
+    wanted: dict[str, Schema] = {POD_TEMPLATE: _local_refs(root)}
+    pending = list(_refs(wanted[POD_TEMPLATE]))
+    while pending:
+        name = pending.pop()
+        if name not in wanted:
+            wanted[name] = _local_refs(definitions[name])
+            pending.extend(_refs(wanted[name]))
+    return {name: wanted[name] for name in sorted(wanted)}
+
+
+def _local_refs(node: Any) -> Any:
+    """Rewrite `/api/_definitions.json#/$defs/X` (and `#/$defs/X`) to `#/$defs/X`."""
+    if isinstance(node, dict):
+        return {
+            key: "#" + value.split("#", 1)[1]
+            if key == "$ref" and isinstance(value, str)
+            else _local_refs(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_local_refs(value) for value in node]
+    return node
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value.removeprefix("#/$defs/")
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+# -- the parts both dialects share ---------------------------------------------
+
+_METADATA: Schema = {
+    "type": "object",
+    "description": "The job's identity. Object names are derived from `name`.",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {
+        "name": {
+            "type": "string",
+            "description": "Job name: a DNS-1123 label (a DNS-1035 label for dist jobs); "
+            "short enough that `{name}-{type}-{runtimeId}-{index}` fits in 63 characters.",
+        },
+        "namespace": {
+            "type": "string",
+            "description": "Namespace of the job's objects; defaults to the sync's namespace.",
+        },
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "annotations": {
+            "type": "object",
+            "description": "`mxgitops.io/on-change: replace|wait` chooses what a changed spec "
+            "does to a running job.",
+            "additionalProperties": {"type": "string"},
+        },
+    },
+}
+
+_REPLICAS: Schema = {
+    "type": "integer",
+    "minimum": 1,
+    "default": 1,
+    "description": "Number of replicas (pods) of this type. SCHEDULER has exactly 1.",
+}
+
+
+def _document(api_version: str, kind: str, title: str, spec: Schema, defs: Schema) -> Schema:
+    return {
+        "$schema": _DRAFT,
+        "title": title,
+        "description": f"An mxgitops training job ({api_version}, kind {kind}). "
+        f"Generated by scripts/generate_schemas.py; pod templates follow the "
+        f"Kubernetes {KUBERNETES_VERSION} schema of PodTemplateSpec.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": {"const": api_version},
+            "kind": {"const": kind},
+            "metadata": {"$ref": "#/$defs/mxgitops.ObjectMeta"},
+            "spec": spec,
+        },
+        "$defs": {"mxgitops.ObjectMeta": _METADATA, **defs},
+    }
+
+
+def seed_schema(pod_defs: dict[str, Schema]) -> Schema:
+    replica_spec: Schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["template"],
+        "properties": {
+            "replicas": _REPLICAS,
+            "mxReplicaType": {
+                "enum": ["SCHEDULER", "SERVER", "WORKER"],
+                "default": "WORKER",
+                "description": "Role of these replicas in the parameter-server job.",
+            },
+            "PsRootPort": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 65535,
+                "default": 9091,
+                "description": "Port of the scheduler (DMLC_PS_ROOT_PORT); read from the "
+                "SCHEDULER replica spec.",
+            },
+            "template": _TEMPLATE_REF,
+        },
+    }
+    spec: Schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["replicaSpecs"],
+        "properties": {
+            "jobMode": {
+                "enum": ["local", "dist"],
+                "description": "local: one WORKER replica; dist: SCHEDULER, SERVER and WORKER. "
+                "Inferred from the replica types when absent.",
+            },
+            "replicaSpecs": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"$ref": "#/$defs/mxgitops.seed.ReplicaSpec"},
+            },
+        },
+    }
+    return _document(
+        "mxnet.mlkube.io/v1beta1",
+        "MxJob",
+        "MxJob (seed dialect, mxnet.mlkube.io/v1beta1)",
+        spec,
+        {"mxgitops.seed.ReplicaSpec": replica_spec, **pod_defs},
+    )
+
+
+_RUN_POLICY: dict[str, Schema] = {
+    "cleanPodPolicy": {
+        "enum": ["All", "Running", "None"],
+        "description": "Which pods to delete when the job finishes.",
+    },
+    "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},
+    "activeDeadlineSeconds": {"type": "integer", "minimum": 1},
+    "backoffLimit": {"type": "integer", "minimum": 0},
+    "suspend": {"type": "boolean"},
+}
+
+
+def kubeflow_schema(pod_defs: dict[str, Schema]) -> Schema:
+    replica_spec: Schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["template"],
+        "properties": {
+            "replicas": _REPLICAS,
+            "restartPolicy": {
+                "enum": ["Always", "OnFailure", "Never", "ExitCode"],
+                "description": "Always is refused: each replica runs as a batch Job.",
+            },
+            "template": _TEMPLATE_REF,
+        },
+    }
+    replica_ref = {"$ref": "#/$defs/mxgitops.kubeflow.ReplicaSpec"}
+    spec: Schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["mxReplicaSpecs"],
+        "properties": {
+            "jobMode": {
+                "enum": ["MXTrain", "MXTune"],
+                "description": "MXTrain; MXTune is refused (training jobs only).",
+            },
+            "mxReplicaSpecs": {
+                "type": "object",
+                "additionalProperties": False,
+                "minProperties": 1,
+                "properties": {
+                    "Scheduler": replica_ref,
+                    "Server": replica_ref,
+                    "Worker": replica_ref,
+                },
+            },
+            "successPolicy": {
+                "enum": ["", "AllWorkers"],
+                "description": "'' (default): the job succeeds with its scheduler; AllWorkers: "
+                "when every worker has succeeded.",
+            },
+            "runPolicy": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": _RUN_POLICY,
+            },
+            **_RUN_POLICY,
+        },
+    }
+    return _document(
+        "kubeflow.org/v1",
+        "MXJob",
+        "MXJob (Kubeflow dialect, kubeflow.org/v1)",
+        spec,
+        {"mxgitops.kubeflow.ReplicaSpec": replica_spec, **pod_defs},
+    )
+
+
+def build_schemas(schema_dir: Path | None = None) -> dict[str, str]:
+    """File name -> file text of every generated schema."""
+    pod_defs = pod_template_defs(schema_dir or kubernetes_schema_dir())
+    schemas = {SEED_FILE: seed_schema(pod_defs), KUBEFLOW_FILE: kubeflow_schema(pod_defs)}
+    return {name: json.dumps(schema, indent=2) + "\n" for name, schema in schemas.items()}
+
+
+def stale_files(texts: dict[str, str]) -> list[Path]:
+    return [
+        directory / name
+        for directory in OUTPUT_DIRS
+        for name, text in texts.items()
+        if not (directory / name).is_file() or (directory / name).read_text() != text
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale files")
+    args = parser.parse_args(argv)
+    texts = build_schemas()
+    stale = stale_files(texts)
+    if args.check:
+        for path in stale:
+            print(f"stale: {path.relative_to(ROOT)}", file=sys.stderr)
+        return 1 if stale else 0
+    for directory in OUTPUT_DIRS:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            (directory / name).write_text(text)
+    written = ", ".join(str(d.relative_to(ROOT)) for d in OUTPUT_DIRS)
+    print(f"wrote {len(texts)} schemas to {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
