@@ -73,6 +73,13 @@ def is_owned(obj: Mapping[str, Any], instance: str) -> bool:
     return all(labels.get(k) == v for k, v in ownership_labels(instance).items())
 
 
+def same_owner(obj: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Both carry our managed-by label and the same instance label."""
+    return labels_of(obj).get(MANAGED_BY_LABEL) == MANAGED_BY and is_owned(
+        obj, labels_of(other).get(INSTANCE_LABEL, "")
+    )
+
+
 @dataclass(frozen=True)
 class LiveObjects:
     """Everything of one instance found in the cluster by one LIST per kind."""

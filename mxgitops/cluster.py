@@ -1,0 +1,380 @@
+"""The only module that talks to the Kubernetes API.
+
+It speaks plain JSON objects (`objects.KubeObject`) through the official
+client, so the rest of mxgitops never sees a client model or an ApiException.
+What it promises the planner and apply:
+
+- live state costs one LIST per kind, across namespaces, filtered by the
+  ownership selector, whatever the number of jobs;
+- writes run with bounded parallelism and are idempotent: AlreadyExists on
+  create and NotFound on delete count as success, so a retried write (after a
+  429, a 5xx or a dropped connection) never duplicates anything, and no GET is
+  needed before a create;
+- every failure becomes an `errors.ClusterError` with the cause chained.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from mxgitops.errors import (
+    ClusterClientError,
+    ClusterError,
+    ClusterForbidden,
+    ClusterServerError,
+    ClusterUnreachable,
+    ConfigError,
+)
+from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef, same_owner
+
+DEFAULT_PARALLELISM = 8
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+class NoClusterConfigured(ConfigError):
+    """Neither a kubeconfig nor an in-cluster service account is available."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Capped exponential backoff; Retry-After wins when the server sends one."""
+
+    attempts: int = 6
+    base_delay: float = 0.2
+    max_delay: float = 5.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        backoff = min(self.max_delay, self.base_delay * 2**attempt)
+        return min(self.max_delay, retry_after) if retry_after is not None else backoff
+
+
+@dataclass(frozen=True)
+class Create:
+    obj: KubeObject
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef.of(self.obj)
+
+
+@dataclass(frozen=True)
+class Delete:
+    ref: ObjectRef
+
+
+Write = Create | Delete
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    write: Write
+    error: ClusterError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# kind -> (API class, snake-case name in the client's method names)
+_APIS: dict[Kind, tuple[str, str]] = {
+    Kind.JOB: ("BatchV1Api", "job"),
+    Kind.SERVICE: ("CoreV1Api", "service"),
+    Kind.POD: ("CoreV1Api", "pod"),
+    Kind.CONFIG_MAP: ("CoreV1Api", "config_map"),
+    Kind.LEASE: ("CoordinationV1Api", "lease"),
+}
+_API_VERSIONS = {
+    Kind.JOB: "batch/v1",
+    Kind.SERVICE: "v1",
+    Kind.POD: "v1",
+    Kind.CONFIG_MAP: "v1",
+    Kind.LEASE: "coordination.k8s.io/v1",
+}
+
+
+@dataclass
+class Cluster:
+    """A connection to one cluster; cheap to share between threads."""
+
+    api_client: Any
+    parallelism: int = DEFAULT_PARALLELISM
+    retry: RetryPolicy = RetryPolicy()
+    sleep: Callable[[float], None] = time.sleep
+    server: str = ""
+    _apis: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # -- reads ----------------------------------------------------------------
+
+    def list_live(self, selector: str) -> LiveObjects:
+        """One LIST per kind, across namespaces, of the objects matching `selector`."""
+        return LiveObjects(
+            jobs=tuple(self.list_all(Kind.JOB, selector)),
+            services=tuple(self.list_all(Kind.SERVICE, selector)),
+            pods=tuple(self.list_all(Kind.POD, selector)),
+        )
+
+    def list_all(self, kind: Kind, selector: str) -> list[KubeObject]:
+        method = f"list_{_APIS[kind][1]}_for_all_namespaces"
+        body = self._call(kind, method, label_selector=selector)
+        items: list[KubeObject] = body.get("items") or []
+        for item in items:  # typed lists leave kind and apiVersion off their items
+            item.setdefault("kind", kind.value)
+            item.setdefault("apiVersion", _API_VERSIONS[kind])
+        return items
+
+    def get(self, ref: ObjectRef) -> KubeObject | None:
+        try:
+            return self._call(
+                ref.kind, f"read_namespaced_{_APIS[ref.kind][1]}", ref.name, ref.namespace
+            )
+        except ClusterClientError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    # -- single writes that must not be blind (ledger, lease) --------------------
+
+    def create_strict(self, obj: KubeObject) -> KubeObject:
+        """Create, failing with a 409 ClusterClientError if the object exists."""
+        ref = ObjectRef.of(obj)
+        return self._call(ref.kind, f"create_namespaced_{_APIS[ref.kind][1]}", ref.namespace, obj)
+
+    def replace(self, obj: KubeObject) -> KubeObject:
+        """Replace, failing with a 409 ClusterClientError on a stale resourceVersion."""
+        ref = ObjectRef.of(obj)
+        return self._call(
+            ref.kind, f"replace_namespaced_{_APIS[ref.kind][1]}", ref.name, ref.namespace, obj
+        )
+
+    # -- idempotent bulk writes ---------------------------------------------------
+
+    def write(self, writes: Sequence[Write]) -> list[WriteResult]:
+        """Run writes with bounded parallelism; one result per write, in order."""
+        if not writes:
+            return []
+        workers = max(1, min(self.parallelism, len(writes)))
+        if workers == 1:
+            return [self._write_one(w) for w in writes]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mxgitops-write") as pool:
+            return list(pool.map(self._write_one, writes))
+
+    def create(self, objects: Sequence[KubeObject]) -> None:
+        _raise_first(self.write([Create(o) for o in objects]))
+
+    def delete(self, refs: Sequence[ObjectRef]) -> None:
+        _raise_first(self.write([Delete(r) for r in refs]))
+
+    def _write_one(self, write: Write) -> WriteResult:
+        try:
+            if isinstance(write, Create):
+                ref = write.ref
+                self._call(
+                    ref.kind, f"create_namespaced_{_APIS[ref.kind][1]}", ref.namespace, write.obj
+                )
+            else:
+                ref = write.ref
+                # Background: the Job goes at once, the garbage collector takes its pods.
+                self._call(
+                    ref.kind,
+                    f"delete_namespaced_{_APIS[ref.kind][1]}",
+                    ref.name,
+                    ref.namespace,
+                    propagation_policy="Background",
+                )
+        except ClusterClientError as exc:
+            if isinstance(write, Delete) and exc.status == 404:
+                return WriteResult(write)
+            if isinstance(write, Create) and exc.reason == "AlreadyExists":
+                return self._created_before(write)
+            return WriteResult(write, exc)
+        except ClusterError as exc:
+            return WriteResult(write, exc)
+        return WriteResult(write)
+
+    def _created_before(self, write: Create) -> WriteResult:
+        """AlreadyExists is success when the object is ours (a retried create); an
+        object of the same name that another owner made is never taken over."""
+        try:
+            existing = self.get(write.ref)
+        except ClusterError as exc:
+            return WriteResult(write, exc)
+        if existing is None or same_owner(existing, write.obj):
+            return WriteResult(write)
+        return WriteResult(
+            write,
+            ClusterClientError(
+                f"{write.ref} already exists and is not managed by this mxgitops instance; "
+                "mxgitops leaves it alone",
+                status=409,
+                reason="AlreadyExists",
+            ),
+        )
+
+    # -- the one place requests are made ------------------------------------------
+
+    def _call(self, kind: Kind, method: str, *args: Any, **kwargs: Any) -> KubeObject:
+        api = self._api(_APIS[kind][0])
+        for attempt in _attempts(self.retry.attempts):
+            try:
+                response = getattr(api, method)(*args, _preload_content=False, **kwargs)
+                data: KubeObject = json.loads(response.data or b"{}")
+                return data
+            except ApiException as exc:
+                error = _api_error(exc, method)
+                if exc.status not in RETRYABLE_STATUS or attempt.last:
+                    raise error from exc
+                self.sleep(self.retry.delay(attempt.number, _retry_after(exc)))
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt.last:
+                    raise ClusterUnreachable(
+                        f"cannot reach the Kubernetes API at {self.server or 'the cluster'}: "
+                        f"{_short(exc)}"
+                    ) from exc
+                self.sleep(self.retry.delay(attempt.number, None))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _api(self, name: str) -> Any:
+        if name not in self._apis:
+            self._apis[name] = getattr(kubernetes.client, name)(self.api_client)
+        return self._apis[name]
+
+
+def connect(
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    parallelism: int = DEFAULT_PARALLELISM,
+    retry: RetryPolicy = RetryPolicy(),
+    sleep: Callable[[float], None] = time.sleep,
+) -> Cluster:
+    """Connect like any Kubernetes tool: an explicit kubeconfig (and context) first,
+    then the pod's service account when running in a cluster, then $KUBECONFIG or
+    ~/.kube/config."""
+    configuration = kubernetes.client.Configuration()
+    try:
+        source = _load_configuration(configuration, kubeconfig, context)
+    except kubernetes.config.ConfigException as exc:
+        raise ConfigError(f"cannot load the cluster configuration: {exc}") from exc
+    if source is None:
+        raise NoClusterConfigured(
+            "no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod "
+            "with a service account"
+        )
+    configuration.retries = 0  # retries are ours: idempotent and aware of Retry-After
+    configuration.connection_pool_maxsize = max(parallelism, 4)
+    return Cluster(
+        api_client=kubernetes.client.ApiClient(configuration),
+        parallelism=parallelism,
+        retry=retry,
+        sleep=sleep,
+        server=configuration.host,
+    )
+
+
+def cluster_configured(kubeconfig: Path | None = None) -> bool:
+    """Whether `connect` would find a configuration (for a dry run without a cluster)."""
+    return any(_config_candidates(kubeconfig)) or _in_cluster()
+
+
+def _load_configuration(
+    configuration: Any, kubeconfig: Path | None, context: str | None
+) -> str | None:
+    if kubeconfig is not None:
+        if not kubeconfig.is_file():
+            raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
+        kubernetes.config.load_kube_config(
+            config_file=str(kubeconfig),
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+        return str(kubeconfig)
+    if _in_cluster() and context is None:
+        kubernetes.config.load_incluster_config(client_configuration=configuration)
+        return "in-cluster"
+    for candidate in _config_candidates(None):
+        kubernetes.config.load_kube_config(
+            config_file=str(candidate),
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+        return str(candidate)
+    return None
+
+
+def _config_candidates(kubeconfig: Path | None) -> Iterator[Path]:
+    if kubeconfig is not None:
+        yield kubeconfig
+        return
+    paths = os.environ.get("KUBECONFIG", "")
+    for path in [*filter(None, paths.split(os.pathsep)), "~/.kube/config"]:
+        candidate = Path(path).expanduser()
+        if candidate.is_file():
+            yield candidate
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and IN_CLUSTER_TOKEN.is_file()
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    number: int
+    last: bool
+
+
+def _attempts(count: int) -> Iterator[_Attempt]:
+    for number in range(count):
+        yield _Attempt(number, number == count - 1)
+
+
+def _api_error(exc: ApiException, method: str) -> ClusterError:
+    status = int(exc.status or 0)
+    body = _status_body(exc)
+    message = str(body.get("message") or exc.reason or "request failed")
+    reason = str(body.get("reason") or "")
+    what = method.replace("_namespaced_", " ").replace("_for_all_namespaces", "").replace("_", " ")
+    if status in (401, 403):
+        return ClusterForbidden(f"the Kubernetes API refused to {what}: {message}")
+    if status >= 500 or status == 429:
+        return ClusterServerError(f"the Kubernetes API failed to {what}: {message}", status=status)
+    return ClusterClientError(message, status=status, reason=reason)
+
+
+def _status_body(exc: ApiException) -> dict[str, Any]:
+    try:
+        body = json.loads(exc.body or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _retry_after(exc: ApiException) -> float | None:
+    value = (exc.headers or {}).get("Retry-After")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _raise_first(results: list[WriteResult]) -> None:
+    for result in results:
+        if result.error is not None:
+            raise result.error
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
