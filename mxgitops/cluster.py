@@ -36,7 +36,17 @@ from mxgitops.errors import (
     ClusterUnreachable,
     ConfigError,
 )
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef, same_owner
+from mxgitops.objects import (
+    Create,
+    Delete,
+    Kind,
+    KubeObject,
+    LiveObjects,
+    ObjectRef,
+    Write,
+    WriteResult,
+    same_owner,
+)
 
 DEFAULT_PARALLELISM = 8
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -58,33 +68,6 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         backoff = min(self.max_delay, self.base_delay * 2**attempt)
         return min(self.max_delay, retry_after) if retry_after is not None else backoff
-
-
-@dataclass(frozen=True)
-class Create:
-    obj: KubeObject
-
-    @property
-    def ref(self) -> ObjectRef:
-        return ObjectRef.of(self.obj)
-
-
-@dataclass(frozen=True)
-class Delete:
-    ref: ObjectRef
-
-
-Write = Create | Delete
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    write: Write
-    error: ClusterError | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 # kind -> (API class, snake-case name in the client's method names)

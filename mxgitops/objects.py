@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from mxgitops.errors import MxGitOpsError
+
 KubeObject = dict[str, Any]
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -90,6 +92,33 @@ class LiveObjects:
 
     def all(self) -> tuple[KubeObject, ...]:
         return self.jobs + self.services + self.pods
+
+
+@dataclass(frozen=True)
+class Create:
+    obj: KubeObject
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef.of(self.obj)
+
+
+@dataclass(frozen=True)
+class Delete:
+    ref: ObjectRef
+
+
+Write = Create | Delete
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    write: Write
+    error: MxGitOpsError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 class ClusterAPI(Protocol):
