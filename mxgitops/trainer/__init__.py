@@ -1,0 +1,75 @@
+"""The seed's `trainer` package, in Python: a job's Kubernetes objects and its state.
+
+`render_job` turns an MxJob into batch Jobs and a Service (pure);
+`job_status` and `LiveJob.status` read the job's state back from objects
+(pure); `group_live` groups an instance's live objects by job. `TrainingJob`
+and `MXReplicaSet` are the seed's façade over a `ClusterAPI`.
+"""
+
+from mxgitops.spec import NAMESPACE
+from mxgitops.trainer.accelerators import (
+    AcceleratorConfig,
+    AcceleratorEnvVar,
+    AcceleratorVolume,
+    parse_accelerators,
+)
+from mxgitops.trainer.job import TrainingJob
+from mxgitops.trainer.labels import (
+    JOB_TYPE_LABEL,
+    MXNET_LABEL,
+    REPLICAS_ANNOTATION,
+    RUNTIME_ID_LABEL,
+    SUCCESS_POLICY_ANNOTATION,
+    TASK_INDEX_LABEL,
+    KubernetesLabels,
+    job_labels,
+    replica_labels,
+    replica_set_labels,
+)
+from mxgitops.trainer.live import LiveJob, group_live
+from mxgitops.trainer.mxconfig import Address, MxConfig, dmlc_env
+from mxgitops.trainer.render import PS_ROOT_PORT_NAME, RenderContext, render_job
+from mxgitops.trainer.replicaset import MXReplicaSet, MXReplicaSetInterface
+from mxgitops.trainer.status import (
+    MxReplicaStatus,
+    ReplicaState,
+    State,
+    is_retryable_termination,
+    job_status,
+    replica_state,
+)
+
+__all__ = [
+    "JOB_TYPE_LABEL",
+    "MXNET_LABEL",
+    "NAMESPACE",
+    "PS_ROOT_PORT_NAME",
+    "REPLICAS_ANNOTATION",
+    "RUNTIME_ID_LABEL",
+    "SUCCESS_POLICY_ANNOTATION",
+    "TASK_INDEX_LABEL",
+    "AcceleratorConfig",
+    "AcceleratorEnvVar",
+    "AcceleratorVolume",
+    "Address",
+    "KubernetesLabels",
+    "LiveJob",
+    "MXReplicaSet",
+    "MXReplicaSetInterface",
+    "MxConfig",
+    "MxReplicaStatus",
+    "RenderContext",
+    "ReplicaState",
+    "State",
+    "TrainingJob",
+    "dmlc_env",
+    "group_live",
+    "is_retryable_termination",
+    "job_labels",
+    "job_status",
+    "parse_accelerators",
+    "render_job",
+    "replica_labels",
+    "replica_set_labels",
+    "replica_state",
+]

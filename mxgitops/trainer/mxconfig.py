@@ -1,0 +1,109 @@
+"""How a distributed MXNet process learns its place in the cluster.
+
+ps-lite reads `DMLC_*` variables (where the scheduler is, how many servers and
+workers, which role this process plays). Kubeflow's MXNet images additionally
+read `MX_CONFIG`, a JSON document listing every role's addresses and this
+process's task; `DMLC_USE_KUBERNETES=1` tells them they run on Kubernetes.
+Both are rendered here, deterministically (compact JSON, sorted keys), so the
+same job always yields byte-identical pod templates.
+
+A local job runs a single process that talks to no one: it gets none of this.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mxgitops.spec import (
+    JobMode,
+    MxJob,
+    ReplicaType,
+    job_object_name,
+    scheduler_service_name,
+)
+
+
+@dataclass(frozen=True)
+class Address:
+    url: str
+    port: int
+
+
+@dataclass(frozen=True)
+class MxConfig:
+    """The `MX_CONFIG` document of one task (Kubeflow's format).
+
+    `cluster` maps a role (scheduler, server, worker) to the addresses of its
+    replicas in index order; `labels` maps each role to its (empty) label;
+    `task_type`/`task_index` name this process.
+    """
+
+    cluster: Mapping[str, tuple[Address, ...]]
+    labels: Mapping[str, str]
+    task_type: str
+    task_index: int
+
+    @classmethod
+    def for_task(cls, job: MxJob, replica_type: ReplicaType, index: int) -> MxConfig:
+        """The config of replica `index` of `replica_type` in `job`.
+
+        The scheduler is reached through its Service; servers and workers have
+        no Service, so their entry names their batch Job object, which is all
+        the identity they have (ps-lite only ever dials the scheduler).
+        """
+        cluster: dict[str, tuple[Address, ...]] = {}
+        for replica in job.replica_specs:
+            if replica.type is ReplicaType.SCHEDULER:
+                url = scheduler_service_name(job)
+                cluster[replica.type.role] = (Address(url, replica.ps_root_port),)
+            else:
+                cluster[replica.type.role] = tuple(
+                    Address(job_object_name(job, replica.type, i), replica.ps_root_port)
+                    for i in range(replica.replicas)
+                )
+        return cls(
+            cluster=cluster,
+            labels={replica.type.role: "" for replica in job.replica_specs},
+            task_type=replica_type.role,
+            task_index=index,
+        )
+
+    @property
+    def task(self) -> dict[str, Any]:
+        """The seed's `MxConfig.Task`: this process's type and index."""
+        return {"type": self.task_type, "index": self.task_index}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": {
+                role: [{"url": a.url, "port": a.port} for a in addresses]
+                for role, addresses in self.cluster.items()
+            },
+            "labels": dict(self.labels),
+            "task": self.task,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def dmlc_env(job: MxJob, replica_type: ReplicaType, index: int) -> list[dict[str, str]]:
+    """The env entries the `mxnet` container of one replica gets; none for a local job."""
+    if job.mode is JobMode.LOCAL:
+        return []
+    scheduler = job.replica(ReplicaType.SCHEDULER)
+    servers = job.replica(ReplicaType.SERVER)
+    workers = job.replica(ReplicaType.WORKER)
+    values = {
+        "DMLC_PS_ROOT_URI": scheduler_service_name(job),
+        "DMLC_PS_ROOT_PORT": str(scheduler.ps_root_port if scheduler else 0),
+        "DMLC_NUM_SERVER": str(servers.replicas if servers else 0),
+        "DMLC_NUM_WORKER": str(workers.replicas if workers else 0),
+        "DMLC_ROLE": replica_type.role,
+        "DMLC_USE_KUBERNETES": "1",
+        "MX_CONFIG": MxConfig.for_task(job, replica_type, index).to_json(),
+    }
+    return [{"name": name, "value": value} for name, value in values.items()]

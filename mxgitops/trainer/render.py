@@ -1,0 +1,173 @@
+"""Render the Kubernetes objects of one MxJob: a pure, deterministic function.
+
+One batch/v1 Job per replica index (completions 1, parallelism 1), in replica
+order, then the scheduler's Service. Nothing here talks to a cluster, reads a
+clock or draws a random number: the same job and context always give the same
+objects, byte for byte, which is what lets the planner compare and dry-run.
+
+The user's pod template is deep-copied, never mutated. Onto the copy go our
+labels (they win over the user's on a key collision: selection and status
+depend on them), the replica's restart policy, the DMLC environment after the
+user's own entries, and any accelerator volumes and env vars. User template
+labels stay on the pod template only; the batch Job carries just ours.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mxgitops import objects
+from mxgitops.objects import KubeObject
+from mxgitops.spec import (
+    CONTAINER_NAME,
+    MxJob,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+    job_object_name,
+    scheduler_service_name,
+)
+from mxgitops.trainer.accelerators import AcceleratorConfig, apply_accelerators
+from mxgitops.trainer.labels import replica_labels, shape_annotations
+from mxgitops.trainer.mxconfig import dmlc_env
+
+PS_ROOT_PORT_NAME = "ps-root-port"
+# ExitCode (Kubeflow): 1-127 are the program's own verdict and fail the job at
+# once; anything else (signals: 137, 143, ...) is retried within backoffLimit.
+PERMANENT_EXIT_CODES = tuple(range(1, 128))
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What rendering needs besides the job: who owns the objects, from which commit."""
+
+    instance: str
+    commit: str = ""
+    accelerators: Mapping[str, AcceleratorConfig] = field(default_factory=dict)
+
+
+def render_job(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
+    """Every object of the job: the batch Jobs in replica order, then the Service."""
+    rendered: list[KubeObject] = []
+    for replica in job.replica_specs:
+        rendered += render_replica_jobs(job, replica, ctx)
+    if job.replica(ReplicaType.SCHEDULER) is not None:
+        rendered.append(render_scheduler_service(job, ctx))
+    return rendered
+
+
+def render_replica_set(job: MxJob, replica: ReplicaSpec, ctx: RenderContext) -> list[KubeObject]:
+    """The objects of one replica set: its batch Jobs, plus the Service for the scheduler."""
+    rendered = render_replica_jobs(job, replica, ctx)
+    if replica.type is ReplicaType.SCHEDULER:
+        rendered.append(render_scheduler_service(job, ctx))
+    return rendered
+
+
+def render_replica_jobs(job: MxJob, replica: ReplicaSpec, ctx: RenderContext) -> list[KubeObject]:
+    return [render_batch_job(job, replica, index, ctx) for index in range(replica.replicas)]
+
+
+def render_batch_job(
+    job: MxJob, replica: ReplicaSpec, index: int, ctx: RenderContext
+) -> KubeObject:
+    labels = dict(replica_labels(job, ctx.instance, replica.type, index))
+    spec: dict[str, Any] = {"completions": 1, "parallelism": 1}
+    spec.update(_run_policy(job))
+    if replica.restart_policy is RestartPolicy.EXIT_CODE:
+        spec["podFailurePolicy"] = {
+            "rules": [
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {
+                        "containerName": CONTAINER_NAME,
+                        "operator": "In",
+                        "values": list(PERMANENT_EXIT_CODES),
+                    },
+                }
+            ]
+        }
+    spec["template"] = _pod_template(job, replica, index, labels, ctx)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(job_object_name(job, replica.type, index), job, labels, ctx),
+        "spec": spec,
+    }
+
+
+def render_scheduler_service(job: MxJob, ctx: RenderContext) -> KubeObject:
+    """The Service every process dials (DMLC_PS_ROOT_URI); it selects exactly the scheduler pod."""
+    scheduler = job.replica(ReplicaType.SCHEDULER)
+    if scheduler is None:
+        raise ValueError(f"job {job.name} has no SCHEDULER replica set")
+    labels = dict(replica_labels(job, ctx.instance, ReplicaType.SCHEDULER, 0))
+    port = scheduler.ps_root_port
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(scheduler_service_name(job), job, labels, ctx),
+        "spec": {
+            "selector": dict(labels),
+            "ports": [
+                {"name": PS_ROOT_PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}
+            ],
+        },
+    }
+
+
+def object_annotations(job: MxJob, ctx: RenderContext) -> dict[str, str]:
+    """Annotations on every object of the job (empty source or commit are left out)."""
+    values = {
+        objects.SPEC_HASH_ANNOTATION: job.spec_hash,
+        objects.SOURCE_ANNOTATION: job.source_path,
+        objects.COMMIT_ANNOTATION: ctx.commit,
+        **shape_annotations(job),
+    }
+    return {key: value for key, value in values.items() if value}
+
+
+def _metadata(name: str, job: MxJob, labels: dict[str, str], ctx: RenderContext) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": labels,
+        "annotations": object_annotations(job, ctx),
+    }
+
+
+def _run_policy(job: MxJob) -> dict[str, Any]:
+    policy = job.run_policy
+    values: dict[str, Any] = {
+        "activeDeadlineSeconds": policy.active_deadline_seconds,
+        "backoffLimit": policy.backoff_limit,
+        "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished,
+        "suspend": True if policy.suspend else None,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _pod_template(
+    job: MxJob, replica: ReplicaSpec, index: int, labels: dict[str, str], ctx: RenderContext
+) -> dict[str, Any]:
+    template: dict[str, Any] = copy.deepcopy(dict(replica.template))
+    metadata: dict[str, Any] = template.get("metadata") or {}
+    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        **object_annotations(job, ctx),
+    }
+    pod_spec: dict[str, Any] = template.get("spec") or {}
+    restart = replica.restart_policy
+    pod_spec["restartPolicy"] = (
+        RestartPolicy.NEVER.value if restart is RestartPolicy.EXIT_CODE else restart.value
+    )
+    ours = dmlc_env(job, replica.type, index)
+    for container in pod_spec.get("containers") or []:
+        if container.get("name") == CONTAINER_NAME and ours:
+            container["env"] = [*(container.get("env") or []), *ours]
+    apply_accelerators(pod_spec, ctx.accelerators)
+    return {"metadata": metadata, "spec": pod_spec}

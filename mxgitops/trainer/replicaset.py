@@ -1,0 +1,69 @@
+"""MXReplicaSet: the seed's handle on one replica set of a running job.
+
+A thin façade: rendering and status rules live in `render` and `status`;
+this class only pairs them with a `ClusterAPI`, the way the seed's
+MXReplicaSet paired them with a Kubernetes clientset.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from mxgitops.objects import ClusterAPI, KubeObject, LiveObjects, ObjectRef
+from mxgitops.spec import MxJob, ReplicaSpec
+from mxgitops.trainer.labels import KubernetesLabels, replica_set_labels
+from mxgitops.trainer.render import RenderContext, render_replica_set
+from mxgitops.trainer.status import JobShape, MxReplicaStatus, replica_set_status
+
+
+class MXReplicaSetInterface(Protocol):
+    """What a set of replicas of one role can do (the seed's MXReplicaSetInterface)."""
+
+    def create(self) -> None: ...
+
+    def delete(self) -> None: ...
+
+    def get_status(self) -> MxReplicaStatus: ...
+
+
+class MXReplicaSet:
+    """All replicas of one role (scheduler, server or worker) of one job."""
+
+    def __init__(
+        self, cluster: ClusterAPI, spec: ReplicaSpec, job: MxJob, ctx: RenderContext
+    ) -> None:
+        self.cluster = cluster
+        self.spec = spec
+        self.job = job
+        self.context = ctx
+
+    def labels(self) -> KubernetesLabels:
+        """Labels on every object of this replica set (without task_index)."""
+        return replica_set_labels(self.job, self.context.instance, self.spec.type)
+
+    def objects(self) -> list[KubeObject]:
+        return render_replica_set(self.job, self.spec, self.context)
+
+    def create(self) -> None:
+        self.cluster.create(self.objects())
+
+    def delete(self) -> None:
+        """Delete the batch Jobs (their pods follow) and, for the scheduler, the Service."""
+        self.cluster.delete([ObjectRef.of(o) for o in self.objects()])
+
+    def get_status(self) -> MxReplicaStatus:
+        live = self.cluster.list_live(self.labels().to_selector())
+        return replica_set_status(
+            JobShape.of(self.job), self.spec.type, self.spec.replicas, _in_namespace(live, self.job)
+        )
+
+
+def _in_namespace(live: LiveObjects, job: MxJob) -> LiveObjects:
+    """list_live spans namespaces; a same-named job elsewhere is another job."""
+
+    def keep(items: tuple[KubeObject, ...]) -> tuple[KubeObject, ...]:
+        return tuple(
+            o for o in items if (o.get("metadata") or {}).get("namespace") == job.namespace
+        )
+
+    return LiveObjects(keep(live.jobs), keep(live.services), keep(live.pods))

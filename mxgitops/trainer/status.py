@@ -1,0 +1,223 @@
+"""Read a job's state back from its Kubernetes objects: the seed's rules, pure.
+
+Per replica: its batch Job decides first (succeeded >= 1 → Succeeded; a
+`Failed` condition, from backoffLimit or the deadline → Failed; no Job →
+Unknown). Otherwise the newest pod's `mxnet` container decides, preferring its
+last termination when it has one: running or waiting → Running, exit 0 →
+Succeeded, a retryable termination → Running (Kubernetes retries it), anything
+else → Failed; no pod or no container status → Unknown.
+
+Replica sets and the job aggregate as the seed did. The functions take plain
+objects, so the planner, the report and the façade all judge a job the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from mxgitops import objects
+from mxgitops.objects import KubeObject, LiveObjects
+from mxgitops.spec import CONTAINER_NAME, JobMode, MxJob, ReplicaType, SuccessPolicy
+from mxgitops.trainer.labels import JOB_TYPE_LABEL, RUNTIME_ID_LABEL, TASK_INDEX_LABEL
+
+
+class State(StrEnum):
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class ReplicaState(StrEnum):
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True)
+class MxReplicaStatus:
+    """One replica set: its overall state and how many replicas are in each state."""
+
+    type: ReplicaType
+    state: ReplicaState
+    replicas_states: Mapping[ReplicaState, int]
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """What status needs to know of a job: from its MxJob, or from live annotations."""
+
+    namespace: str
+    name: str
+    runtime_id: str
+    mode: JobMode
+    success_policy: SuccessPolicy
+    replicas: Mapping[ReplicaType, int]  # in replica order
+
+    @classmethod
+    def of(cls, job: MxJob) -> JobShape:
+        return cls(
+            namespace=job.namespace,
+            name=job.name,
+            runtime_id=job.runtime_id,
+            mode=job.mode,
+            success_policy=job.success_policy,
+            replicas={r.type: r.replicas for r in job.replica_specs},
+        )
+
+
+def job_status(job: MxJob, live: LiveObjects) -> tuple[State, list[MxReplicaStatus]]:
+    """The state of this runtime of `job`, judged from `live` (other objects are ignored)."""
+    return shape_status(JobShape.of(job), live)
+
+
+def shape_status(shape: JobShape, live: LiveObjects) -> tuple[State, list[MxReplicaStatus]]:
+    statuses = [
+        replica_set_status(shape, replica_type, count, live)
+        for replica_type, count in shape.replicas.items()
+    ]
+    return job_state(shape.mode, shape.success_policy, statuses), statuses
+
+
+def replica_set_status(
+    shape: JobShape, replica_type: ReplicaType, replicas: int, live: LiveObjects
+) -> MxReplicaStatus:
+    jobs = [o for o in live.jobs if _belongs(o, shape, replica_type)]
+    pods = [o for o in live.pods if _belongs(o, shape, replica_type)]
+    states = [
+        replica_state(
+            next((j for j in jobs if _index(j) == index), None),
+            [p for p in pods if _index(p) == index],
+        )
+        for index in range(replicas)
+    ]
+    return aggregate(replica_type, replicas, states)
+
+
+def aggregate(
+    replica_type: ReplicaType, replicas: int, states: Sequence[ReplicaState]
+) -> MxReplicaStatus:
+    """Failed if any failed, else Running if any runs, Succeeded if all did, else Unknown."""
+    counts = dict(Counter(states))
+    if ReplicaState.FAILED in counts:
+        state = ReplicaState.FAILED
+    elif ReplicaState.RUNNING in counts:
+        state = ReplicaState.RUNNING
+    elif counts.get(ReplicaState.SUCCEEDED, 0) == replicas:
+        state = ReplicaState.SUCCEEDED
+    else:
+        state = ReplicaState.UNKNOWN
+    return MxReplicaStatus(type=replica_type, state=state, replicas_states=counts)
+
+
+def job_state(
+    mode: JobMode, success_policy: SuccessPolicy, statuses: Sequence[MxReplicaStatus]
+) -> State:
+    """Any set Failed → Failed; the deciding set Succeeded → Succeeded; else Running.
+
+    The deciding set is WORKER for a local job and SCHEDULER for a dist job,
+    unless the success policy is AllWorkers (e.g. BytePS, whose scheduler never
+    exits): then it is WORKER alone.
+    """
+    by_type = {s.type: s.state for s in statuses}
+    if ReplicaState.FAILED in by_type.values():
+        return State.FAILED
+    deciding = (
+        ReplicaType.SCHEDULER
+        if mode is JobMode.DIST and success_policy is SuccessPolicy.SCHEDULER
+        else ReplicaType.WORKER
+    )
+    if by_type.get(deciding) is ReplicaState.SUCCEEDED:
+        return State.SUCCEEDED
+    return State.RUNNING
+
+
+def replica_state(
+    batch_job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
+) -> ReplicaState:
+    """One replica's state from its batch Job and that Job's pods."""
+    if batch_job is None:
+        return ReplicaState.UNKNOWN
+    job_status_: Mapping[str, Any] = batch_job.get("status") or {}
+    if int(job_status_.get("succeeded") or 0) >= 1:
+        return ReplicaState.SUCCEEDED
+    if any(
+        c.get("type") == "Failed" and c.get("status") == "True"
+        for c in job_status_.get("conditions") or []
+    ):
+        return ReplicaState.FAILED
+    if not pods:
+        return ReplicaState.UNKNOWN
+    return pod_replica_state(newest_pod(pods))
+
+
+def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """By status.startTime, then creationTimestamp, then name (RFC 3339 UTC sorts as text).
+
+    A pod that has not started yet counts from its creation, so a fresh retry
+    is newer than the pod it replaces.
+    """
+
+    def key(pod: Mapping[str, Any]) -> tuple[str, str, str]:
+        created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+        started = str((pod.get("status") or {}).get("startTime") or created)
+        return (started, created, str((pod.get("metadata") or {}).get("name") or ""))
+
+    return max(pods, key=key)
+
+
+def pod_replica_state(pod: Mapping[str, Any]) -> ReplicaState:
+    """The seed's replicaStatusFromPodList, for the newest pod."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    container = next((c for c in statuses if c.get("name") == CONTAINER_NAME), None)
+    if container is None:
+        return ReplicaState.UNKNOWN
+    last_terminated = (container.get("lastState") or {}).get("terminated")
+    state: Mapping[str, Any] = (
+        {"terminated": last_terminated} if last_terminated else container.get("state") or {}
+    )
+    if state.get("running") is not None or state.get("waiting") is not None:
+        return ReplicaState.RUNNING
+    terminated = state.get("terminated")
+    if terminated is None:
+        return ReplicaState.UNKNOWN
+    if int(terminated.get("exitCode", -1)) == 0:
+        return ReplicaState.SUCCEEDED
+    if is_retryable_termination(terminated):
+        return ReplicaState.RUNNING
+    return ReplicaState.FAILED
+
+
+def is_retryable_termination(terminated: Mapping[str, Any]) -> bool:
+    """The seed's isRetryableTerminationState.
+
+    OOMKilled is the program's fault (checked first: an OOM may leave no
+    message). No termination message means the launcher did not exit cleanly,
+    e.g. the container never started: retry. Exit codes 0-127 are the
+    program's own verdict: permanent. Above 127 (137 SIGKILL, 143 SIGTERM) is
+    an infrastructure kill: retry.
+    """
+    if terminated.get("reason") == "OOMKilled":
+        return False
+    if not terminated.get("message"):
+        return True
+    return not 0 <= int(terminated.get("exitCode", -1)) <= 127
+
+
+def _belongs(obj: KubeObject, shape: JobShape, replica_type: ReplicaType) -> bool:
+    labels = objects.labels_of(obj)
+    return (
+        (obj.get("metadata") or {}).get("namespace", shape.namespace) == shape.namespace
+        and labels.get(objects.JOB_NAME_LABEL) == shape.name
+        and labels.get(RUNTIME_ID_LABEL) == shape.runtime_id
+        and labels.get(JOB_TYPE_LABEL) == replica_type.value
+    )
+
+
+def _index(obj: KubeObject) -> int | None:
+    value = objects.labels_of(obj).get(TASK_INDEX_LABEL, "")
+    return int(value) if value.isdigit() else None
