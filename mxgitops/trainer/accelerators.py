@@ -128,7 +128,9 @@ def _add(pod_spec: dict[str, Any], container: dict[str, Any], config: Accelerato
 def _entries(
     raw: Mapping[str, Any], key: str, allowed: set[str], where: str
 ) -> list[Mapping[str, Any]]:
-    items = raw.get(key) or []
+    items = raw.get(key)
+    if items is None:
+        return []
     if not isinstance(items, list):
         raise ConfigError(f"{where}.{key}: expected a list")
     for i, item in enumerate(items):

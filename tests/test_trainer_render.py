@@ -1,0 +1,538 @@
+"""render_job: names, labels, env, Service, accelerators, run policy; schema-valid, pure."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from mxgitops import objects, spec
+from mxgitops.errors import ConfigError
+from mxgitops.trainer import (
+    NAMESPACE,
+    AcceleratorConfig,
+    KubernetesLabels,
+    MxConfig,
+    RenderContext,
+    parse_accelerators,
+    render_job,
+)
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+UPSTREAM = SHARED / "examples" / "upstream"
+K8S_VERSION = "1.32.0"
+CTX = RenderContext(instance="prod", commit="c0ffee")
+GPU = {
+    "nvidia.com/gpu": {
+        "volumes": [
+            {"name": "nvidia-libs", "hostPath": "/usr/lib/nvidia", "mountPath": "/usr/local/nvidia"}
+        ],
+        "envVars": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
+    }
+}
+
+
+def mxnet(**extra: Any) -> dict[str, Any]:
+    return {"name": "mxnet", "image": "mxnet/python:1.9", **extra}
+
+
+def seed_doc(
+    mode: str = "dist",
+    *,
+    servers: int = 2,
+    workers: int = 3,
+    port: int = 9091,
+    worker_container: dict[str, Any] | None = None,
+    name: str = "mnist",
+) -> dict[str, Any]:
+    def replica(kind: str, replicas: int, container: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "replicas": replicas,
+            "mxReplicaType": kind,
+            "PsRootPort": port,
+            "template": {"spec": {"containers": [container], "restartPolicy": "OnFailure"}},
+        }
+
+    worker = replica("WORKER", workers if mode == "dist" else 1, worker_container or mxnet())
+    replica_specs = [worker]
+    if mode == "dist":
+        replica_specs = [
+            replica("SCHEDULER", 1, mxnet()),
+            replica("SERVER", servers, mxnet()),
+            worker,
+        ]
+    return {
+        "apiVersion": spec.SEED_API_VERSION,
+        "kind": spec.SEED_KIND,
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"jobMode": mode, "replicaSpecs": replica_specs},
+    }
+
+
+def kubeflow_doc(*, restart: str = "ExitCode", run_policy: dict[str, Any] | None = None) -> dict:
+    def replica(replicas: int) -> dict[str, Any]:
+        return {
+            "replicas": replicas,
+            "restartPolicy": restart,
+            "template": {"spec": {"containers": [mxnet()]}},
+        }
+
+    return {
+        "apiVersion": spec.KUBEFLOW_API_VERSION,
+        "kind": spec.KUBEFLOW_KIND,
+        "metadata": {"name": "kf"},
+        "spec": {
+            "jobMode": "MXTrain",
+            "runPolicy": run_policy or {},
+            "mxReplicaSpecs": {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)},
+        },
+    }
+
+
+def job_of(doc: dict[str, Any], source: str = "") -> spec.MxJob:
+    job = spec.from_manifest(doc)
+    return dataclasses.replace(job, source_path=source)
+
+
+def by_name(rendered: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    return next(o for o in rendered if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+def pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    spec_: dict[str, Any] = obj["spec"]["template"]["spec"]
+    return spec_
+
+
+def env_of(obj: dict[str, Any]) -> dict[str, str]:
+    container = next(c for c in pod_spec(obj)["containers"] if c["name"] == "mxnet")
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def assert_valid(obj: dict[str, Any]) -> None:
+    try:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        first_line = str(error).splitlines()[0]
+        pytest.fail(f"{obj['kind']} {obj['metadata']['name']} is invalid: {first_line}")
+
+
+# -- schema -----------------------------------------------------------------------
+
+
+def upstream_examples() -> list[Path]:
+    if not UPSTREAM.is_dir():
+        raise FileNotFoundError(f"the shared examples are missing: expected {UPSTREAM}")
+    return sorted(p for p in UPSTREAM.glob("*.yaml") if "tune" not in p.name)
+
+
+@pytest.mark.parametrize("path", upstream_examples(), ids=lambda p: p.name)
+def test_upstream_examples_render_schema_valid_objects(path: Path) -> None:
+    job = spec.from_manifest(yaml.safe_load(path.read_text()))
+    rendered = render_job(job, RenderContext("prod", "c0ffee", parse_accelerators(GPU)))
+    assert len(rendered) == sum(r.replicas for r in job.replica_specs) + (job.mode == "dist")
+    for obj in rendered:
+        assert_valid(obj)
+
+
+def test_upstream_examples_are_all_there() -> None:
+    assert len(upstream_examples()) == 4
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        seed_doc("local"),
+        seed_doc("dist"),
+        kubeflow_doc(
+            run_policy={
+                "activeDeadlineSeconds": 3600,
+                "backoffLimit": 2,
+                "ttlSecondsAfterFinished": 60,
+                "suspend": True,
+            }
+        ),
+        seed_doc(worker_container=mxnet(resources={"limits": {"nvidia.com/gpu": 1}})),
+    ],
+    ids=["local", "dist", "exit-code-run-policy", "accelerator"],
+)
+def test_rendered_objects_are_schema_valid(doc: dict[str, Any]) -> None:
+    ctx = RenderContext("prod", "c0ffee", parse_accelerators(GPU))
+    for obj in render_job(job_of(doc, "jobs/mnist.yaml"), ctx):
+        assert_valid(obj)
+
+
+# -- names and labels -----------------------------------------------------------------
+
+
+def test_one_job_per_replica_index_in_replica_order_then_the_service() -> None:
+    job = job_of(seed_doc(servers=2, workers=2))
+    rid = job.runtime_id
+    rendered = render_job(job, CTX)
+    assert [(o["kind"], o["metadata"]["name"]) for o in rendered] == [
+        ("Job", f"mnist-scheduler-{rid}-0"),
+        ("Job", f"mnist-server-{rid}-0"),
+        ("Job", f"mnist-server-{rid}-1"),
+        ("Job", f"mnist-worker-{rid}-0"),
+        ("Job", f"mnist-worker-{rid}-1"),
+        ("Service", f"mnist-scheduler-{rid}-0"),
+    ]
+    assert {o["metadata"]["namespace"] for o in rendered} == {"ml"}
+    for obj in rendered[:-1]:
+        assert obj["apiVersion"] == "batch/v1"
+        assert obj["spec"]["completions"] == 1
+        assert obj["spec"]["parallelism"] == 1
+
+
+def test_namespace_defaults_to_the_seeds() -> None:
+    doc = seed_doc("local")
+    del doc["metadata"]["namespace"]
+    assert NAMESPACE == "default"
+    assert render_job(job_of(doc), CTX)[0]["metadata"]["namespace"] == "default"
+
+
+def test_labels_on_job_and_pod_template() -> None:
+    job = job_of(seed_doc(servers=2))
+    obj = by_name(
+        render_job(job, CTX), "Job", spec.job_object_name(job, spec.ReplicaType.SERVER, 1)
+    )
+    expected = {
+        "app.kubernetes.io/managed-by": "mxgitops",
+        "mxgitops.io/instance": "prod",
+        "mxgitops.io/job": "mnist",
+        "mxnet.mlkube.io": "",
+        "job_type": "SERVER",
+        "runtime_id": job.runtime_id,
+        "task_index": "1",
+    }
+    assert obj["metadata"]["labels"] == expected
+    assert obj["spec"]["template"]["metadata"]["labels"] == expected
+    assert objects.is_owned(obj, "prod")
+
+
+def test_user_template_labels_are_kept_and_ours_win() -> None:
+    doc = seed_doc("local")
+    doc["spec"]["replicaSpecs"][0]["template"]["metadata"] = {
+        "labels": {"team": "vision", "task_index": "7"},
+        "annotations": {"note": "hi"},
+    }
+    obj = render_job(job_of(doc), CTX)[0]
+    template_meta = obj["spec"]["template"]["metadata"]
+    assert template_meta["labels"]["team"] == "vision"
+    assert template_meta["labels"]["task_index"] == "0"
+    assert template_meta["annotations"]["note"] == "hi"
+    assert "team" not in obj["metadata"]["labels"]
+
+
+def test_selector_is_sorted_and_deterministic() -> None:
+    labels = KubernetesLabels({"runtime_id": "abc", "job_type": "WORKER", "mxnet.mlkube.io": ""})
+    assert labels.to_selector() == "job_type=WORKER,mxnet.mlkube.io=,runtime_id=abc"
+    assert isinstance(labels, dict)
+    assert KubernetesLabels().to_selector() == ""
+
+
+def test_annotations_on_every_object_and_empty_ones_left_out() -> None:
+    job = job_of(seed_doc(), source="jobs/mnist.yaml")
+    for obj in render_job(job, CTX):
+        assert obj["metadata"]["annotations"] == {
+            objects.SPEC_HASH_ANNOTATION: job.spec_hash,
+            objects.SOURCE_ANNOTATION: "jobs/mnist.yaml",
+            objects.COMMIT_ANNOTATION: "c0ffee",
+            "mxgitops.io/replicas": "SCHEDULER=1,SERVER=2,WORKER=3",
+        }
+    bare = render_job(job_of(seed_doc("local")), RenderContext("prod"))[0]
+    assert bare["metadata"]["annotations"] == {
+        objects.SPEC_HASH_ANNOTATION: job_of(seed_doc("local")).spec_hash,
+        "mxgitops.io/replicas": "WORKER=1",
+    }
+
+
+def test_success_policy_is_annotated_only_when_not_the_default() -> None:
+    doc = kubeflow_doc()
+    doc["spec"]["successPolicy"] = "AllWorkers"
+    obj = render_job(job_of(doc), CTX)[0]
+    assert obj["metadata"]["annotations"]["mxgitops.io/success-policy"] == "AllWorkers"
+    assert (
+        "mxgitops.io/success-policy"
+        not in render_job(job_of(kubeflow_doc()), CTX)[0]["metadata"]["annotations"]
+    )
+
+
+# -- the scheduler Service ----------------------------------------------------------------
+
+
+def test_scheduler_service_selects_exactly_the_scheduler_pod() -> None:
+    job = job_of(seed_doc(port=9500))
+    rendered = render_job(job, CTX)
+    name = spec.scheduler_service_name(job)
+    service = by_name(rendered, "Service", name)
+    scheduler_pod_labels = by_name(rendered, "Job", name)["spec"]["template"]["metadata"]["labels"]
+    assert service["apiVersion"] == "v1"
+    assert service["spec"]["selector"] == scheduler_pod_labels
+    assert service["spec"]["ports"] == [
+        {"name": "ps-root-port", "port": 9500, "targetPort": 9500, "protocol": "TCP"}
+    ]
+    assert service["metadata"]["labels"] == scheduler_pod_labels
+    others = [o for o in rendered if o["kind"] == "Job" and o["metadata"]["name"] != name]
+    for other in others:
+        pod_labels = other["spec"]["template"]["metadata"]["labels"]
+        assert not all(pod_labels.get(k) == v for k, v in service["spec"]["selector"].items())
+
+
+def test_local_job_has_no_service() -> None:
+    assert [o["kind"] for o in render_job(job_of(seed_doc("local")), CTX)] == ["Job"]
+
+
+# -- environment ----------------------------------------------------------------------------
+
+
+def test_dmlc_env_of_a_worker() -> None:
+    job = job_of(seed_doc(servers=2, workers=3, port=9091))
+    rid = job.runtime_id
+    worker = by_name(render_job(job, CTX), "Job", f"mnist-worker-{rid}-1")
+    env = env_of(worker)
+    mx_config = env.pop("MX_CONFIG")
+    assert env == {
+        "DMLC_PS_ROOT_URI": f"mnist-scheduler-{rid}-0",
+        "DMLC_PS_ROOT_PORT": "9091",
+        "DMLC_NUM_SERVER": "2",
+        "DMLC_NUM_WORKER": "3",
+        "DMLC_ROLE": "worker",
+        "DMLC_USE_KUBERNETES": "1",
+    }
+    assert mx_config == (
+        '{"cluster":{'
+        f'"scheduler":[{{"port":9091,"url":"mnist-scheduler-{rid}-0"}}],'
+        f'"server":[{{"port":9091,"url":"mnist-server-{rid}-0"}},'
+        f'{{"port":9091,"url":"mnist-server-{rid}-1"}}],'
+        f'"worker":[{{"port":9091,"url":"mnist-worker-{rid}-0"}},'
+        f'{{"port":9091,"url":"mnist-worker-{rid}-1"}},'
+        f'{{"port":9091,"url":"mnist-worker-{rid}-2"}}]}},'
+        '"labels":{"scheduler":"","server":"","worker":""},'
+        '"task":{"index":1,"type":"worker"}}'
+    )
+    parsed = MxConfig.for_task(job, spec.ReplicaType.WORKER, 1)
+    assert json.loads(mx_config) == parsed.to_dict()
+    assert parsed.task == {"type": "worker", "index": 1}
+
+
+@pytest.mark.parametrize("replica_type", list(spec.ReplicaType))
+def test_dmlc_role_per_replica_type(replica_type: spec.ReplicaType) -> None:
+    job = job_of(seed_doc())
+    obj = by_name(render_job(job, CTX), "Job", spec.job_object_name(job, replica_type, 0))
+    env = env_of(obj)
+    assert env["DMLC_ROLE"] == replica_type.role
+    assert json.loads(env["MX_CONFIG"])["task"] == {"type": replica_type.role, "index": 0}
+
+
+def test_kubeflow_ports_come_from_each_replicas_mxjob_port() -> None:
+    doc = kubeflow_doc(restart="Never")
+    doc["spec"]["mxReplicaSpecs"]["Scheduler"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "mxjob-port", "containerPort": 9999}
+    ]
+    job = job_of(doc)
+    env = env_of(render_job(job, CTX)[0])
+    assert env["DMLC_PS_ROOT_PORT"] == "9999"
+    cluster = json.loads(env["MX_CONFIG"])["cluster"]
+    assert cluster["scheduler"][0]["port"] == 9999
+    assert cluster["worker"][0]["port"] == spec.DEFAULT_PS_ROOT_PORT
+    service = render_job(job, CTX)[-1]
+    assert service["spec"]["ports"][0]["targetPort"] == 9999
+
+
+def test_user_env_is_kept_first_then_ours() -> None:
+    user_env = [{"name": "EPOCHS", "value": "10"}, {"name": "PYTHONUNBUFFERED", "value": "1"}]
+    job = job_of(seed_doc(worker_container=mxnet(env=user_env)))
+    worker = by_name(render_job(job, CTX), "Job", f"mnist-worker-{job.runtime_id}-0")
+    names = [e["name"] for e in pod_spec(worker)["containers"][0]["env"]]
+    assert names[:2] == ["EPOCHS", "PYTHONUNBUFFERED"]
+    assert names[2:] == [
+        "DMLC_PS_ROOT_URI",
+        "DMLC_PS_ROOT_PORT",
+        "DMLC_NUM_SERVER",
+        "DMLC_NUM_WORKER",
+        "DMLC_ROLE",
+        "DMLC_USE_KUBERNETES",
+        "MX_CONFIG",
+    ]
+
+
+def test_local_job_gets_no_dmlc_env() -> None:
+    job = job_of(seed_doc("local", worker_container=mxnet(env=[{"name": "A", "value": "1"}])))
+    assert env_of(render_job(job, CTX)[0]) == {"A": "1"}
+    assert "env" not in pod_spec(render_job(job_of(seed_doc("local")), CTX)[0])["containers"][0]
+
+
+def test_only_the_mxnet_container_gets_env() -> None:
+    sidecar = {"name": "logger", "image": "busybox"}
+    doc = seed_doc()
+    doc["spec"]["replicaSpecs"][2]["template"]["spec"]["containers"].append(sidecar)
+    job = job_of(doc)
+    worker = by_name(render_job(job, CTX), "Job", f"mnist-worker-{job.runtime_id}-0")
+    assert pod_spec(worker)["containers"][1] == sidecar
+
+
+# -- restart and run policy ---------------------------------------------------------------
+
+
+def test_restart_policy_of_the_replica_is_the_pods() -> None:
+    for obj in render_job(job_of(seed_doc()), CTX):
+        if obj["kind"] == "Job":
+            assert pod_spec(obj)["restartPolicy"] == "OnFailure"
+            assert "podFailurePolicy" not in obj["spec"]
+    for obj in render_job(job_of(kubeflow_doc(restart="Never")), CTX):
+        if obj["kind"] == "Job":
+            assert pod_spec(obj)["restartPolicy"] == "Never"
+            assert "podFailurePolicy" not in obj["spec"]
+
+
+def test_exit_code_is_never_plus_a_pod_failure_policy() -> None:
+    for obj in render_job(job_of(kubeflow_doc(restart="ExitCode")), CTX):
+        if obj["kind"] != "Job":
+            continue
+        assert pod_spec(obj)["restartPolicy"] == "Never"
+        assert obj["spec"]["podFailurePolicy"] == {
+            "rules": [
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {
+                        "containerName": "mxnet",
+                        "operator": "In",
+                        "values": list(range(1, 128)),
+                    },
+                }
+            ]
+        }
+
+
+def test_run_policy_on_every_batch_job_and_unset_fields_left_out() -> None:
+    policy = {"activeDeadlineSeconds": 3600, "backoffLimit": 2, "ttlSecondsAfterFinished": 60}
+    for obj in render_job(job_of(kubeflow_doc(run_policy={**policy, "suspend": True})), CTX):
+        if obj["kind"] == "Job":
+            assert {k: obj["spec"][k] for k in [*policy, "suspend"]} == {**policy, "suspend": True}
+    bare = render_job(job_of(kubeflow_doc(run_policy={"backoffLimit": 0})), CTX)[0]
+    assert bare["spec"]["backoffLimit"] == 0
+    for absent in ("activeDeadlineSeconds", "ttlSecondsAfterFinished", "suspend"):
+        assert absent not in bare["spec"]
+
+
+# -- accelerators --------------------------------------------------------------------------
+
+
+def test_accelerator_volumes_mounts_and_env_go_to_containers_using_the_resource() -> None:
+    gpu = mxnet(resources={"requests": {"nvidia.com/gpu": 1}})
+    job = job_of(seed_doc(worker_container=gpu))
+    ctx = RenderContext("prod", accelerators=parse_accelerators(GPU))
+    rendered = render_job(job, ctx)
+    worker = by_name(rendered, "Job", f"mnist-worker-{job.runtime_id}-0")
+    assert pod_spec(worker)["volumes"] == [
+        {"name": "nvidia-libs", "hostPath": {"path": "/usr/lib/nvidia"}}
+    ]
+    container = pod_spec(worker)["containers"][0]
+    assert container["volumeMounts"] == [{"name": "nvidia-libs", "mountPath": "/usr/local/nvidia"}]
+    assert container["env"][-1] == {"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}
+    server = by_name(rendered, "Job", f"mnist-server-{job.runtime_id}-0")
+    assert "volumes" not in pod_spec(server)
+    assert "volumeMounts" not in pod_spec(server)["containers"][0]
+
+
+def test_accelerators_never_override_the_users_pod() -> None:
+    gpu = mxnet(
+        resources={"limits": {"nvidia.com/gpu": 2}},
+        env=[{"name": "LD_LIBRARY_PATH", "value": "/mine"}],
+        volumeMounts=[{"name": "nvidia-libs", "mountPath": "/opt/nvidia"}],
+    )
+    doc = seed_doc("local", worker_container=gpu)
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["volumes"] = [
+        {"name": "nvidia-libs", "emptyDir": {}}
+    ]
+    obj = render_job(job_of(doc), RenderContext("p", accelerators=parse_accelerators(GPU)))[0]
+    assert pod_spec(obj)["volumes"] == [{"name": "nvidia-libs", "emptyDir": {}}]
+    container = pod_spec(obj)["containers"][0]
+    assert container["volumeMounts"] == [{"name": "nvidia-libs", "mountPath": "/opt/nvidia"}]
+    assert container["env"] == [{"name": "LD_LIBRARY_PATH", "value": "/mine"}]
+    assert_valid(obj)
+
+
+def test_accelerator_config_parses_the_seeds_shape() -> None:
+    parsed = parse_accelerators(GPU)
+    config = parsed["nvidia.com/gpu"]
+    assert isinstance(config, AcceleratorConfig)
+    assert [(v.name, v.host_path, v.mount_path) for v in config.volumes] == [
+        ("nvidia-libs", "/usr/lib/nvidia", "/usr/local/nvidia")
+    ]
+    assert [(e.name, e.value) for e in config.env_vars] == [
+        ("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
+    ]
+    assert parse_accelerators(None) == {}
+    assert parse_accelerators({"x/y": {}})["x/y"] == AcceleratorConfig()
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (["nvidia.com/gpu"], "expected a mapping of resource name"),
+        ({"nvidia.com/gpu": []}, "expected a mapping with volumes and envVars"),
+        ({"nvidia.com/gpu": {"volume": []}}, "unknown key(s) volume"),
+        ({"nvidia.com/gpu": {"volumes": {}}}, "volumes: expected a list"),
+        ({"nvidia.com/gpu": {"volumes": ["x"]}}, "volumes[0]: expected a mapping"),
+        (
+            {"nvidia.com/gpu": {"volumes": [{"name": "v", "hostPath": "/a"}]}},
+            "volumes[0].mountPath: expected a non-empty string",
+        ),
+        (
+            {"nvidia.com/gpu": {"volumes": [{"name": "V_1", "hostPath": "/a", "mountPath": "/b"}]}},
+            "not a valid volume name",
+        ),
+        (
+            {"nvidia.com/gpu": {"volumes": [{"name": "v", "hostPath": "a", "mountPath": "/b"}]}},
+            "hostPath: 'a' must be an absolute path",
+        ),
+        ({"nvidia.com/gpu": {"envVars": [{"name": "A"}]}}, "envVars[0].value: expected a string"),
+        ({"nvidia.com/gpu": {"envVars": [{"name": "A", "value": 1}]}}, "expected a string"),
+        ({"nvidia.com/gpu": {"envVars": [{"value": "x"}]}}, "envVars[0].name"),
+    ],
+)
+def test_accelerator_config_errors_say_where(raw: object, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_accelerators(raw)
+    assert message in str(caught.value)
+    if isinstance(raw, dict) and isinstance(raw.get("nvidia.com/gpu"), dict):
+        assert "accelerators['nvidia.com/gpu']" in str(caught.value)
+
+
+# -- purity ----------------------------------------------------------------------------------
+
+
+def test_rendering_is_deterministic_byte_for_byte() -> None:
+    gpu = mxnet(resources={"limits": {"nvidia.com/gpu": 1}}, env=[{"name": "A", "value": "1"}])
+    ctx = RenderContext("prod", "c0ffee", parse_accelerators(GPU))
+    first = json.dumps(render_job(job_of(seed_doc(worker_container=gpu)), ctx))
+    again = json.dumps(render_job(job_of(seed_doc(worker_container=gpu)), ctx))
+    assert first == again
+    job = job_of(seed_doc(worker_container=gpu))
+    assert json.dumps(render_job(job, ctx)) == json.dumps(render_job(job, ctx))
+
+
+def test_the_users_template_is_never_mutated() -> None:
+    gpu = mxnet(resources={"limits": {"nvidia.com/gpu": 1}}, env=[{"name": "A", "value": "1"}])
+    doc = seed_doc(worker_container=gpu)
+    doc["spec"]["replicaSpecs"][2]["template"]["metadata"] = {"labels": {"team": "x"}}
+    pristine = copy.deepcopy(doc)
+    job = job_of(doc)
+    rendered = render_job(job, RenderContext("prod", "c", parse_accelerators(GPU)))
+    assert doc == pristine
+    pod_spec(rendered[-2])["containers"][0]["env"].append({"name": "B", "value": "2"})
+    assert doc == pristine
+
+
+def test_a_changed_spec_renders_new_names_and_hash() -> None:
+    old, new = job_of(seed_doc(workers=2)), job_of(seed_doc(workers=3))
+    old_names = {o["metadata"]["name"] for o in render_job(old, CTX)}
+    new_names = {o["metadata"]["name"] for o in render_job(new, CTX)}
+    assert old_names.isdisjoint(new_names)
