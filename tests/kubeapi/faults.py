@@ -1,0 +1,194 @@
+"""Seeded fault injection and the request log.
+
+Fault spec syntax (``--faults`` and ``KubeAPI.faults(spec)``): a comma
+separated list of ``VERBS[/RESOURCES]:ACTION=VALUE`` rules.
+
+* ``VERBS``: get, list, watch, create, update, patch, delete,
+  deletecollection, ``write`` (create, update, patch, delete,
+  deletecollection), ``read`` (get, list, watch) or ``*``; several joined
+  with ``+`` (``get+list``).
+* ``RESOURCES`` (optional): plural resource names joined with ``+``
+  (``jobs+services``) or ``*``.
+* ``ACTION=VALUE``: ``500=P``, ``503=P``, ``429=P`` (with ``Retry-After``),
+  ``drop=P`` (the connection is closed without a response) where ``P`` is a
+  probability in [0, 1]; ``delay=Nms`` (always) or ``delay=Nms@P``.
+
+Example: ``write:500=0.05,write:503=0.05,write/jobs:429=0.05,write:drop=0.05,*:delay=5ms``.
+
+Every request to the Kubernetes API (not to ``/_kubeapi/``) draws, for each
+rule that matches it in spec order, one number from a ``random.Random(seed)``
+under a lock, so a given seed and request sequence always injects the same
+faults.  The first error rule that fires wins; delays add up.  Status bodies
+are the ones kube-apiserver sends (InternalError, ServiceUnavailable,
+TooManyRequests with ``details.retryAfterSeconds``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ApiError
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+READ_VERBS = frozenset({"get", "list", "watch"})
+ALL_VERBS = WRITE_VERBS | READ_VERBS
+ACTIONS = ("500", "503", "429", "drop", "delay")
+
+
+@dataclass(frozen=True)
+class FaultRule:
+    verbs: frozenset[str]
+    resources: frozenset[str] | None  # None = every resource
+    action: str
+    probability: float
+    delay_ms: float = 0.0
+
+    def matches(self, verb: str, resource: str) -> bool:
+        return verb in self.verbs and (self.resources is None or resource in self.resources)
+
+
+def _verbs(text: str) -> frozenset[str]:
+    verbs: set[str] = set()
+    for word in text.split("+"):
+        if word == "*":
+            verbs |= ALL_VERBS
+        elif word == "write":
+            verbs |= WRITE_VERBS
+        elif word == "read":
+            verbs |= READ_VERBS
+        elif word in ALL_VERBS:
+            verbs.add(word)
+        else:
+            raise ValueError(f"unknown verb {word!r} in fault spec")
+    return frozenset(verbs)
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"probability {text!r} is not in [0, 1]")
+    return value
+
+
+def parse_spec(spec: str) -> list[FaultRule]:
+    rules: list[FaultRule] = []
+    for raw in spec.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        try:
+            selector, action_value = item.split(":", 1)
+            action, value = action_value.split("=", 1)
+        except ValueError:
+            raise ValueError(f"fault rule {item!r} is not VERBS[/RESOURCES]:ACTION=VALUE") from None
+        verbs_text, _, resources_text = selector.partition("/")
+        resources = (
+            None
+            if resources_text in ("", "*")
+            else frozenset(resources_text.split("+"))
+        )
+        if action not in ACTIONS:
+            raise ValueError(f"unknown fault action {action!r}; use one of {', '.join(ACTIONS)}")
+        if action == "delay":
+            amount, _, chance = value.partition("@")
+            if not amount.endswith("ms"):
+                raise ValueError(f"delay {value!r} must be in milliseconds, e.g. 5ms")
+            rules.append(
+                FaultRule(_verbs(verbs_text), resources, action,
+                          _probability(chance) if chance else 1.0, float(amount[:-2]))
+            )
+        else:
+            rules.append(FaultRule(_verbs(verbs_text), resources, action, _probability(value)))
+    return rules
+
+
+@dataclass
+class Decision:
+    delay_ms: float = 0.0
+    error: ApiError | None = None
+    drop: bool = False
+
+
+def fault_error(action: str, retry_after: int) -> ApiError:
+    if action == "500":
+        return ApiError(500, "InternalError", "Internal error occurred: injected fault",
+                        {"causes": [{"message": "injected fault"}]})
+    if action == "503":
+        return ApiError(503, "ServiceUnavailable",
+                        "the server is currently unable to handle the request", {})
+    return ApiError(
+        429,
+        "TooManyRequests",
+        "Too many requests, please try again later.",
+        {"retryAfterSeconds": retry_after},
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+class Faults:
+    """The active rules and their seeded random source."""
+
+    def __init__(self, spec: str = "", seed: int = 0, retry_after: int = 1) -> None:
+        self._lock = threading.Lock()
+        self.configure(spec, seed, retry_after)
+
+    def configure(self, spec: str = "", seed: int = 0, retry_after: int = 1) -> None:
+        rules = parse_spec(spec)
+        with self._lock:
+            self.spec, self.seed, self.retry_after = spec, seed, retry_after
+            self.rules = rules
+            self._random = random.Random(seed)
+
+    def decide(self, verb: str, resource: str) -> Decision:
+        decision = Decision()
+        with self._lock:
+            for rule in self.rules:
+                if not rule.matches(verb, resource):
+                    continue
+                fired = self._random.random() < rule.probability
+                if not fired:
+                    continue
+                if rule.action == "delay":
+                    decision.delay_ms += rule.delay_ms
+                elif decision.error is None and not decision.drop:
+                    if rule.action == "drop":
+                        decision.drop = True
+                    else:
+                        decision.error = fault_error(rule.action, self.retry_after)
+        return decision
+
+
+@dataclass
+class RequestLog:
+    """Requests to the Kubernetes API, in arrival order; optionally appended to a file.
+
+    Each entry: ``method``, ``path``, ``query`` (dict, last value wins),
+    ``verb``, ``resource``, ``status`` (0 for a dropped connection), ``fault``
+    (the injected action or None), ``dropped`` (bool).
+    """
+
+    path: Path | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def append(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self.entries.append(entry)
+            if self.path is not None:
+                with self.path.open("a") as fh:
+                    fh.write(json.dumps(entry) + "\n")
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.entries.clear()
+            if self.path is not None:
+                self.path.write_text("")

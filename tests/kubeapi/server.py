@@ -1,0 +1,483 @@
+"""HTTP front end: routing, the Kubernetes REST paths, watch streams, /_kubeapi.
+
+Kubernetes paths served (namespaced resources only; any namespace exists
+implicitly and ``GET /api/v1/namespaces/{ns}`` returns it as Active):
+
+* ``/api/v1/namespaces/{ns}/{plural}[/{name}[/status]]`` and
+  ``/apis/{group}/{version}/namespaces/{ns}/{plural}[/{name}[/status]]``;
+* ``/api/v1/{plural}`` and ``/apis/{group}/{version}/{plural}`` (all
+  namespaces; list and watch);
+* discovery and OpenAPI (:mod:`.discovery`).
+
+Control-plane endpoints live under ``/_kubeapi/`` (no Kubernetes path starts
+with ``_``), are never subject to faults and never appear in the request log:
+
+==========================  ================================================
+``GET /_kubeapi/healthz``   ``ok``
+``POST /_kubeapi/job-controller``  body ``{"namespace"?}``; -> ``{"created": [pod names]}``
+``POST /_kubeapi/kubelet``  body ``{"pod"|"job", "namespace"?, "phase", "container"?,
+                            "exitCode"?, "reason"?, "message"?, "restartState"?}``
+                            -> ``{"pods": [names]}``
+``POST /_kubeapi/clock``    body ``{"advanceSeconds": N}``
+``POST /_kubeapi/compact``  forget the watch history (watches from older RVs get 410)
+``GET|PUT|DELETE /_kubeapi/faults``  body ``{"spec", "seed"?, "retryAfter"?}``
+``GET|DELETE /_kubeapi/requests``   the request log / clear it
+``GET /_kubeapi/objects/{plural}[?namespace=ns]``  stored objects, as stored
+==========================  ================================================
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from . import discovery, errors
+from .controlplane import ControlPlane
+from .errors import ApiError
+from .faults import Faults, RequestLog
+from .resources import BY_PATH, Resource, resource
+from .rest import Rest
+from .selectors import match_fields, match_labels, parse_field_selector, parse_label_selector
+from .store import Event, Store
+
+JSON = "application/json"
+CONTROL_PREFIX = "/_kubeapi/"
+
+
+@dataclass
+class Route:
+    verb: str
+    res: Resource
+    namespace: str | None
+    name: str = ""
+    subresource: str = ""
+
+
+class KubeAPIServer(ThreadingHTTPServer):
+    """The HTTP server plus the state behind it (store, control plane, faults, log)."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        seed: int | None = None,
+        log: RequestLog | None = None,
+        faults: Faults | None = None,
+    ) -> None:
+        self.store = Store(seed)
+        self.rest = Rest(self.store)
+        self.control = ControlPlane(self.rest)
+        self.faults = faults or Faults()
+        self.log = log or RequestLog()
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def stop(self) -> None:
+        """Stop serving, end watches and close every open connection."""
+        self.store.close()
+        self.shutdown()
+        self.server_close()
+        with self._connections_lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _route(method: str, path: str, query: dict[str, str]) -> Route | None:
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api" and parts[1] == "v1":
+        prefix, rest = "/api/v1", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        prefix, rest = f"/apis/{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    res = BY_PATH.get((prefix, rest[0])) if rest else None
+    if res is None or len(rest) > 3:
+        return None
+    name = rest[1] if len(rest) > 1 else ""
+    sub = rest[2] if len(rest) > 2 else ""
+    if sub and (sub != "status" or not res.has_status):
+        return None
+    watch = query.get("watch", "") in ("true", "1")
+    verbs = {
+        ("GET", False): "watch" if watch else "list",
+        ("GET", True): "get",
+        ("POST", False): "create",
+        ("PUT", True): "update",
+        ("PATCH", True): "patch",
+        ("DELETE", True): "delete",
+        ("DELETE", False): "deletecollection",
+    }
+    verb = verbs.get((method, bool(name)), "")
+    if namespace is None and verb not in ("list", "watch"):
+        verb = ""  # cluster-wide writes of namespaced resources are not served
+    return Route(verb, res, namespace, name, sub)
+
+
+def _watch_frame(kind: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: KubeAPIServer
+    server_version = "kubeapi-double"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log; see the request log instead."""
+
+    # -- plumbing --------------------------------------------------------------
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send(
+        self,
+        code: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+        warnings: list[str] | None = None,
+    ) -> int:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", JSON)
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        for warning in warnings or []:
+            self.send_header("Warning", '299 - "' + warning.replace('"', '\\"') + '"')
+        self.end_headers()
+        self.wfile.write(data)
+        return code
+
+    def _send_error(self, error: ApiError) -> int:
+        return self._send(error.code, error.status(), error.headers)
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    # -- dispatch --------------------------------------------------------------
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        body = self._body()
+        if url.path.startswith(CONTROL_PREFIX):
+            try:
+                self._control(method, url.path[len(CONTROL_PREFIX):], query, body)
+            except (ApiError, ValueError, KeyError) as err:
+                if isinstance(err, ApiError):
+                    self._send_error(err)
+                else:
+                    self._send_error(errors.bad_request(str(err)))
+            return
+        route = _route(method, url.path, query)
+        entry: dict[str, Any] = {
+            "method": method,
+            "path": url.path,
+            "query": query,
+            "verb": route.verb if route else "",
+            "resource": route.res.plural if route else "",
+            "status": 0,
+            "fault": None,
+            "dropped": False,
+        }
+        try:
+            if route is not None and route.verb:
+                decision = self.server.faults.decide(route.verb, route.res.plural)
+                if decision.delay_ms:
+                    time.sleep(decision.delay_ms / 1000)
+                if decision.drop:
+                    entry.update(fault="drop", dropped=True)
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if decision.error is not None:
+                    entry["fault"] = str(decision.error.code)
+                    entry["status"] = self._send_error(decision.error)
+                    return
+            entry["status"] = self._handle(method, url.path, route, query, body)
+        except ApiError as err:
+            entry["status"] = self._send_error(err)
+        except (BrokenPipeError, ConnectionResetError):
+            entry["status"] = entry["status"] or 0
+        finally:
+            self.server.log.append(entry)
+
+    def _handle(
+        self, method: str, path: str, route: Route | None, query: dict[str, str], body: bytes
+    ) -> int:
+        if route is None:
+            return self._discovery(method, path)
+        if not route.verb:
+            raise errors.method_not_allowed()
+        rest, res, ns = self.server.rest, route.res, route.namespace
+        validation = query.get("fieldValidation") or "Warn"
+        dry_run = query.get("dryRun") == "All"
+        if route.verb == "get":
+            return self._send(200, rest.get(res, ns or "", route.name))
+        if route.verb in ("list", "watch", "deletecollection"):
+            labels = parse_label_selector(query.get("labelSelector", ""))
+            fields = parse_field_selector(query.get("fieldSelector", ""))
+            if route.verb == "list":
+                return self._send(200, rest.list_json(res, ns, labels, fields))
+            if route.verb == "watch":
+                return self._watch(res, ns, labels, fields, query)
+            deleted, warnings = rest.delete_collection(
+                res, ns, labels, fields, self._delete_options(body, query), dry_run
+            )
+            return self._send(200, deleted, warnings=warnings)
+        assert ns is not None
+        if route.verb == "create":
+            obj, warnings = rest.create(res, ns, self._json(body), validation, dry_run)
+            return self._send(201, obj, warnings=warnings)
+        if route.verb == "update":
+            obj, warnings, created = rest.update(
+                res, ns, route.name, self._json(body), route.subresource, validation, dry_run
+            )
+            return self._send(201 if created else 200, obj, warnings=warnings)
+        if route.verb == "patch":
+            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            obj, warnings = rest.patch(
+                res, ns, route.name, content_type, body, route.subresource, validation, dry_run
+            )
+            return self._send(200, obj, warnings=warnings)
+        obj, warnings = rest.delete(
+            res, ns, route.name, self._delete_options(body, query), dry_run
+        )
+        return self._send(200, obj, warnings=warnings)
+
+    @staticmethod
+    def _json(body: bytes) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError as err:
+            raise errors.bad_request(
+                f"couldn't get version/kind; json parse error: {err}"
+            ) from None
+
+    def _delete_options(self, body: bytes, query: dict[str, str]) -> dict[str, Any]:
+        options: dict[str, Any] = self._json(body) if body.strip() else {}
+        if not isinstance(options, dict):
+            raise errors.bad_request("DeleteOptions must be an object")
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if "orphanDependents" in query:
+            options["orphanDependents"] = query["orphanDependents"] == "true"
+        if "gracePeriodSeconds" in query:
+            try:
+                options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+            except ValueError:
+                raise errors.bad_request("gracePeriodSeconds must be an integer") from None
+        return options
+
+    # -- discovery -------------------------------------------------------------
+    def _discovery(self, method: str, path: str) -> int:
+        if method != "GET":
+            raise errors.path_not_found()
+        path = path.rstrip("/") or "/"
+        parts = [p for p in path.split("/") if p]
+        doc: Any = None
+        if path == "/version":
+            doc = discovery.VERSION
+        elif path == "/api":
+            doc = discovery.api_versions(self.headers.get("Host", ""))
+        elif path == "/api/v1":
+            doc = discovery.resource_list("v1")
+        elif path == "/apis":
+            doc = discovery.api_group_list()
+        elif len(parts) == 2 and parts[0] == "apis":
+            doc = discovery.api_group(parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+        elif path == "/openapi/v3":
+            doc = discovery.openapi_root()
+        elif path.startswith("/openapi/v3/"):
+            doc = discovery.openapi_document_for(path[len("/openapi/v3/"):])
+        elif path in ("/healthz", "/readyz", "/livez"):
+            return self._send(200, b"ok")
+        elif len(parts) == 4 and parts[:3] == ["api", "v1", "namespaces"]:
+            doc = self._namespace(parts[3])
+        if doc is None:
+            raise errors.path_not_found()
+        return self._send(200, doc)
+
+    def _namespace(self, name: str) -> dict[str, Any]:
+        return {
+            "kind": "Namespace",
+            "apiVersion": "v1",
+            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }
+
+    # -- watch -----------------------------------------------------------------
+    def _watch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        labels: Any,
+        fields: Any,
+        query: dict[str, str],
+    ) -> int:
+        store = self.server.store
+        timeout = query.get("timeoutSeconds")
+        deadline = time.monotonic() + float(timeout) if timeout else None
+        requested = query.get("resourceVersion", "")
+
+        def matches(obj: dict[str, Any] | None) -> bool:
+            return obj is not None and match_labels(
+                labels, obj["metadata"].get("labels")
+            ) and match_fields(fields, obj)
+
+        def same_scope(event: Event) -> bool:
+            return event.res == res and (
+                namespace is None or event.obj["metadata"].get("namespace") == namespace
+            )
+
+        frames: list[bytes] = []
+        with store.lock:
+            if requested in ("", "0"):
+                cursor = store.rv
+                frames = [_watch_frame("ADDED", o) for o in store.objects(res, namespace)
+                          if matches(o)]
+            else:
+                try:
+                    cursor = int(requested)
+                except ValueError:
+                    raise errors.bad_request(f'invalid resource version "{requested}"') from None
+                if cursor < store.compacted_rv:
+                    expired = ApiError(
+                        410, "Expired",
+                        f"too old resource version: {cursor} ({store.compacted_rv + 1})",
+                    )
+                    frames = [_watch_frame("ERROR", expired.status())]
+                    deadline = time.monotonic()
+        self.send_response(200)
+        self.send_header("Content-Type", JSON)
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            while True:
+                for frame in frames:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                self.wfile.flush()
+                with store.changed:
+                    events = store.events_after(cursor, same_scope)
+                    while not events:
+                        remaining = None if deadline is None else deadline - time.monotonic()
+                        if store.closed or (remaining is not None and remaining <= 0):
+                            break
+                        store.changed.wait(timeout=min(remaining or 1.0, 1.0))
+                        events = store.events_after(cursor, same_scope)
+                    if not events:
+                        break
+                    cursor = events[-1].rv
+                frames = []
+                for event in events:
+                    now_in, was_in = matches(event.obj), matches(event.prev)
+                    kind = event.type
+                    if kind == "MODIFIED" and now_in != was_in:
+                        kind = "ADDED" if now_in else "DELETED"
+                    elif kind == "DELETED":
+                        now_in = was_in
+                    if now_in or (kind == "DELETED" and was_in):
+                        frames.append(_watch_frame(kind, event.obj))
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        return 200
+
+    # -- control plane -----------------------------------------------------------
+    def _control(self, method: str, path: str, query: dict[str, str], body: bytes) -> None:
+        server, control = self.server, self.server.control
+        data: dict[str, Any] = json.loads(body) if body.strip() else {}
+        key = (method, path.rstrip("/"))
+        if key == ("GET", "healthz"):
+            self._send(200, b"ok")
+        elif key == ("POST", "job-controller"):
+            created = control.run_job_controller(data.get("namespace"))
+            self._send(200, {"created": [p["metadata"]["name"] for p in created]})
+        elif key == ("POST", "kubelet"):
+            pods = control.kubelet(
+                data.get("pod"),
+                job=data.get("job"),
+                namespace=data.get("namespace", "default"),
+                phase=data.get("phase", "Running"),
+                container=data.get("container"),
+                exit_code=data.get("exitCode"),
+                reason=data.get("reason"),
+                message=data.get("message"),
+                restart_state=data.get("restartState", "waiting"),
+            )
+            self._send(200, {"pods": [p["metadata"]["name"] for p in pods]})
+        elif key == ("POST", "clock"):
+            control.advance_clock(float(data.get("advanceSeconds", 0)))
+            self._send(200, {"now": server.store.timestamp()})
+        elif key == ("POST", "compact"):
+            server.store.compact()
+            self._send(200, {"compactedResourceVersion": str(server.store.compacted_rv)})
+        elif key == ("GET", "faults"):
+            faults = server.faults
+            self._send(200, {"spec": faults.spec, "seed": faults.seed,
+                             "retryAfter": faults.retry_after})
+        elif key in (("PUT", "faults"), ("POST", "faults")):
+            server.faults.configure(
+                data.get("spec", ""), int(data.get("seed", 0)), int(data.get("retryAfter", 1))
+            )
+            self._send(200, {"spec": server.faults.spec})
+        elif key == ("DELETE", "faults"):
+            server.faults.configure("")
+            self._send(200, {"spec": ""})
+        elif key == ("GET", "requests"):
+            self._send(200, server.log.snapshot())
+        elif key == ("DELETE", "requests"):
+            server.log.clear()
+            self._send(200, [])
+        elif method == "GET" and path.startswith("objects/"):
+            res = resource(path.split("/", 1)[1])
+            self._send(200, server.store.objects(res, query.get("namespace")))
+        else:
+            raise errors.path_not_found()

@@ -1,0 +1,166 @@
+"""Objects, the resourceVersion counter and the watch history.
+
+Like etcd behind kube-apiserver, the store has one revision counter shared by
+every object: each write takes the next number and stamps it (as a string)
+into ``metadata.resourceVersion``; lists report the counter itself.  Every
+write also appends an event (ADDED / MODIFIED / DELETED, with the previous
+state so watchers with selectors can tell an object leaving their selection)
+to a bounded history that watches replay from; a watch from a revision older
+than the history is told ``410 Expired``, as after an etcd compaction.
+
+Stored objects are never mutated in place (writes replace them), so events
+and cached list encodings can share them safely.  One re-entrant lock guards
+everything; ``changed`` wakes watchers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .resources import RESOURCES, Resource
+
+HISTORY_LENGTH = 200_000
+_GENERATED_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+
+
+@dataclass(frozen=True)
+class Event:
+    rv: int
+    type: str  # ADDED MODIFIED DELETED
+    res: Resource
+    obj: dict[str, Any]
+    prev: dict[str, Any] | None
+
+
+class _Entry:
+    """A stored object and, lazily, its JSON encoding as a typed-list item."""
+
+    __slots__ = ("item", "obj")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+        self.item: bytes | None = None
+
+    def encoded_item(self) -> bytes:
+        if self.item is None:
+            body = {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
+            self.item = json.dumps(body, separators=(",", ":")).encode()
+        return self.item
+
+
+def key_of(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return meta.get("namespace", ""), meta["name"]
+
+
+class Store:
+    def __init__(self, seed: int | None = None) -> None:
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.rv = 1
+        self.compacted_rv = 0
+        self.closed = False
+        self.rng = random.Random(seed)
+        self.clock_offset = timedelta()
+        self._objects: dict[str, dict[tuple[str, str], _Entry]] = {r.plural: {} for r in RESOURCES}
+        self._history: deque[Event] = deque()
+        self._next_ip = 10
+
+    # -- identities and time -------------------------------------------------
+    def now(self) -> datetime:
+        return datetime.now(UTC).replace(microsecond=0) + self.clock_offset
+
+    def timestamp(self) -> str:
+        return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def new_uid(self) -> str:
+        with self.lock:
+            return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def random_suffix(self, length: int = 5) -> str:
+        with self.lock:
+            return "".join(self.rng.choice(_GENERATED_NAME_CHARS) for _ in range(length))
+
+    def allocate_ip(self) -> str:
+        with self.lock:
+            n = self._next_ip
+            self._next_ip += 1
+        return f"10.96.{n // 250}.{n % 250 + 1}"
+
+    # -- reads ---------------------------------------------------------------
+    def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        entry = self._objects[res.plural].get((namespace, name))
+        return entry.obj if entry else None
+
+    def entries(self, res: Resource, namespace: str | None) -> list[_Entry]:
+        with self.lock:
+            entries = self._objects[res.plural]
+            if namespace is None:
+                return list(entries.values())
+            return [e for (ns, _), e in entries.items() if ns == namespace]
+
+    def objects(self, res: Resource, namespace: str | None = None) -> list[dict[str, Any]]:
+        return [e.obj for e in self.entries(res, namespace)]
+
+    def all_objects(self) -> Iterator[tuple[Resource, dict[str, Any]]]:
+        with self.lock:
+            for res in RESOURCES:
+                for entry in list(self._objects[res.plural].values()):
+                    yield res, entry.obj
+
+    # -- writes --------------------------------------------------------------
+    def _record(self, kind: str, res: Resource, obj: dict[str, Any], prev: dict[str, Any] | None) -> dict[str, Any]:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self._history.append(Event(self.rv, kind, res, obj, prev))
+        if len(self._history) > HISTORY_LENGTH:
+            self.compacted_rv = self._history.popleft().rv
+        self.changed.notify_all()
+        return obj
+
+    def put(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store ``obj`` (which the caller hands over) as ADDED or MODIFIED."""
+        with self.lock:
+            table = self._objects[res.plural]
+            prev = table.get(key_of(obj))
+            self._record("MODIFIED" if prev else "ADDED", res, obj, prev.obj if prev else None)
+            table[key_of(obj)] = _Entry(obj)
+            return obj
+
+    def remove(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        """Delete the object; the DELETED event carries a new resourceVersion."""
+        with self.lock:
+            prev = self._objects[res.plural].pop(key_of(obj))
+            final = {**prev.obj, "metadata": dict(prev.obj["metadata"])}
+            return self._record("DELETED", res, final, prev.obj)
+
+    def compact(self) -> None:
+        """Forget the watch history, as an etcd compaction does."""
+        with self.lock:
+            self._history.clear()
+            self.compacted_rv = self.rv
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            self.changed.notify_all()
+
+    # -- watch ---------------------------------------------------------------
+    def events_after(self, rv: int, accept: Callable[[Event], bool]) -> list[Event]:
+        """Events newer than ``rv`` that ``accept`` (call with the lock held)."""
+        found: list[Event] = []
+        for event in reversed(self._history):
+            if event.rv <= rv:
+                break
+            if accept(event):
+                found.append(event)
+        found.reverse()
+        return found
