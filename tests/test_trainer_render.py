@@ -75,7 +75,9 @@ def seed_doc(
     }
 
 
-def kubeflow_doc(*, restart: str = "ExitCode", run_policy: dict[str, Any] | None = None) -> dict:
+def kubeflow_doc(
+    *, restart: str = "ExitCode", run_policy: dict[str, Any] | None = None
+) -> dict[str, Any]:
     def replica(replicas: int) -> dict[str, Any]:
         return {
             "replicas": replicas,

@@ -72,7 +72,7 @@ def pod(
     }
 
 
-def batch_job(succeeded: int = 0, conditions: list[dict[str, str]] | None = None) -> dict:
+def batch_job(succeeded: int = 0, conditions: list[dict[str, str]] | None = None) -> dict[str, Any]:
     status: dict[str, Any] = {}
     if succeeded:
         status["succeeded"] = succeeded
@@ -212,7 +212,9 @@ def test_replica_set_aggregation(states: list[ReplicaState], expected: ReplicaSt
 
 
 def sets(**states: ReplicaState) -> list[MxReplicaStatus]:
-    return [MxReplicaStatus(T[name], state, {state: 1}) for name, state in states.items()]
+    return [
+        MxReplicaStatus(spec.ReplicaType[name], state, {state: 1}) for name, state in states.items()
+    ]
 
 
 @pytest.mark.parametrize(
