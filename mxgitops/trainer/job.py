@@ -12,8 +12,8 @@ from mxgitops.objects import ClusterAPI, KubeObject, ObjectRef
 from mxgitops.spec import MxJob
 from mxgitops.trainer.labels import KubernetesLabels, job_labels
 from mxgitops.trainer.render import RenderContext, render_job
-from mxgitops.trainer.replicaset import MXReplicaSet, _in_namespace
-from mxgitops.trainer.status import MxReplicaStatus, State, job_status
+from mxgitops.trainer.replicaset import MXReplicaSet
+from mxgitops.trainer.status import MxReplicaStatus, State, in_namespace, job_status
 
 
 class TrainingJob:
@@ -42,7 +42,7 @@ class TrainingJob:
     def get_status(self) -> tuple[State, list[MxReplicaStatus]]:
         """One LIST with this runtime's selector, then the pure status rules."""
         live = self.cluster.list_live(self.labels().to_selector())
-        return job_status(self.job, _in_namespace(live, self.job))
+        return job_status(self.job, in_namespace(live, self.job.namespace))
 
     def update(self, new_job: MxJob) -> None:
         """Replace the job by `new_job`: delete the old runtime's objects, create the new ones.

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from mxgitops.objects import ClusterAPI, KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import ClusterAPI, KubeObject, ObjectRef
 from mxgitops.spec import MxJob, ReplicaSpec
 from mxgitops.trainer.labels import KubernetesLabels, replica_set_labels
 from mxgitops.trainer.render import RenderContext, render_replica_set
-from mxgitops.trainer.status import JobShape, MxReplicaStatus, replica_set_status
+from mxgitops.trainer.status import JobShape, MxReplicaStatus, in_namespace, replica_set_status
 
 
 class MXReplicaSetInterface(Protocol):
@@ -54,16 +54,8 @@ class MXReplicaSet:
     def get_status(self) -> MxReplicaStatus:
         live = self.cluster.list_live(self.labels().to_selector())
         return replica_set_status(
-            JobShape.of(self.job), self.spec.type, self.spec.replicas, _in_namespace(live, self.job)
+            JobShape.of(self.job),
+            self.spec.type,
+            self.spec.replicas,
+            in_namespace(live, self.job.namespace),
         )
-
-
-def _in_namespace(live: LiveObjects, job: MxJob) -> LiveObjects:
-    """list_live spans namespaces; a same-named job elsewhere is another job."""
-
-    def keep(items: tuple[KubeObject, ...]) -> tuple[KubeObject, ...]:
-        return tuple(
-            o for o in items if (o.get("metadata") or {}).get("namespace") == job.namespace
-        )
-
-    return LiveObjects(keep(live.jobs), keep(live.services), keep(live.pods))

@@ -208,6 +208,16 @@ def is_retryable_termination(terminated: Mapping[str, Any]) -> bool:
     return not 0 <= int(terminated.get("exitCode", -1)) <= 127
 
 
+def in_namespace(live: LiveObjects, namespace: str) -> LiveObjects:
+    """Only the objects in `namespace`: a LIST spans namespaces, and a same-named
+    job in another namespace is another job."""
+
+    def keep(items: tuple[KubeObject, ...]) -> tuple[KubeObject, ...]:
+        return tuple(o for o in items if (o.get("metadata") or {}).get("namespace") == namespace)
+
+    return LiveObjects(keep(live.jobs), keep(live.services), keep(live.pods))
+
+
 def _belongs(obj: KubeObject, shape: JobShape, replica_type: ReplicaType) -> bool:
     labels = objects.labels_of(obj)
     return (
