@@ -122,7 +122,8 @@ def is_git_repo(path: Path) -> bool:
 
 def resolve(repo_path: Path, rev: str) -> str:
     """The full sha of the commit `rev` names in the repository at `repo_path`."""
-    sha = _local_git(repo_path).commit_of(rev)
+    # Any revision expression is fine (HEAD~1, origin/main), as long as it is no option.
+    sha = None if rev.startswith("-") else _local_git(repo_path).commit_of(rev)
     if sha is None:
         raise GitError(f"{rev!r} does not name a commit in {repo_path}")
     return sha
@@ -190,7 +191,7 @@ class Repository:
         Reads the local notes ref and the remote's (fetched at sync time) without changing
         either, and resolves them the way ``git notes merge -s ours`` will.
         """
-        runner = self._git()
+        runner = self._synced_git()
         sha = self._commit(runner, commit)
         ref = _full_notes_ref(notes_ref)
         ours_tip, theirs_tip = runner.commit_of(ref), runner.commit_of(_tracking(ref))
@@ -204,7 +205,7 @@ class Repository:
 
     def write_note(self, commit: str, text: str, *, notes_ref: str = NOTES_REF) -> bool:
         """Set the note on `commit` in the cache (not pushed); False if it already says that."""
-        runner = self._git()
+        runner = self._synced_git()
         sha = self._commit(runner, commit)
         if self.read_note(sha, notes_ref=notes_ref) == text:
             return False
@@ -217,7 +218,7 @@ class Repository:
 
     def push_notes(self, *, notes_ref: str = NOTES_REF, attempts: int = PUSH_ATTEMPTS) -> None:
         """Push the notes ref; when another writer moved it, merge theirs and retry."""
-        runner = self._git()
+        runner = self._synced_git()
         ref = _full_notes_ref(notes_ref)
         last_rejection = "no attempt made"
         for _ in range(attempts):
@@ -246,6 +247,11 @@ class Repository:
         work_tree = path or self.path
         located = {"GIT_DIR": str(work_tree / ".git"), "GIT_WORK_TREE": str(work_tree)}
         return _Runner(work_tree, {**self._env, **located}, self._remote.secrets)
+
+    def _synced_git(self) -> _Runner:
+        if not (self.path / ".git").is_dir():
+            raise GitError(f"no cache of {self.url} yet: sync before reading or writing notes")
+        return self._git()
 
     def _cache_problem(self) -> str | None:
         """Why the existing cache cannot be used, or None when it can."""

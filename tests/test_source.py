@@ -262,6 +262,20 @@ def test_a_cache_whose_fetch_fails_while_the_remote_is_fine_is_cloned_again(
     assert "fetching into the cache failed" in checkout.recloned_reason
 
 
+def test_an_outage_keeps_the_cache(remote: GitRemote, cache: Path) -> None:
+    repository = Repository(remote.url, cache_dir=cache)
+    commit = repository.sync().commit
+    away = remote.bare.with_name("away.git")
+    remote.bare.rename(away)
+
+    with pytest.raises(GitError, match="cannot fetch from file://"):
+        repository.sync()
+    assert (repository.path / "jobs/a.yaml").is_file()
+    away.rename(remote.bare)
+    checkout = repository.sync()
+    assert (checkout.cloned, checkout.commit) == (False, commit)
+
+
 # -- force-push -------------------------------------------------------------------------------
 
 
@@ -405,6 +419,39 @@ def test_write_note_reports_whether_anything_changed(remote: GitRemote, cache: P
     repository.push_notes()
     assert remote.note(commit) == "status: ok\n\n"
     repository.push_notes()  # nothing new: a no-op
+
+
+def test_notes_need_a_synced_cache(remote: GitRemote, cache: Path) -> None:
+    with pytest.raises(GitError, match="sync before"):
+        Repository(remote.url, cache_dir=cache).read_note(remote.rev())
+
+
+def test_notes_are_found_in_a_fanned_out_notes_tree(remote: GitRemote, cache: Path) -> None:
+    """Past 256 notes git stores them as ab/cdef...: a long-lived notes ref looks like that."""
+    stream = ["reset refs/notes/mxgitops\n"]
+    for number in range(300):
+        stream.append(
+            f"commit refs/heads/main\nmark :{number + 1}\n"
+            f"committer T <t@t> {1_700_000_000 + number} +0000\ndata 2\nc\n"
+            + (f"from {remote.rev()}\n" if number == 0 else "")
+        )
+    stream.append("commit refs/notes/mxgitops\ncommitter T <t@t> 1700000000 +0000\ndata 2\nn\n")
+    stream += [f"N inline :{n + 1}\ndata {len(str(n)) + 1}\n{n}\n" for n in range(300)]
+    subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        cwd=remote.work,
+        check=True,
+        input="".join(stream).encode(),
+    )
+    remote.git("push", "--quiet", "origin", "main", "refs/notes/mxgitops")
+    assert "/" in run_git("ls-tree", "--name-only", "-r", NOTES_REF, cwd=remote.bare).split()[0]
+    repository = Repository(remote.url, cache_dir=cache)
+    tip = repository.sync().commit
+
+    assert repository.read_note(remote.rev("main~10")) == "289\n"
+    assert repository.write_note(tip, "299 again\n")
+    assert repository.read_note(tip) == "299 again\n"
+    assert not repository.write_note(remote.rev("main~1"), "298\n")
 
 
 def test_notes_written_by_another_cache_are_read_after_sync(
