@@ -18,7 +18,7 @@ judged without its manifest.
 from __future__ import annotations
 
 from mxgitops import objects
-from mxgitops.spec import MxJob, ReplicaType, SuccessPolicy
+from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange, ReplicaType, SuccessPolicy
 
 MXNET_LABEL = "mxnet.mlkube.io"
 JOB_TYPE_LABEL = "job_type"
@@ -76,6 +76,8 @@ def shape_annotations(job: MxJob) -> dict[str, str]:
     }
     if job.success_policy is not SuccessPolicy.SCHEDULER:
         annotations[SUCCESS_POLICY_ANNOTATION] = job.success_policy.value
+    if job.on_change is OnChange.WAIT:  # a job whose manifest is gone still says "wait"
+        annotations[ON_CHANGE_ANNOTATION] = job.on_change.value
     return annotations
 
 

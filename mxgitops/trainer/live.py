@@ -68,6 +68,10 @@ class LiveJob:
         """
         return sorted(ObjectRef.of(o) for o in self._owned())
 
+    def unfinished_job_refs(self) -> list[ObjectRef]:
+        """Batch Jobs without a Complete or Failed condition: their pods still run or wait."""
+        return sorted(ObjectRef.of(j) for j in self.jobs if not _finished(j))
+
     def orphan_pod_refs(self) -> list[ObjectRef]:
         """Pods whose batch Job is gone (deleted with orphan propagation, by hand)."""
         job_names = {(o.get("metadata") or {}).get("name") for o in self.jobs}
@@ -125,6 +129,13 @@ class LiveJob:
         if not candidates:
             return None
         return objects.labels_of(max(candidates, key=key)).get(RUNTIME_ID_LABEL)
+
+
+def _finished(batch_job: Mapping[str, Any]) -> bool:
+    conditions = (batch_job.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
+    )
 
 
 def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:

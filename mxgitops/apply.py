@@ -1,0 +1,119 @@
+"""Apply: execute a Plan against the cluster, and nothing the plan does not say.
+
+Deletions run first (a replace frees its old runtime before the new one
+starts), then creations, each phase with the cluster's bounded parallelism.
+A failed write does not stop the others: the change set records, per job,
+what was done and what failed, so a partial apply is reported honestly and
+the next sync finishes the work (every write is idempotent).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mxgitops.errors import MxGitOpsError
+from mxgitops.ledger import JobKey
+from mxgitops.objects import Create, Delete, ObjectRef, Write, WriteResult
+from mxgitops.plan import Change, Plan
+
+
+class WriteAPI(Protocol):
+    def write(self, writes: Sequence[Write]) -> list[WriteResult]: ...
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    change: Change
+    created: tuple[ObjectRef, ...] = ()
+    deleted: tuple[ObjectRef, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    results: tuple[ChangeResult, ...] = ()
+    ledger_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.ledger_error is None and all(r.ok for r in self.results)
+
+    @property
+    def failed(self) -> tuple[ChangeResult, ...]:
+        return tuple(r for r in self.results if not r.ok)
+
+    def for_job(self, key: JobKey) -> ChangeResult | None:
+        return next((r for r in self.results if r.change.key == key), None)
+
+
+@dataclass
+class _Outcome:
+    created: list[ObjectRef] = field(default_factory=list)
+    deleted: list[ObjectRef] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def apply(plan: Plan, cluster: WriteAPI) -> ChangeSet:
+    """Run the plan's writes; report per job what was created, deleted and failed."""
+    writing = [c for c in plan.changes if c.writes]
+    outcomes: dict[JobKey, _Outcome] = defaultdict(_Outcome)
+    owners: dict[ObjectRef, JobKey] = {}
+    deletes: list[Write] = []
+    creates: list[Write] = []
+    for change in writing:
+        for ref in change.deletes:
+            owners[ref] = change.key
+            deletes.append(Delete(ref))
+        for obj in change.creates:
+            owners[ObjectRef.of(obj)] = change.key
+            creates.append(Create(obj))
+    _record(cluster.write(deletes), owners, outcomes)
+    # A job whose old objects could not all be deleted is not started anew: two
+    # runtimes of one job must never run side by side.
+    blocked = {key for key, outcome in outcomes.items() if outcome.errors}
+    _record(cluster.write([w for w in creates if owners[_ref(w)] not in blocked]), owners, outcomes)
+    for change in writing:
+        if change.key in blocked and change.creates:
+            outcomes[change.key].errors.append(
+                "not started: its old objects could not all be deleted"
+            )
+    return ChangeSet(tuple(_result(c, outcomes[c.key]) for c in writing))
+
+
+def _record(
+    results: list[WriteResult], owners: dict[ObjectRef, JobKey], outcomes: dict[JobKey, _Outcome]
+) -> None:
+    for result in results:
+        ref = _ref(result.write)
+        outcome = outcomes[owners[ref]]
+        if result.error is not None:
+            outcome.errors.append(f"{_verb(result.write)} {ref}: {_message(result.error)}")
+        elif isinstance(result.write, Create):
+            outcome.created.append(ref)
+        else:
+            outcome.deleted.append(ref)
+
+
+def _ref(write: Write) -> ObjectRef:
+    return write.ref
+
+
+def _verb(write: Write) -> str:
+    return "create" if isinstance(write, Create) else "delete"
+
+
+def _message(error: MxGitOpsError) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _result(change: Change, outcome: _Outcome) -> ChangeResult:
+    return ChangeResult(
+        change, tuple(outcome.created), tuple(outcome.deleted), tuple(outcome.errors)
+    )

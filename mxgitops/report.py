@@ -1,0 +1,248 @@
+"""Status summaries: what a sync did and found, rendered for people and machines.
+
+A `Summary` is built from a plan and the change set apply returned. It is
+printed (text or JSON), and written as a git note on the synced commit: a
+readable table followed by a machine-readable block that `parse_note` reads
+back, so `mxgitops status` shows the same thing any later reader sees.
+
+A note must only change when something happened: a job that is merely
+"unchanged" keeps the action recorded by the sync that last acted on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from mxgitops.apply import ChangeSet
+from mxgitops.plan import Action, Change, Plan
+
+NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"
+FORMAT_VERSION = 1
+_SYMBOLS = {
+    Action.CREATE: "+",
+    Action.REPLACE: "~",
+    Action.REPAIR: "+",
+    Action.DELETE: "-",
+    Action.CLEAN: "-",
+    Action.HOLD: "!",
+    Action.UNCHANGED: " ",
+}
+
+
+@dataclass(frozen=True)
+class ReplicaSummary:
+    type: str
+    state: str
+    replicas: int
+    states: Mapping[str, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(self.states.items()))
+        return f"{self.type} {self.state}" + (f" ({counts})" if counts else "")
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    namespace: str
+    name: str
+    action: str
+    reason: str
+    state: str = ""
+    spec_hash: str = ""
+    source: str = ""
+    replicas: tuple[ReplicaSummary, ...] = ()
+    objects: tuple[str, ...] = ()  # what the action creates or deletes, as kind/name
+    errors: tuple[str, ...] = ()
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Summary:
+    commit: str = ""
+    instance: str = ""
+    jobs: tuple[JobSummary, ...] = ()
+    problems: tuple[str, ...] = ()
+    prune_refused: str | None = None
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not any(j.errors for j in self.jobs)
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for job in self.jobs:
+            counts[job.action] = counts.get(job.action, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": FORMAT_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
+        jobs = tuple(
+            JobSummary(
+                **{
+                    **job,
+                    "replicas": tuple(ReplicaSummary(**r) for r in job.get("replicas", ())),
+                    "objects": tuple(job.get("objects", ())),
+                    "errors": tuple(job.get("errors", ())),
+                }
+            )
+            for job in data.get("jobs", ())
+        )
+        return cls(
+            commit=data.get("commit", ""),
+            instance=data.get("instance", ""),
+            jobs=jobs,
+            problems=tuple(data.get("problems", ())),
+            prune_refused=data.get("prune_refused"),
+            dry_run=bool(data.get("dry_run", False)),
+        )
+
+
+def summarize(
+    plan: Plan,
+    changeset: ChangeSet | None,
+    *,
+    problems: Sequence[str] = (),
+    commit: str = "",
+    instance: str = "",
+    dry_run: bool = False,
+) -> Summary:
+    jobs = []
+    for change in plan.changes:
+        result = changeset.for_job(change.key) if changeset is not None else None
+        jobs.append(_job_summary(change, result.errors if result is not None else ()))
+    return Summary(commit, instance, tuple(jobs), tuple(problems), plan.prune_refused, dry_run)
+
+
+def _job_summary(change: Change, errors: Iterable[str]) -> JobSummary:
+    objects = [f"+{o['kind'].lower()}/{o['metadata']['name']}" for o in change.creates]
+    objects = [f"-{r.kind.lower()}/{r.name}" for r in change.deletes] + objects
+    return JobSummary(
+        namespace=change.namespace,
+        name=change.name,
+        action=change.action.value,
+        reason=change.reason,
+        state=str(change.state or ""),
+        spec_hash=change.spec_hash or "",
+        source=change.source,
+        replicas=tuple(
+            ReplicaSummary(
+                type=str(r.type),
+                state=str(r.state),
+                replicas=sum(r.replicas_states.values()),
+                states={str(k): v for k, v in r.replicas_states.items()},
+            )
+            for r in change.replicas
+        ),
+        objects=tuple(objects),
+        errors=tuple(errors),
+    )
+
+
+def carry_forward(summary: Summary, previous: Summary | None) -> Summary:
+    """Keep the last real action of jobs that are merely unchanged now, so that a
+    sync that changes nothing leaves the note as it was."""
+    if previous is None:
+        return summary
+    before = {(j.namespace, j.name, j.spec_hash): j for j in previous.jobs}
+    jobs = []
+    for job in summary.jobs:
+        old = before.get((job.namespace, job.name, job.spec_hash))
+        if job.action == Action.UNCHANGED.value and old is not None and not job.errors:
+            job = replace(job, action=old.action, reason=old.reason, objects=old.objects)
+        jobs.append(job)
+    return replace(summary, jobs=tuple(jobs))
+
+
+# -- rendering ----------------------------------------------------------------
+
+
+def render_plan(summary: Summary, *, verbose: bool = False) -> str:
+    """A terraform-style plan: one line per job that is not unchanged, and why."""
+    counts = summary.counts()
+    order = [a.value for a in Action]
+    tally = ", ".join(f"{counts[a]} {_past(a, summary.dry_run)}" for a in order if a in counts)
+    header = "Plan" if summary.dry_run else "Sync"
+    commit = f" of {summary.commit[:12]}" if summary.commit else ""
+    lines = [f"{header}{commit} (instance {summary.instance}): {tally or 'no jobs'}"]
+    for job in summary.jobs:
+        if job.action == Action.UNCHANGED.value and not verbose and not job.errors:
+            continue
+        symbol = _SYMBOLS.get(Action(job.action), " ")
+        lines.append(f"  {symbol} {job.action:<9} {job.qualified_name}: {job.reason}")
+        if verbose or summary.dry_run:
+            lines += [f"      {obj}" for obj in job.objects]
+        lines += [f"      error: {e}" for e in job.errors]
+    if summary.prune_refused:
+        lines.append(f"Pruning refused: {summary.prune_refused}")
+    lines += [f"Invalid: {p}" for p in summary.problems]
+    return "\n".join(lines)
+
+
+def render_table(summary: Summary) -> str:
+    """The readable part of a note: one row per job."""
+    header = ("JOB", "STATE", "REPLICAS", "ACTION", "ERRORS")
+    rows = [
+        (
+            job.qualified_name,
+            job.state or "-",
+            "; ".join(r.describe() for r in job.replicas) or "-",
+            job.action,
+            "; ".join(job.errors) or "-",
+        )
+        for job in summary.jobs
+    ]
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=False)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    ]
+    title = f"mxgitops status of {summary.commit[:12] or 'a working tree'}"
+    title += f" (instance {summary.instance})" if summary.instance else ""
+    extra = [f"invalid: {p}" for p in summary.problems]
+    if summary.prune_refused:
+        extra.append(f"pruning refused: {summary.prune_refused}")
+    return "\n".join([title, "", *lines, *(["", *extra] if extra else [])])
+
+
+def render_json(summary: Summary) -> str:
+    return json.dumps(summary.to_dict(), indent=2, sort_keys=True)
+
+
+def render_note(summary: Summary) -> str:
+    machine = json.dumps(summary.to_dict(), sort_keys=True, separators=(",", ":"))
+    return f"{render_table(summary)}\n\n{NOTE_MARKER}\n{machine}\n"
+
+
+def parse_note(text: str) -> Summary | None:
+    """The summary in a note written by `render_note`, or None if it has none."""
+    _, marker, machine = text.partition(NOTE_MARKER)
+    if not marker:
+        return None
+    try:
+        return Summary.from_dict(json.loads(machine))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _past(action: str, dry_run: bool) -> str:
+    if dry_run:
+        return {"unchanged": "unchanged", "hold": "held"}.get(action, f"to {action}")
+    return {
+        "create": "created",
+        "replace": "replaced",
+        "repair": "repaired",
+        "delete": "deleted",
+        "clean": "cleaned",
+        "hold": "held",
+        "unchanged": "unchanged",
+    }[action]
