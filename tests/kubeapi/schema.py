@@ -187,6 +187,7 @@ def decode(
             )
         else:  # type, oneOf (int-or-string), format ...
             raise _type_error(res, error)
+    normalize_times(time_tree(res), body)
     warnings: list[str] = []
     if unknown:
         names = [_path([*where, key]) for where, key in unknown]
@@ -216,3 +217,59 @@ def patch_strategy(node: dict[str, Any] | None) -> tuple[str, str]:
     return node.get("x-kubernetes-patch-strategy", ""), node.get(
         "x-kubernetes-patch-merge-key", ""
     )
+
+
+# -- timestamps ---------------------------------------------------------------
+# Go decodes metav1.Time / MicroTime and encodes them back as RFC 3339 in UTC
+# ("2024-01-02T03:04:05Z", MicroTime with microseconds).  Clients may send
+# other spellings ("+00:00" from Python's isoformat); normalising them keeps
+# comparisons (immutability, no-op updates) and read-backs faithful.
+_TimeTree = dict[str, Any]
+
+
+def _time_tree(node: dict[str, Any], seen: frozenset[str] = frozenset()) -> _TimeTree | None:
+    name, node = resolve(node)
+    if name in seen:
+        return None
+    seen = seen | {name} if name else seen
+    if node.get("format") == "date-time":
+        return {"": "micro" if name and name.endswith("MicroTime") else "time"}
+    tree: _TimeTree = {}
+    for key, child in (node.get("properties") or {}).items():
+        sub = _time_tree(child, seen)
+        if sub:
+            tree[key] = sub
+    if isinstance(node.get("items"), dict):
+        sub = _time_tree(node["items"], seen)
+        if sub:
+            tree["[]"] = sub
+    return tree or None
+
+
+@cache
+def time_tree(res: KubeResource) -> _TimeTree:
+    return _time_tree(root_schema(res)) or {}
+
+
+def _canonical_time(value: str, micro: bool) -> str:
+    from datetime import UTC, datetime
+
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return value
+    return parsed.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalize_times(tree: _TimeTree, value: Any) -> Any:
+    """Rewrite every date-time field of ``value`` (in place) to Go's encoding."""
+    if "" in tree:
+        return _canonical_time(value, tree[""] == "micro") if isinstance(value, str) else value
+    if isinstance(value, list) and "[]" in tree:
+        for i, item in enumerate(value):
+            value[i] = normalize_times(tree["[]"], item)
+    elif isinstance(value, dict):
+        for key, sub in tree.items():
+            if key in value and value[key] is not None:
+                value[key] = normalize_times(sub, value[key])
+    return value
