@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import stat
 import subprocess
 import threading
 import traceback
@@ -104,14 +103,15 @@ def test_first_sync_clones_and_the_next_only_fetches(remote: GitRemote, cache: P
 
 def test_sync_without_new_commit_leaves_the_work_tree_alone(remote: GitRemote, cache: Path) -> None:
     repository = Repository(remote.url, cache_dir=cache)
-    manifest = repository.sync().root / "jobs/a.yaml"
-    before = manifest.stat().st_mtime_ns
-    manifest.chmod(stat.S_IRUSR)  # a checkout would rewrite it with its usual mode
+    root = repository.sync().root
+    untracked = root / "left-alone.txt"  # a checkout would clean it away
+    untracked.write_text("x")
+    before = (root / "jobs/a.yaml").stat().st_mtime_ns
 
     again = repository.sync()
     assert not again.cloned
-    assert manifest.stat().st_mtime_ns == before
-    assert stat.S_IMODE(manifest.stat().st_mode) == stat.S_IRUSR
+    assert untracked.exists()
+    assert (root / "jobs/a.yaml").stat().st_mtime_ns == before
 
 
 def test_deleted_and_stray_files_do_not_survive_a_new_commit(
