@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +70,15 @@ class RetryPolicy:
         return min(self.max_delay, retry_after) if retry_after is not None else backoff
 
 
-# kind -> (API class, snake-case name in the client's method names)
-_APIS: dict[Kind, tuple[str, str]] = {
-    Kind.JOB: ("BatchV1Api", "job"),
-    Kind.SERVICE: ("CoreV1Api", "service"),
-    Kind.POD: ("CoreV1Api", "pod"),
-    Kind.CONFIG_MAP: ("CoreV1Api", "config_map"),
-    Kind.LEASE: ("CoordinationV1Api", "lease"),
+# kind -> (API group path, resource). Requests are plain JSON over the client's
+# REST layer: its typed models re-validate bodies and would reject quantities
+# such as `nvidia.com/gpu: 8` that the API server accepts.
+_RESOURCES: dict[Kind, tuple[str, str]] = {
+    Kind.JOB: ("/apis/batch/v1", "jobs"),
+    Kind.SERVICE: ("/api/v1", "services"),
+    Kind.POD: ("/api/v1", "pods"),
+    Kind.CONFIG_MAP: ("/api/v1", "configmaps"),
+    Kind.LEASE: ("/apis/coordination.k8s.io/v1", "leases"),
 }
 _API_VERSIONS = {
     Kind.JOB: "batch/v1",
@@ -85,6 +87,12 @@ _API_VERSIONS = {
     Kind.CONFIG_MAP: "v1",
     Kind.LEASE: "coordination.k8s.io/v1",
 }
+
+
+def _path(kind: Kind, namespace: str | None = None, name: str | None = None) -> str:
+    group, resource = _RESOURCES[kind]
+    path = f"{group}/namespaces/{namespace}/{resource}" if namespace else f"{group}/{resource}"
+    return f"{path}/{name}" if name else path
 
 
 @dataclass
@@ -96,7 +104,6 @@ class Cluster:
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
     server: str = ""
-    _apis: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- reads ----------------------------------------------------------------
 
@@ -109,8 +116,7 @@ class Cluster:
         )
 
     def list_all(self, kind: Kind, selector: str) -> list[KubeObject]:
-        method = f"list_{_APIS[kind][1]}_for_all_namespaces"
-        body = self._call(kind, method, label_selector=selector)
+        body = self._request("GET", _path(kind), query={"labelSelector": selector})
         items: list[KubeObject] = body.get("items") or []
         for item in items:  # typed lists leave kind and apiVersion off their items
             item.setdefault("kind", kind.value)
@@ -119,9 +125,7 @@ class Cluster:
 
     def get(self, ref: ObjectRef) -> KubeObject | None:
         try:
-            return self._call(
-                ref.kind, f"read_namespaced_{_APIS[ref.kind][1]}", ref.name, ref.namespace
-            )
+            return self._request("GET", _path(ref.kind, ref.namespace, ref.name))
         except ClusterClientError as exc:
             if exc.status == 404:
                 return None
@@ -132,14 +136,12 @@ class Cluster:
     def create_strict(self, obj: KubeObject) -> KubeObject:
         """Create, failing with a 409 ClusterClientError if the object exists."""
         ref = ObjectRef.of(obj)
-        return self._call(ref.kind, f"create_namespaced_{_APIS[ref.kind][1]}", ref.namespace, obj)
+        return self._request("POST", _path(ref.kind, ref.namespace), body=obj)
 
     def replace(self, obj: KubeObject) -> KubeObject:
         """Replace, failing with a 409 ClusterClientError on a stale resourceVersion."""
         ref = ObjectRef.of(obj)
-        return self._call(
-            ref.kind, f"replace_namespaced_{_APIS[ref.kind][1]}", ref.name, ref.namespace, obj
-        )
+        return self._request("PUT", _path(ref.kind, ref.namespace, ref.name), body=obj)
 
     # -- idempotent bulk writes ---------------------------------------------------
 
@@ -163,18 +165,14 @@ class Cluster:
         try:
             if isinstance(write, Create):
                 ref = write.ref
-                self._call(
-                    ref.kind, f"create_namespaced_{_APIS[ref.kind][1]}", ref.namespace, write.obj
-                )
+                self._request("POST", _path(ref.kind, ref.namespace), body=write.obj)
             else:
                 ref = write.ref
                 # Background: the Job goes at once, the garbage collector takes its pods.
-                self._call(
-                    ref.kind,
-                    f"delete_namespaced_{_APIS[ref.kind][1]}",
-                    ref.name,
-                    ref.namespace,
-                    propagation_policy="Background",
+                self._request(
+                    "DELETE",
+                    _path(ref.kind, ref.namespace, ref.name),
+                    body={"propagationPolicy": "Background"},
                 )
         except ClusterClientError as exc:
             if isinstance(write, Delete) and exc.status == 404:
@@ -207,15 +205,19 @@ class Cluster:
 
     # -- the one place requests are made ------------------------------------------
 
-    def _call(self, kind: Kind, method: str, *args: Any, **kwargs: Any) -> KubeObject:
-        api = self._api(_APIS[kind][0])
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: KubeObject | None = None,
+    ) -> KubeObject:
         for attempt in _attempts(self.retry.attempts):
             try:
-                response = getattr(api, method)(*args, _preload_content=False, **kwargs)
-                data: KubeObject = json.loads(response.data or b"{}")
-                return data
+                return self._send(method, path, query, body)
             except ApiException as exc:
-                error = _api_error(exc, method)
+                error = _api_error(exc, method, path)
                 if exc.status not in RETRYABLE_STATUS or attempt.last:
                     raise error from exc
                 self.sleep(self.retry.delay(attempt.number, _retry_after(exc)))
@@ -228,10 +230,26 @@ class Cluster:
                 self.sleep(self.retry.delay(attempt.number, None))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _api(self, name: str) -> Any:
-        if name not in self._apis:
-            self._apis[name] = getattr(kubernetes.client, name)(self.api_client)
-        return self._apis[name]
+    def _send(
+        self, method: str, path: str, query: dict[str, str] | None, body: KubeObject | None
+    ) -> KubeObject:
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        request = self.api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list((query or {}).items()),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self.api_client.call_api(*request)
+        data = response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(
+                http_resp=response, body=data.decode("utf-8", "replace"), data=None
+            )
+        result: KubeObject = json.loads(data or b"{}")
+        return result
 
 
 def connect(
@@ -324,16 +342,16 @@ def _attempts(count: int) -> Iterator[_Attempt]:
         yield _Attempt(number, number == count - 1)
 
 
-def _api_error(exc: ApiException, method: str) -> ClusterError:
+def _api_error(exc: ApiException, method: str, path: str) -> ClusterError:
     status = int(exc.status or 0)
     body = _status_body(exc)
     message = str(body.get("message") or exc.reason or "request failed")
     reason = str(body.get("reason") or "")
-    what = method.replace("_namespaced_", " ").replace("_for_all_namespaces", "").replace("_", " ")
+    what = f"{method} {path}"
     if status in (401, 403):
-        return ClusterForbidden(f"the Kubernetes API refused to {what}: {message}")
+        return ClusterForbidden(f"the Kubernetes API refused {what}: {message}")
     if status >= 500 or status == 429:
-        return ClusterServerError(f"the Kubernetes API failed to {what}: {message}", status=status)
+        return ClusterServerError(f"the Kubernetes API failed {what}: {message}", status=status)
     return ClusterClientError(message, status=status, reason=reason)
 
 

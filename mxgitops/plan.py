@@ -113,15 +113,21 @@ def plan(
     options: PlanOptions,
     *,
     invalid: frozenset[JobKey] = frozenset(),
+    unnamed_invalid: int = 0,
 ) -> Plan:
-    """One change per job known to the repository, the cluster or both."""
+    """One change per job known to the repository, the cluster or both.
+
+    `invalid` names the jobs whose manifests are invalid; `unnamed_invalid`
+    counts invalid manifests whose job cannot even be named, which might be
+    any live job, so no job is pruned while there are any.
+    """
     live_jobs = group_live(live)
     ctx = options.render_context()
     changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx) for job in desired]
     wanted = {job.key for job in desired}
     orphans = [live_jobs[key] for key in sorted(live_jobs) if key not in wanted]
     changes += _orphan_changes(orphans, invalid, options)
-    refused = _prune_refusal(changes, len(live_jobs), len(desired), options)
+    refused = _prune_refusal(changes, len(live_jobs), len(desired), unnamed_invalid, options)
     if refused:
         changes = [_hold_delete(c, refused) if c.action is Action.DELETE else c for c in changes]
     new_ledger, ledger_changed = _record_finished(ledger, changes, live_jobs, options)
@@ -270,11 +276,20 @@ def _on_change(live: LiveJob) -> OnChange:
 
 
 def _prune_refusal(
-    changes: Sequence[Change], live_count: int, desired_count: int, options: PlanOptions
+    changes: Sequence[Change],
+    live_count: int,
+    desired_count: int,
+    unnamed_invalid: int,
+    options: PlanOptions,
 ) -> str | None:
     deleting = sum(1 for c in changes if c.action is Action.DELETE)
     if not deleting or options.force_prune:
         return None
+    if unnamed_invalid:
+        return (
+            f"{unnamed_invalid} invalid manifests name no job, and any of them may be "
+            "the manifest of a job that would be pruned; fix them first"
+        )
     if desired_count == 0:
         return (
             f"no valid manifest was found but {live_count} live jobs exist; refusing to "

@@ -1,0 +1,242 @@
+"""One sync, end to end: Git in, cluster reconciled, status out.
+
+This is the programmatic entry point behind `mxgitops sync`: it wires the
+modules together in the order of the data flow (source, manifests, live
+state, plan, apply, report, note) and returns a `SyncOutcome` instead of
+printing, so tests and other programs need no subprocess. Each step is one
+call into the module that owns it; the decisions live in those modules.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from mxgitops import cluster as kube
+from mxgitops import config as settings
+from mxgitops import lease, ledger, manifests, report, source
+from mxgitops.apply import ChangeSet, apply
+from mxgitops.config import SyncConfig
+from mxgitops.errors import ClusterError, ConfigError
+from mxgitops.objects import LiveObjects, ownership_selector
+from mxgitops.plan import Plan, PlanOptions, plan
+from mxgitops.trainer import parse_accelerators
+
+log = logging.getLogger("mxgitops")
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/]+@[^/:]+:", re.IGNORECASE)
+
+
+class Progress:
+    """Told what the sync is doing; the CLI shows it on a terminal. Silent by default."""
+
+    def phase(self, description: str, total: int | None = None) -> None:
+        log.debug(description)
+
+    def advance(self, count: int = 1) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The manifests' directory and, when it came from Git, the commit and its cache."""
+
+    root: Path
+    commit: str = ""
+    repository: source.Repository | None = None
+    checkout: source.Checkout | None = None
+
+
+@dataclass(frozen=True)
+class SyncOutcome:
+    config: SyncConfig
+    summary: report.Summary
+    plan: Plan
+    changeset: ChangeSet | None
+    workspace: Workspace
+    notices: tuple[str, ...] = ()
+    note_written: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.summary.ok
+
+
+def sync(
+    config: SyncConfig,
+    *,
+    explicit: frozenset[str] = frozenset(),
+    connect: Callable[..., kube.Cluster] = kube.connect,
+    progress: Progress | None = None,
+) -> SyncOutcome:
+    """Run one sync. `explicit` names the settings given by flag or environment,
+    which the jobs repository's .mxgitops.yaml must not override."""
+    progress = progress or Progress()
+    notices: list[str] = []
+    progress.phase("fetching the jobs repository")
+    workspace = open_workspace(config, notices)
+    config = settings.with_repo_file(config, set(explicit), workspace.root)
+    progress.phase("validating manifests")
+    loaded = manifests.load(
+        [_manifest_dir(workspace.root, config.path)],
+        default_namespace=config.namespace,
+        max_file_size=config.max_file_size,
+    )
+    options = PlanOptions(
+        instance=config.instance,
+        commit=workspace.commit,
+        accelerators=parse_accelerators(config.accelerators),
+        prune=config.prune,
+        max_prune_share=config.max_prune_share,
+        force_prune=config.force_prune,
+    )
+    progress.phase("reading the cluster")
+    cluster = _cluster(config, connect, notices)
+    state = _read_state(cluster, config)
+    the_plan = _plan(loaded, *state, options)
+    changeset = None
+    if cluster is not None and not config.dry_run and the_plan.writes:
+        the_plan, changeset = _apply_under_lease(cluster, config, loaded, options, progress)
+    summary = report.summarize(
+        the_plan,
+        changeset,
+        problems=[str(p) for p in loaded.problems],
+        commit=workspace.commit,
+        instance=config.instance,
+        dry_run=config.dry_run,
+    )
+    summary, written = _note(workspace, config, summary, progress)
+    return SyncOutcome(config, summary, the_plan, changeset, workspace, tuple(notices), written)
+
+
+def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
+    """A plain directory is read as it is; anything else is a Git remote, cached."""
+    local = Path(config.repo).expanduser()
+    if not _URL.match(config.repo) and local.is_dir() and not _is_repository_root(local):
+        if config.ref:
+            raise ConfigError(
+                f"--ref {config.ref} needs a Git repository, and {local} is a plain directory"
+            )
+        return Workspace(local.resolve())
+    if not _URL.match(config.repo) and not local.exists():
+        raise ConfigError(f"--repo {config.repo}: no such directory, and not a Git URL")
+    credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
+    repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
+    checkout = repository.sync(config.ref)
+    if checkout.recloned_reason:
+        notices.append(f"the cache was cloned again: {checkout.recloned_reason}")
+    if checkout.forced_update:
+        notices.append(checkout.forced_update)
+    log.info(
+        "checked out %s at %s (%s)",
+        checkout.url,
+        checkout.commit[:12],
+        "cloned" if checkout.cloned else "fetched",
+    )
+    return Workspace(checkout.root, checkout.commit, repository, checkout)
+
+
+def _is_repository_root(path: Path) -> bool:
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+def _manifest_dir(root: Path, path: str) -> Path:
+    target = (root / path).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise ConfigError(f"path {path!r} leaves the jobs repository")
+    if not target.exists():
+        raise ConfigError(f"path {path!r} does not exist in the jobs repository")
+    return target
+
+
+def _cluster(
+    config: SyncConfig, connect: Callable[..., kube.Cluster], notices: list[str]
+) -> kube.Cluster | None:
+    if config.dry_run and not kube.cluster_configured(config.kubeconfig):
+        notices.append("no cluster configured: planning against an empty cluster")
+        return None
+    return connect(
+        kubeconfig=config.kubeconfig, context=config.context, parallelism=config.parallelism
+    )
+
+
+def _read_state(
+    cluster: kube.Cluster | None, config: SyncConfig
+) -> tuple[LiveObjects, ledger.Ledger]:
+    if cluster is None:
+        return LiveObjects(), ledger.Ledger()
+    live = cluster.list_live(ownership_selector(config.instance))
+    ref = ledger.config_map_ref(config.instance, config.namespace)
+    return live, ledger.from_config_map(cluster.get(ref))
+
+
+def _plan(
+    loaded: manifests.LoadResult, live: LiveObjects, known: ledger.Ledger, options: PlanOptions
+) -> Plan:
+    return plan(
+        loaded.jobs,
+        live,
+        known,
+        options,
+        invalid=loaded.invalid_keys,
+        unnamed_invalid=loaded.unnamed_invalid,
+    )
+
+
+def _apply_under_lease(
+    cluster: kube.Cluster,
+    config: SyncConfig,
+    loaded: manifests.LoadResult,
+    options: PlanOptions,
+    progress: Progress,
+) -> tuple[Plan, ChangeSet]:
+    """Take the Lease, plan again on fresh state (another sync may have just
+    finished), apply, and record finished jobs in the ledger."""
+    progress.phase("taking the lease")
+    with lease.held(
+        cluster, instance=config.instance, namespace=config.namespace, holder=lease.default_holder()
+    ):
+        live, known = _read_state(cluster, config)
+        fresh = _plan(loaded, live, known, options)
+        progress.phase(
+            "applying", total=sum(len(c.creates) + len(c.deletes) for c in fresh.changes)
+        )
+        changeset = apply(fresh, cluster)
+        if fresh.ledger_changed:
+            changeset = _write_ledger(cluster, config, fresh.ledger, changeset)
+    return fresh, changeset
+
+
+def _write_ledger(
+    cluster: kube.Cluster, config: SyncConfig, book: ledger.Ledger, changeset: ChangeSet
+) -> ChangeSet:
+    obj = ledger.to_config_map(book, instance=config.instance, namespace=config.namespace)
+    try:
+        if book.resource_version is None:
+            cluster.create_strict(obj)
+        else:
+            cluster.replace(obj)
+    except ClusterError as exc:
+        return replace(changeset, ledger_error=f"recording finished jobs failed: {exc}")
+    return changeset
+
+
+def _note(
+    workspace: Workspace, config: SyncConfig, summary: report.Summary, progress: Progress
+) -> tuple[report.Summary, bool]:
+    """Write the summary as a note on the synced commit, if it changed, and push it."""
+    repository = workspace.repository
+    if repository is None or not workspace.commit:
+        return summary, False
+    previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
+    summary = report.carry_forward(summary, report.parse_note(previous or ""))
+    if config.dry_run or not config.notes:
+        return summary, False
+    progress.phase("writing the status note")
+    written = repository.write_note(
+        workspace.commit, report.render_note(summary), notes_ref=config.notes_ref
+    )
+    repository.push_notes(notes_ref=config.notes_ref)
+    return summary, written
