@@ -151,6 +151,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: KubeAPIServer
     server_version = "kubeapi-double"
+    _entry: dict[str, Any] | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log; see the request log instead."""
@@ -168,6 +169,7 @@ class Handler(BaseHTTPRequestHandler):
         warnings: list[str] | None = None,
     ) -> int:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self._record(code)
         self.send_response(code)
         self.send_header("Content-Type", JSON)
         self.send_header("Cache-Control", "no-cache, private")
@@ -179,6 +181,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         return code
+
+    def _record(self, status: int) -> None:
+        """Log the current request once, before its response leaves (so readers never race)."""
+        entry, self._entry = self._entry, None
+        if entry is not None:
+            entry["status"] = status
+            self.server.log.append(entry)
 
     def _send_error(self, error: ApiError) -> int:
         return self._send(error.code, error.status(), error.headers)
@@ -213,7 +222,7 @@ class Handler(BaseHTTPRequestHandler):
                     self._send_error(errors.bad_request(str(err)))
             return
         route = _route(method, url.path, query)
-        entry: dict[str, Any] = {
+        self._entry = entry = {
             "method": method,
             "path": url.path,
             "query": query,
@@ -230,20 +239,21 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(decision.delay_ms / 1000)
                 if decision.drop:
                     entry.update(fault="drop", dropped=True)
+                    self._record(0)
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 if decision.error is not None:
                     entry["fault"] = str(decision.error.code)
-                    entry["status"] = self._send_error(decision.error)
+                    self._send_error(decision.error)
                     return
-            entry["status"] = self._handle(method, url.path, route, query, body)
+            self._handle(method, url.path, route, query, body)
         except ApiError as err:
-            entry["status"] = self._send_error(err)
+            self._send_error(err)
         except (BrokenPipeError, ConnectionResetError):
-            entry["status"] = entry["status"] or 0
+            pass
         finally:
-            self.server.log.append(entry)
+            self._record(0)
 
     def _handle(
         self, method: str, path: str, route: Route | None, query: dict[str, str], body: bytes
@@ -394,6 +404,7 @@ class Handler(BaseHTTPRequestHandler):
                     )
                     frames = [_watch_frame("ERROR", expired.status())]
                     deadline = time.monotonic()
+        self._record(200)
         self.send_response(200)
         self.send_header("Content-Type", JSON)
         self.send_header("Cache-Control", "no-cache, private")
