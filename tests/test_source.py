@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # imported for real by pytest_plugins, so that its asserts ar
     MakeServer = Callable[..., GitHttpServer]
 
 # Shared git fixtures (make_git_remote, make_git_http_server, git_isolation).
-pytest_plugins = ["tests.gitfixtures"]
 SECRET = "s3cr3t-Tok3n"
 
 
