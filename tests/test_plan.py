@@ -1,0 +1,281 @@
+"""plan(): the pure diff of desired jobs, live objects and the ledger. No cluster here:
+live objects are rendered with `render_job` and given a status by hand."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from mxgitops import spec
+from mxgitops.ledger import Finished, Ledger
+from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
+from mxgitops.plan import Action, Plan, PlanOptions, plan
+from mxgitops.trainer import RenderContext, State, render_job
+
+NS = "ml"
+OPTIONS = PlanOptions(instance="t1", now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+CTX = OPTIONS.render_context()
+COMPLETE = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+
+
+def job(
+    name: str,
+    *,
+    workers: int = 2,
+    servers: int = 1,
+    annotations: dict[str, str] | None = None,
+    **run_policy: Any,
+) -> spec.MxJob:
+    def replica(count: int) -> dict[str, Any]:
+        container = {"name": "mxnet", "image": "mxnet/python:1.9.1"}
+        return {"replicas": count, "template": {"spec": {"containers": [container]}}}
+
+    replicas = {"Worker": replica(workers)}
+    if servers:
+        replicas = {"Scheduler": replica(1), "Server": replica(servers), **replicas}
+    metadata: dict[str, Any] = {"name": name, "namespace": NS}
+    if annotations:
+        metadata["annotations"] = annotations
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": metadata,
+        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": replicas, **run_policy},
+    }
+    return dataclasses.replace(spec.from_manifest(doc), source_path=f"jobs/{name}.yaml")
+
+
+WAIT = {spec.ON_CHANGE_ANNOTATION: "wait"}
+
+
+def live(*jobs: spec.MxJob, status: dict[str, Any] | None = None) -> LiveObjects:
+    """The rendered objects of `jobs` as a LIST returns them; `status` on every batch Job."""
+    objects = [o for j in jobs for o in render_job(j, CTX)]
+    batch = tuple(
+        {**o, "status": copy.deepcopy(status or {})} for o in objects if o["kind"] == "Job"
+    )
+    return LiveObjects(jobs=batch, services=tuple(o for o in objects if o["kind"] == "Service"))
+
+
+def finish(objects: LiveObjects, role: str, condition: dict[str, Any] = COMPLETE) -> LiveObjects:
+    """Mark every batch Job of `role` (e.g. "-scheduler-") finished."""
+    return dataclasses.replace(
+        objects,
+        jobs=tuple(
+            {**o, "status": condition} if role in o["metadata"]["name"] else o for o in objects.jobs
+        ),
+    )
+
+
+def without(objects: LiveObjects, *gone: KubeObject) -> LiveObjects:
+    drop = {ObjectRef.of(o) for o in gone}
+    return LiveObjects(
+        tuple(o for o in objects.jobs if ObjectRef.of(o) not in drop),
+        tuple(o for o in objects.services if ObjectRef.of(o) not in drop),
+    )
+
+
+def refs(objs: tuple[KubeObject, ...] | list[KubeObject]) -> list[ObjectRef]:
+    return sorted(ObjectRef.of(o) for o in objs)
+
+
+def only(result: Plan) -> Any:
+    (change,) = result.changes
+    return change
+
+
+def test_a_new_job_is_created_with_its_rendered_objects() -> None:
+    a = job("a")
+    result = plan([a], LiveObjects(), Ledger(), OPTIONS)
+    change = only(result)
+    assert (change.action, change.reason, change.state) == (Action.CREATE, "new job", None)
+    assert list(change.creates) == render_job(a, CTX)
+    assert (change.spec_hash, change.source) == (a.spec_hash, "jobs/a.yaml")
+    assert result.writes and not result.ledger_changed and result.prune_refused is None
+
+
+def test_an_unchanged_job_writes_nothing() -> None:
+    a = job("a")
+    result = plan([a], live(a), Ledger(), OPTIONS)
+    change = only(result)
+    assert (change.action, change.state, change.writes) == (Action.UNCHANGED, State.RUNNING, False)
+    assert [r.type for r in change.replicas] == ["SCHEDULER", "SERVER", "WORKER"]
+    assert not result.writes
+
+
+def test_missing_objects_are_repaired_and_only_those() -> None:
+    a = job("a")
+    objects = render_job(a, CTX)
+    worker = objects[-2]["metadata"]["name"]
+    change = only(plan([a], without(live(a), objects[-2], objects[-1]), Ledger(), OPTIONS))
+    assert change.action is Action.REPAIR
+    assert refs(change.creates) == refs([objects[-2], objects[-1]])
+    assert not change.deletes
+    assert "2 of its objects are missing" in change.reason and worker in change.reason
+
+
+def test_a_changed_spec_replaces_old_runtime_by_new() -> None:
+    old, new = job("a"), job("a", workers=3)
+    assert old.runtime_id != new.runtime_id
+    change = only(plan([new], live(old), Ledger(), OPTIONS))
+    assert change.action is Action.REPLACE
+    assert list(change.deletes) == refs(render_job(old, CTX))
+    assert list(change.creates) == render_job(new, CTX)
+    assert old.runtime_id in change.reason and new.runtime_id in change.reason
+    assert change.spec_hash == new.spec_hash
+
+
+def test_on_change_wait_holds_while_running_and_replaces_once_finished() -> None:
+    old, new = job("a", annotations=WAIT), job("a", workers=3, annotations=WAIT)
+    held = only(plan([new], live(old), Ledger(), OPTIONS))
+    assert (held.action, held.state, held.writes) == (Action.HOLD, State.RUNNING, False)
+    assert "waiting for the running job" in held.reason
+    done = only(plan([new], finish(live(old), "-scheduler-"), Ledger(), OPTIONS))
+    assert (done.action, done.state) == (Action.REPLACE, State.SUCCEEDED)
+
+
+def test_a_finished_job_is_not_rerun_and_is_recorded_in_the_ledger() -> None:
+    a = job("a")
+    result = plan([a], finish(live(a), "-scheduler-"), Ledger(), OPTIONS)
+    change = only(result)
+    assert (change.action, change.state, change.writes) == (Action.UNCHANGED, State.SUCCEEDED, False)
+    assert result.ledger_changed and result.writes
+    assert result.ledger.entries == {
+        (NS, "a"): Finished(NS, "a", a.spec_hash, "Succeeded", "2026-01-02T03:04:05+00:00")
+    }
+    # Objects gone (TTL): the ledger alone keeps it from running again.
+    again = plan([a], LiveObjects(), result.ledger, OPTIONS)
+    assert (only(again).action, only(again).state) == (Action.UNCHANGED, State.SUCCEEDED)
+    assert not again.writes
+    # A new spec runs again.
+    changed = only(plan([job("a", workers=3)], LiveObjects(), result.ledger, OPTIONS))
+    assert changed.action is Action.CREATE
+
+
+def test_a_failed_job_is_recorded_as_failed_and_its_missing_objects_not_repaired() -> None:
+    a = job("a", servers=0, workers=1)
+    failed = {"conditions": [{"type": "Failed", "status": "True"}]}
+    result = plan([a], finish(live(a), "-worker-", failed), Ledger(), OPTIONS)
+    assert (only(result).action, only(result).state) == (Action.UNCHANGED, State.FAILED)
+    assert result.ledger.entries[(NS, "a")].state == "Failed"
+
+
+def test_the_ledger_overrides_the_state_of_live_objects_and_is_not_rewritten() -> None:
+    a = job("a")
+    book = Ledger({(NS, "a"): Finished(NS, "a", a.spec_hash, "Failed", "t")}, "7")
+    result = plan([a], live(a), book, OPTIONS)
+    assert (only(result).action, only(result).state) == (Action.UNCHANGED, State.FAILED)
+    assert not result.ledger_changed and result.ledger.resource_version == "7"
+
+
+def test_ledger_entries_of_jobs_known_to_neither_side_are_forgotten() -> None:
+    a = job("a")
+    book = Ledger({(NS, "gone"): Finished(NS, "gone", "h", "Succeeded", "t")}, "7")
+    result = plan([a], live(a), book, OPTIONS)
+    assert result.ledger_changed and result.ledger.entries == {}
+
+
+@pytest.mark.parametrize(
+    ("policy", "action", "deleted"),
+    [
+        ("All", Action.CLEAN, ["scheduler", "scheduler", "server", "worker", "worker"]),
+        ("Running", Action.CLEAN, ["server", "worker", "worker"]),
+        ("None", Action.UNCHANGED, []),
+    ],
+)
+def test_clean_pod_policy_of_a_finished_job(policy: str, action: Action, deleted: list[str]) -> None:
+    a = job("a", cleanPodPolicy=policy)
+    change = only(plan([a], finish(live(a), "-scheduler-"), Ledger(), OPTIONS))
+    assert change.action is action
+    assert sorted(r.name.split("-")[1] for r in change.deletes) == deleted
+    assert not change.creates
+
+
+def test_a_removed_manifest_prunes_its_job() -> None:
+    a, b, c = job("a"), job("b"), job("c")
+    result = plan([a, b], live(a, b, c), Ledger(), OPTIONS)
+    assert [ch.name for ch in result.changes] == ["a", "b", "c"]
+    pruned = result.changes[2]
+    assert (pruned.action, pruned.reason) == (Action.DELETE, "manifest removed")
+    assert list(pruned.deletes) == refs(render_job(c, CTX))
+    assert (pruned.spec_hash, pruned.source) == (c.spec_hash, "jobs/c.yaml")
+
+
+def test_no_prune_when_pruning_is_off_or_the_manifest_is_invalid() -> None:
+    a, b, c = job("a"), job("b"), job("c")
+    off = plan([a], live(a, b, c), Ledger(), dataclasses.replace(OPTIONS, prune=False))
+    assert [(ch.action, ch.reason) for ch in off.changes[1:]] == [
+        (Action.HOLD, "manifest removed; pruning is off")
+    ] * 2
+    invalid = plan([a], live(a, b, c), Ledger(), OPTIONS, invalid=frozenset({(NS, "b"), (NS, "c")}))
+    assert {ch.name: ch.action for ch in invalid.changes} == {
+        "a": Action.UNCHANGED,
+        "b": Action.HOLD,
+        "c": Action.HOLD,
+    }
+    assert not invalid.writes
+
+
+def test_an_orphan_that_asked_to_wait_is_pruned_only_once_finished() -> None:
+    a, b = job("a"), job("b", annotations=WAIT)
+    held = plan([a], live(a, b), Ledger(), OPTIONS)
+    assert held.changes[1].action is Action.HOLD
+    done = plan([a], finish(live(a, b), "b-scheduler-"), Ledger(), OPTIONS)
+    assert done.changes[1].action is Action.DELETE
+
+
+def test_zero_valid_manifests_refuse_to_prune_unless_forced() -> None:
+    a, b = job("a"), job("b")
+    refused = plan([], live(a, b), Ledger(), OPTIONS)
+    assert refused.prune_refused is not None and "no valid manifest" in refused.prune_refused
+    assert {ch.action for ch in refused.changes} == {Action.HOLD}
+    assert not refused.writes and all(not ch.deletes for ch in refused.changes)
+    forced = plan([], live(a, b), Ledger(), dataclasses.replace(OPTIONS, force_prune=True))
+    assert {ch.action for ch in forced.changes} == {Action.DELETE}
+    assert forced.prune_refused is None
+
+
+def test_pruning_more_than_the_allowed_share_is_refused() -> None:
+    jobs = [job(n) for n in "abcd"]
+    three = plan(jobs[:1], live(*jobs), Ledger(), OPTIONS)
+    assert three.prune_refused is not None and "3 of 4 live jobs (75%)" in three.prune_refused
+    assert three.count(Action.HOLD) == 3
+    two = plan(jobs[:2], live(*jobs), Ledger(), OPTIONS)  # 50% is allowed
+    assert two.prune_refused is None and two.count(Action.DELETE) == 2
+    lax = plan(jobs[:1], live(*jobs), Ledger(), dataclasses.replace(OPTIONS, max_prune_share=0.75))
+    assert lax.count(Action.DELETE) == 3
+
+
+def test_unnamed_invalid_manifests_block_every_prune() -> None:
+    a, b = job("a"), job("b")
+    result = plan([a], live(a, b), Ledger(), OPTIONS, unnamed_invalid=1)
+    assert result.prune_refused is not None and "name no job" in result.prune_refused
+    assert result.changes[1].action is Action.HOLD
+    nothing_to_prune = plan([a], live(a), Ledger(), OPTIONS, unnamed_invalid=1)
+    assert nothing_to_prune.prune_refused is None
+
+
+def test_objects_of_another_namespace_are_another_job() -> None:
+    a = job("a")
+    elsewhere = dataclasses.replace(a, namespace="other")
+    result = plan([a], live(a, elsewhere), Ledger(), OPTIONS)
+    assert [(c.namespace, c.action) for c in result.changes] == [
+        ("ml", Action.UNCHANGED),
+        ("other", Action.DELETE),
+    ]
+
+
+def test_plan_is_pure_and_deterministic() -> None:
+    a, b, c = job("a"), job("b", workers=3), job("c")
+    objects = live(job("b"), c)
+    snapshot = copy.deepcopy(objects)
+    book = Ledger({(NS, "x"): Finished(NS, "x", "h", "Failed", "t")}, "1")
+    first = plan([c, b, a], objects, book, OPTIONS)
+    assert objects == snapshot and book.entries[(NS, "x")].state == "Failed"
+    assert plan([a, b, c], objects, book, OPTIONS) == first
+    assert [ch.name for ch in first.changes] == ["a", "b", "c"]
+    assert [ch.action for ch in first.changes] == [Action.CREATE, Action.REPLACE, Action.UNCHANGED]
