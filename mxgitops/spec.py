@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from mxgitops.errors import ManifestError
@@ -154,7 +155,7 @@ class MxJob:
         """What identifies a job across syncs: (namespace, name)."""
         return (self.namespace, self.name)
 
-    @property
+    @cached_property
     def spec_hash(self) -> str:
         """sha256 of everything that shapes the job's objects.
 
@@ -257,11 +258,16 @@ def scheduler_service_name(job: MxJob) -> str:
 
 def mxnet_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     containers = (template.get("spec") or {}).get("containers") or []
-    return next((c for c in containers if c.get("name") == CONTAINER_NAME), None)
+    return next((c for c in _mappings(containers) if c.get("name") == CONTAINER_NAME), None)
 
 
 def is_reserved_env(name: str) -> bool:
     return name.startswith(RESERVED_ENV_PREFIX) or name in RESERVED_ENV_NAMES
+
+
+def _mappings(items: Any) -> Iterator[Mapping[str, Any]]:
+    """The mapping items of a list; Kubernetes' schema lets list items be null."""
+    return (item for item in items if isinstance(item, Mapping))
 
 
 # -- dialects ---------------------------------------------------------------
@@ -327,7 +333,7 @@ def _kubeflow_replicas(spec: Mapping[str, Any]) -> tuple[list[ReplicaSpec], list
 def _kubeflow_port(template: Mapping[str, Any]) -> int:
     """Kubeflow names the scheduler's port `mxjob-port` on the mxnet container."""
     container = mxnet_container(template) or {}
-    for port in container.get("ports") or []:
+    for port in _mappings(container.get("ports") or []):
         if port.get("name") == KUBEFLOW_PORT_NAME:
             return int(port["containerPort"])
     return DEFAULT_PS_ROOT_PORT
@@ -508,7 +514,14 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
 def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:
     containers_path: Path = (*replica.path, "template", "spec", "containers")
     containers = (replica.template.get("spec") or {}).get("containers") or []
-    index = next((i for i, c in enumerate(containers) if c.get("name") == CONTAINER_NAME), None)
+    index = next(
+        (
+            i
+            for i, c in enumerate(containers)
+            if isinstance(c, Mapping) and c.get("name") == CONTAINER_NAME
+        ),
+        None,
+    )
     if index is None:
         return [
             FieldProblem(
@@ -518,7 +531,7 @@ def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:
         ]
     problems = []
     for env_index, env in enumerate(containers[index].get("env") or []):
-        if is_reserved_env(str(env.get("name", ""))):
+        if isinstance(env, Mapping) and is_reserved_env(str(env.get("name", ""))):
             problems.append(
                 FieldProblem(
                     (*containers_path, index, "env", env_index, "name"),
