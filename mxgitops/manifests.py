@@ -1,0 +1,550 @@
+"""Load and validate every job manifest under a path.
+
+This is the gate between what people write and what mxgitops acts on. Each
+YAML document is checked in order: the refusals of `spec.refusals` (MXTune),
+the JSON schema of its dialect (types, unknown fields, the Kubernetes pod
+template), then the model's own rules (`spec.from_manifest`). A problem is
+reported with file, line, job and field path and never stops the other files.
+Documents of other kinds (a ConfigMap) are listed as ignored.
+
+A job whose manifest is invalid is not desired, and its (namespace, name) is
+in `invalid_keys`, so a sync can leave the live job alone rather than prune it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import stat
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import jsonschema_rs
+from jsonschema.exceptions import ValidationError, best_match
+
+from mxgitops.errors import ConfigError
+from mxgitops.spec import (
+    NAMESPACE,
+    Dialect,
+    MxJob,
+    SpecError,
+    dialect_of,
+    format_path,
+    from_manifest,
+    refusals,
+)
+from mxgitops.yamldoc import Document, FieldPath, YamlError, documents
+
+MAX_FILE_SIZE = 1024 * 1024
+SUFFIXES = (".yaml", ".yml")
+SCHEMA_FILES = {
+    Dialect.SEED: "mxjob-seed-v1beta1.json",
+    Dialect.KUBEFLOW: "mxjob-kubeflow-v1.json",
+}
+
+Key = tuple[str, str]
+StrPath = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong, as `FILE:LINE: job NAME: field.path: message`."""
+
+    file: str
+    line: int  # 1-based; 0 when it concerns the whole file
+    job: str | None
+    field: str  # "" when it concerns no field
+    message: str
+
+    def __str__(self) -> str:
+        parts = [f"{self.file}:{self.line}" if self.line else self.file]
+        if self.job:
+            parts.append(f"job {self.job}")
+        if self.field:
+            parts.append(self.field)
+        return ": ".join([*parts, self.message])
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A document that is not an MxJob (a ConfigMap, a Kustomization...)."""
+
+    file: str
+    line: int
+    api_version: str | None
+    kind: str | None
+    name: str | None
+
+    def __str__(self) -> str:
+        what = " ".join(filter(None, [self.kind or "document without kind", self.name]))
+        return f"{self.file}:{self.line}: ignored {what}: not an MxJob"
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    jobs: list[MxJob]  # valid and unique, each with source_path set
+    problems: list[Problem]
+    ignored: list[Ignored]
+    invalid_keys: frozenset[Key]  # jobs whose manifests are invalid (name known)
+    invalid_manifests: int  # documents (or whole files) with at least one problem
+    unnamed_invalid: int  # of those, how many name no job: a sync cannot tell which
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        return ", ".join(
+            [
+                _count(len(self.jobs), "job") + " valid",
+                _count(self.invalid_manifests, "invalid manifest"),
+                _count(len(self.problems), "problem"),
+                _count(len(self.ignored), "document") + " ignored",
+            ]
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "jobs": [
+                {
+                    "name": job.name,
+                    "namespace": job.namespace,
+                    "file": job.source_path,
+                    "dialect": job.dialect.value,
+                    "mode": job.mode.value,
+                    "specHash": job.spec_hash,
+                }
+                for job in self.jobs
+            ],
+            "problems": [
+                {
+                    "file": p.file,
+                    "line": p.line,
+                    "job": p.job,
+                    "field": p.field,
+                    "message": p.message,
+                }
+                for p in self.problems
+            ],
+            "ignored": [
+                {
+                    "file": i.file,
+                    "line": i.line,
+                    "apiVersion": i.api_version,
+                    "kind": i.kind,
+                    "name": i.name,
+                }
+                for i in self.ignored
+            ],
+            "summary": self.summary(),
+        }
+
+
+def load(
+    paths: StrPath | Iterable[StrPath],
+    *,
+    default_namespace: str = NAMESPACE,
+    max_file_size: int = MAX_FILE_SIZE,
+) -> LoadResult:
+    """Validate every manifest under `paths` (files or directories).
+
+    File names in the result are relative to the directory given (a file given
+    directly keeps the name it was given as). Raise ConfigError for a path
+    that does not exist; everything wrong inside the files is a Problem.
+    """
+    roots = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    loader = _Loader(default_namespace, max_file_size)
+    for root in roots:
+        loader.load_root(Path(root))
+    return loader.result()
+
+
+def manifest_files(root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
+    """(name relative to root, real path) of every manifest file, and problems of the walk.
+
+    Hidden files and directories (.git, .github, .mxgitops.yaml) are skipped.
+    Symlinks are followed only when they stay inside `root`.
+    """
+    if not root.exists():
+        raise ConfigError(f"{root}: no such file or directory")
+    if not root.is_dir():
+        return [(str(root), root.resolve())], []
+    top = root.resolve()
+    found: list[tuple[str, Path, bool]] = []
+    problems: list[Problem] = []
+
+    def walk_error(error: OSError) -> None:
+        name = os.path.relpath(error.filename or root, root)
+        problems.append(Problem(name, 0, None, "", f"cannot read directory: {error.strerror}"))
+
+    for directory, dirs, files in os.walk(root, onerror=walk_error):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in dirs:
+            path = Path(directory, name)
+            if path.is_symlink() and not _inside(path.resolve(), top):
+                problems.append(_outside(path, root))
+        for name in sorted(files):
+            path = Path(directory, name)
+            if name.startswith(".") or not name.endswith(SUFFIXES):
+                continue
+            relative = path.relative_to(root).as_posix()
+            real = path.resolve()
+            if path.is_symlink() and not _inside(real, top):
+                problems.append(_outside(path, root))
+            else:
+                found.append((relative, real, path.is_symlink()))
+    # A file reached through a symlink too is read once, under its own name.
+    found.sort(key=lambda item: item[2])
+    chosen: dict[Path, str] = {}
+    for relative, real, _ in found:
+        chosen.setdefault(real, relative)
+    files_found = sorted((relative, real) for real, relative in chosen.items())
+    return files_found, problems
+
+
+def _inside(path: Path, top: Path) -> bool:
+    return path == top or path.is_relative_to(top)
+
+
+def _outside(path: Path, root: Path) -> Problem:
+    target = os.readlink(path)
+    return Problem(
+        path.relative_to(root).as_posix(),
+        0,
+        None,
+        "",
+        f"symlink to {target} points outside {root}; not followed",
+    )
+
+
+def read_text(path: Path, max_file_size: int) -> str:
+    """The file's text; raise YamlError (line 0 = whole file) when it cannot be used."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise YamlError(0, "not a regular file")
+        if info.st_size > max_file_size:
+            raise YamlError(0, _too_big(info.st_size, max_file_size))
+        with path.open("rb") as stream:
+            data = stream.read(max_file_size + 1)
+    except FileNotFoundError as error:
+        raise YamlError(0, "cannot read: broken symlink or file removed") from error
+    except OSError as error:
+        raise YamlError(0, f"cannot read: {error.strerror or error}") from error
+    if len(data) > max_file_size:
+        raise YamlError(0, _too_big(len(data), max_file_size))
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        byte = data[error.start : error.start + 1].hex()
+        raise YamlError(line, f"not UTF-8 text (byte 0x{byte}); save the file as UTF-8") from error
+
+
+def _too_big(size: int, limit: int) -> str:
+    return f"file is {_size(size)}, over the limit of {_size(limit)} (see --max-file-size)"
+
+
+def _size(number: int) -> str:
+    for unit, factor in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if number >= factor:
+            return f"{number / factor:.1f} {unit}".replace(".0 ", " ")
+    return f"{number} bytes"
+
+
+# -- validation ----------------------------------------------------------------
+
+
+@dataclass
+class _Named:
+    """An MxJob document whose key is known: for the duplicate check."""
+
+    key: Key
+    file: str
+    index: int  # of the document in its file
+    line: int
+    job: MxJob | None  # None when its manifest is invalid
+
+
+@dataclass
+class _Loader:
+    default_namespace: str
+    max_file_size: int
+    named: list[_Named] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    ignored: list[Ignored] = field(default_factory=list)
+    invalid: set[tuple[str, int]] = field(default_factory=set)
+    unnamed_invalid: int = 0
+    seen: set[Path] = field(default_factory=set)
+
+    def load_root(self, root: Path) -> None:
+        files, problems = manifest_files(root)
+        for problem in problems:
+            self._file_problem(problem)
+        for name, real in files:
+            if real not in self.seen:
+                self.seen.add(real)
+                self.load_file(name, real)
+
+    def load_file(self, name: str, path: Path) -> None:
+        try:
+            for document in documents(read_text(path, self.max_file_size)):
+                self.load_document(name, document)
+        except YamlError as error:
+            self._file_problem(Problem(name, error.line, None, "", error.message))
+
+    def load_document(self, name: str, document: Document) -> None:
+        data = document.data
+        if data is None:
+            return
+        if not isinstance(data, dict):
+            problem = f"a manifest must be a mapping (apiVersion: ..., kind: ...), not {_a(data)}"
+            self._report(name, document, None, None, [((), problem)])
+            return
+        job_name, key = self._identity(data)
+        dialect = dialect_of(data)
+        if dialect is None:
+            self._other_kind(name, document, job_name, key)
+            return
+        problems = document.problems + [(p.path, p.message) for p in refusals(data)]
+        if not problems:
+            problems = schema_problems(dialect, data)
+        job = None
+        if not problems:
+            try:
+                job = from_manifest(data, default_namespace=self.default_namespace)
+            except SpecError as error:
+                problems = [(p.path, p.message) for p in error.problems]
+        if problems:
+            self._report(name, document, job_name, key, problems)
+        elif job is not None:
+            job = replace(job, source_path=name)
+        if key is not None:
+            line = document.line_of(("metadata", "name"))
+            self.named.append(_Named(key, name, document.index, line, job))
+
+    def _identity(self, data: Mapping[str, Any]) -> tuple[str | None, Key | None]:
+        """The job's name and key, when the manifest says them plainly enough."""
+        metadata = data.get("metadata")
+        if not isinstance(metadata, dict):
+            return None, None
+        name, namespace = metadata.get("name"), metadata.get("namespace")
+        if not isinstance(name, str) or not name:
+            return None, None
+        if not isinstance(namespace, str) or not namespace:
+            namespace = self.default_namespace
+        return name, (namespace, name)
+
+    def _other_kind(
+        self, name: str, document: Document, job_name: str | None, key: Key | None
+    ) -> None:
+        data = document.data
+        kind, api_version = data.get("kind"), data.get("apiVersion")
+        if isinstance(kind, str) and kind.lower() == "mxjob":
+            known = {d.value for d in Dialect}
+            where = "kind" if api_version in known else "apiVersion"
+            message = (
+                f"apiVersion {api_version!r} with kind {kind!r} is not an MxJob dialect: use "
+                "apiVersion mxnet.mlkube.io/v1beta1 with kind MxJob, "
+                "or apiVersion kubeflow.org/v1 with kind MXJob"
+            )
+            self._report(name, document, job_name, key, [((where,), message)])
+            if key is not None:
+                line = document.line_of(("metadata", "name"))
+                self.named.append(_Named(key, name, document.index, line, None))
+            return
+        self.ignored.append(
+            Ignored(
+                name,
+                document.line,
+                api_version if isinstance(api_version, str) else None,
+                kind if isinstance(kind, str) else None,
+                job_name,
+            )
+        )
+
+    def _report(
+        self,
+        name: str,
+        document: Document,
+        job_name: str | None,
+        key: Key | None,
+        problems: list[tuple[FieldPath, str]],
+    ) -> None:
+        self.invalid.add((name, document.index))
+        if key is None:
+            self.unnamed_invalid += 1
+        for path, message in problems:
+            line = document.line_of(path)
+            self.problems.append(Problem(name, line, job_name, _field(path), message))
+
+    def _file_problem(self, problem: Problem) -> None:
+        self.invalid.add((problem.file, -1))
+        self.unnamed_invalid += 1
+        self.problems.append(problem)
+
+    def result(self) -> LoadResult:
+        by_key: dict[Key, list[_Named]] = defaultdict(list)
+        for entry in self.named:
+            by_key[entry.key].append(entry)
+        jobs: list[MxJob] = []
+        invalid_keys: set[Key] = set()
+        for key, entries in by_key.items():
+            if len(entries) == 1 and entries[0].job is not None:
+                jobs.append(entries[0].job)
+                continue
+            invalid_keys.add(key)
+            for entry in entries if len(entries) > 1 else []:
+                others = ", ".join(f"{o.file}:{o.line}" for o in entries if o is not entry)
+                self.problems.append(
+                    Problem(
+                        entry.file,
+                        entry.line,
+                        key[1],
+                        "metadata.name",
+                        f"job {key[0]}/{key[1]} is defined more than once (also at {others})",
+                    )
+                )
+                self.invalid.add((entry.file, entry.index))
+        return LoadResult(
+            jobs=sorted(jobs, key=lambda job: job.key),
+            problems=sorted(self.problems, key=lambda p: (p.file, p.line, p.field, p.message)),
+            ignored=self.ignored,
+            invalid_keys=frozenset(invalid_keys),
+            invalid_manifests=len(self.invalid),
+            unnamed_invalid=self.unnamed_invalid,
+        )
+
+
+def _field(path: FieldPath) -> str:
+    return format_path(tuple(path)) if path else ""
+
+
+# -- JSON schema -----------------------------------------------------------------
+
+
+@cache
+def schema(dialect: Dialect) -> dict[str, Any]:
+    """The JSON schema of a dialect, from the package data."""
+    text = resources.files("mxgitops").joinpath("schemas", SCHEMA_FILES[dialect]).read_text()
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+@cache
+def _fast(dialect: Dialect) -> jsonschema_rs.Validator:
+    return jsonschema_rs.validator_for(schema(dialect))
+
+
+@cache
+def _detailed(dialect: Dialect) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema(dialect))
+
+
+def schema_problems(dialect: Dialect, data: Mapping[str, Any]) -> list[tuple[FieldPath, str]]:
+    """Readable (field path, message) pairs for every distinct schema violation.
+
+    jsonschema-rs answers valid-or-not quickly; only an invalid manifest goes
+    through Python jsonschema, whose errors carry what a readable message needs.
+    """
+    if _fast(dialect).is_valid(data):
+        return []
+    found: dict[tuple[FieldPath, str], None] = {}
+    for error in _detailed(dialect).iter_errors(data):
+        for item in _readable(error):
+            found.setdefault(item)
+    if not found:  # the two validators disagree: report what the fast one says
+        for fast_error in _fast(dialect).iter_errors(data):
+            found.setdefault((tuple(fast_error.instance_path), str(fast_error.message)))
+    return list(found)
+
+
+def _readable(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
+    path = tuple(error.absolute_path)
+    keyword, instance = error.validator, error.instance
+    expected: Any = error.validator_value
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if keyword == "additionalProperties" and expected is False and isinstance(instance, dict):
+        known = list(schema.get("properties", {}))
+        for name in instance:
+            if name not in known:
+                close = difflib.get_close_matches(str(name), known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                yield (*path, name), f"unknown field {name!r}{hint}"
+    elif keyword == "required" and isinstance(instance, dict):
+        for name in expected:
+            if name not in instance:
+                yield (*path, name), "is required"
+    elif keyword in ("oneOf", "anyOf") and error.context:
+        kinds = {e.validator for e in error.context}
+        if kinds == {"type"}:
+            types = [t for e in error.context for t in _types(e.validator_value)]
+            yield path, f"must be {_alternatives(types)}, not {_show(instance)}"
+        else:
+            yield from _readable(best_match(error.context))
+    else:
+        yield path, _message(keyword, expected, instance, error.message)
+
+
+def _message(keyword: Any, expected: Any, instance: Any, default: str) -> str:
+    if keyword == "type":
+        return f"must be {_alternatives(_types(expected))}, not {_show(instance)}"
+    if keyword == "enum":
+        return f"must be one of {', '.join(map(_show, expected))}; not {_show(instance)}"
+    if keyword == "const":
+        return f"must be {_show(expected)}, not {_show(instance)}"
+    if keyword in ("minimum", "exclusiveMinimum"):
+        return f"must be at least {expected}, not {_show(instance)}"
+    if keyword in ("maximum", "exclusiveMaximum"):
+        return f"must be at most {expected}, not {_show(instance)}"
+    if keyword in ("minItems", "minProperties", "minLength") and expected == 1:
+        return "must not be empty"
+    return str(default)
+
+
+_TYPE_NAMES = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _types(expected: Any) -> list[str]:
+    types = [expected] if isinstance(expected, str) else list(expected)
+    return [t for t in types if t != "null"] or types
+
+
+def _alternatives(types: list[str]) -> str:
+    names = list(dict.fromkeys(_TYPE_NAMES.get(t, t) for t in types))
+    return " or ".join(names)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return _a(value)
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + '..."'
+
+
+def _a(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return _show(value)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
