@@ -40,7 +40,7 @@ from mxgitops.spec import (
     from_manifest,
     refusals,
 )
-from mxgitops.yamldoc import Document, FieldPath, YamlError, documents
+from mxgitops.yamldoc import Document, FieldPath, Issue, YamlError, documents
 
 MAX_FILE_SIZE = 1024 * 1024
 SUFFIXES = (".yaml", ".yml")
@@ -307,14 +307,14 @@ class _Loader:
             return
         if not isinstance(data, dict):
             problem = f"a manifest must be a mapping (apiVersion: ..., kind: ...), not {_a(data)}"
-            self._report(name, document, None, None, [((), problem)])
+            self._report(name, document, None, None, [Issue((), problem)])
             return
         job_name, key = self._identity(data)
         dialect = dialect_of(data)
         if dialect is None:
             self._other_kind(name, document, job_name, key)
             return
-        problems = document.problems + [(p.path, p.message) for p in refusals(data)]
+        problems = document.problems + [Issue(p.path, p.message) for p in refusals(data)]
         if not problems:
             problems = schema_problems(dialect, data)
         job = None
@@ -322,7 +322,7 @@ class _Loader:
             try:
                 job = from_manifest(data, default_namespace=self.default_namespace)
             except SpecError as error:
-                problems = [(p.path, p.message) for p in error.problems]
+                problems = [Issue(p.path, p.message) for p in error.problems]
         if problems:
             self._report(name, document, job_name, key, problems)
         elif job is not None:
@@ -356,7 +356,7 @@ class _Loader:
                 "apiVersion mxnet.mlkube.io/v1beta1 with kind MxJob, "
                 "or apiVersion kubeflow.org/v1 with kind MXJob"
             )
-            self._report(name, document, job_name, key, [((where,), message)])
+            self._report(name, document, job_name, key, [Issue((where,), message)])
             if key is not None:
                 line = document.line_of(("metadata", "name"))
                 self.named.append(_Named(key, name, document.index, line, None))
@@ -377,14 +377,14 @@ class _Loader:
         document: Document,
         job_name: str | None,
         key: Key | None,
-        problems: list[tuple[FieldPath, str]],
+        problems: list[Issue],
     ) -> None:
         self.invalid.add((name, document.index))
         if key is None:
             self.unnamed_invalid += 1
-        for path, message in problems:
-            line = document.line_of(path)
-            self.problems.append(Problem(name, line, job_name, _field(path), message))
+        for issue in problems:
+            line = document.line_for(issue)
+            self.problems.append(Problem(name, line, job_name, _field(issue.path), issue.message))
 
     def _file_problem(self, problem: Problem) -> None:
         self.invalid.add((problem.file, -1))
@@ -449,7 +449,7 @@ def _detailed(dialect: Dialect) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema(dialect))
 
 
-def schema_problems(dialect: Dialect, data: Mapping[str, Any]) -> list[tuple[FieldPath, str]]:
+def schema_problems(dialect: Dialect, data: Mapping[str, Any]) -> list[Issue]:
     """Readable (field path, message) pairs for every distinct schema violation.
 
     jsonschema-rs answers valid-or-not quickly; only an invalid manifest goes
@@ -457,17 +457,17 @@ def schema_problems(dialect: Dialect, data: Mapping[str, Any]) -> list[tuple[Fie
     """
     if _fast(dialect).is_valid(data):
         return []
-    found: dict[tuple[FieldPath, str], None] = {}
+    found: dict[Issue, None] = {}
     for error in _detailed(dialect).iter_errors(data):
         for item in _readable(error):
             found.setdefault(item)
     if not found:  # the two validators disagree: report what the fast one says
         for fast_error in _fast(dialect).iter_errors(data):
-            found.setdefault((tuple(fast_error.instance_path), str(fast_error.message)))
+            found.setdefault(Issue(tuple(fast_error.instance_path), str(fast_error.message)))
     return list(found)
 
 
-def _readable(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
+def _readable(error: ValidationError) -> Iterator[Issue]:
     path = tuple(error.absolute_path)
     keyword, instance = error.validator, error.instance
     expected: Any = error.validator_value
@@ -477,21 +477,21 @@ def _readable(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
         for name in instance:
             if name not in known:
                 close = difflib.get_close_matches(str(name), known, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                yield (*path, name), f"unknown field {name!r}{hint}"
+                hint = f'; did you mean "{close[0]}"?' if close else ""
+                yield Issue(path, f'unknown field "{name}"{hint}', (*path, name))
     elif keyword == "required" and isinstance(instance, dict):
         for name in expected:
             if name not in instance:
-                yield (*path, name), "is required"
+                yield Issue((*path, name), "is required")
     elif keyword in ("oneOf", "anyOf") and error.context:
         kinds = {e.validator for e in error.context}
         if kinds == {"type"}:
             types = [t for e in error.context for t in _types(e.validator_value)]
-            yield path, f"must be {_alternatives(types)}, not {_show(instance)}"
+            yield Issue(path, f"must be {_alternatives(types)}, not {_show(instance)}")
         else:
             yield from _readable(best_match(error.context))
     else:
-        yield path, _message(keyword, expected, instance, error.message)
+        yield Issue(path, _message(keyword, expected, instance, error.message))
 
 
 def _message(keyword: Any, expected: Any, instance: Any, default: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -36,6 +36,15 @@ _AS_TEXT = frozenset({_STR, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:bi
 FieldPath = tuple[str | int, ...]
 
 
+class Issue(NamedTuple):
+    """Something wrong with a field: `at` says where to point if not at the field itself
+    (a deeper path, such as an unknown key, or a line)."""
+
+    path: FieldPath
+    message: str
+    at: FieldPath | int | None = None
+
+
 class YamlError(ManifestError):
     """The text is not YAML we accept; nothing after `line` was read."""
 
@@ -50,7 +59,7 @@ class Document:
     index: int  # position in the file, from 0
     line: int  # 1-based line of the document's first node
     data: Any
-    problems: list[tuple[FieldPath, str]] = field(default_factory=list)
+    problems: list[Issue] = field(default_factory=list)
     _lines: dict[int, dict[Any, int]] = field(default_factory=dict, repr=False)
 
     def line_of(self, path: FieldPath) -> int:
@@ -62,6 +71,11 @@ class Document:
                 break
             line, node = lines[part], node[part]
         return line
+
+    def line_for(self, issue: Issue) -> int:
+        if isinstance(issue.at, int):
+            return issue.at
+        return self.line_of(issue.path if issue.at is None else issue.at)
 
 
 def documents(
@@ -247,7 +261,8 @@ class _Builder:
             return value
         if isinstance(value, dict | list):
             path = self._path()
-            self.doc.problems.append((path, "a mapping key must be text, not a mapping or list"))
+            message = "a mapping key must be text, not a mapping or list"
+            self.doc.problems.append(Issue(path, message, line or None))
             return _SKIP
         return text  # 1, true, null as keys: Kubernetes reads them as text
 
@@ -260,9 +275,8 @@ class _Builder:
             top.merges.append((value, top.key_line))
             return
         if key in top.container:
-            self.doc.problems.append(
-                ((*self._path(), key), f"duplicate key (also on line {top.lines[key]})")
-            )
+            message = f"duplicate key (also on line {top.lines[key]})"
+            self.doc.problems.append(Issue((*self._path(), key), message, top.key_line))
         top.container[key] = value
         top.lines.setdefault(key, top.key_line)
 
@@ -273,7 +287,7 @@ class _Builder:
             sources = value if isinstance(value, list) else [value]
             for source in sources:
                 if not isinstance(source, dict):
-                    self.doc.problems.append((self._path(), "<< must merge a mapping"))
+                    self.doc.problems.append(Issue(self._path(), "<< must merge a mapping", line))
                     continue
                 for key, item in source.items():
                     if key not in frame.container:
