@@ -28,8 +28,12 @@ def status_of(call: Any, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]
 
 
 def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": labels or {}}, "data": {"k": "v"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": {"k": "v"},
+    }
 
 
 def test_create_sets_metadata_and_job_defaults(k8s: Clients, kubeapi: KubeAPI) -> None:
@@ -41,7 +45,8 @@ def test_create_sets_metadata_and_job_defaults(k8s: Clients, kubeapi: KubeAPI) -
     assert meta["creation_timestamp"] is not None
     uid = meta["uid"]
     assert spec["selector"] == {
-        "match_labels": {"batch.kubernetes.io/controller-uid": uid}, "match_expressions": None
+        "match_labels": {"batch.kubernetes.io/controller-uid": uid},
+        "match_expressions": None,
     }
     assert spec["template"]["metadata"]["labels"] == {
         "app": "mx",
@@ -56,8 +61,9 @@ def test_create_sets_metadata_and_job_defaults(k8s: Clients, kubeapi: KubeAPI) -
     container = spec["template"]["spec"]["containers"][0]
     assert container["termination_message_policy"] == "File"
     assert container["image_pull_policy"] == "IfNotPresent"
-    default = k8s.batch.create_namespaced_job(NS, {**job_manifest("b"), "spec": {
-        "template": job_manifest("b")["spec"]["template"]}})
+    default = k8s.batch.create_namespaced_job(
+        NS, {**job_manifest("b"), "spec": {"template": job_manifest("b")["spec"]["template"]}}
+    )
     assert default.spec.backoff_limit == 6
     assert default.spec.pod_replacement_policy == "TerminatingOrFailed"
 
@@ -144,16 +150,22 @@ def test_patch_flavours(k8s: Clients) -> None:
         "x", NS, [{"op": "remove", "path": "/metadata/labels/b"}]
     )
     assert json_patched.metadata.labels == {"app": "mx"}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
-        "containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]},
+    }
     k8s.core.create_namespaced_pod(NS, pod)
     strategic = k8s.core.patch_namespaced_pod(
         "p", NS, {"spec": {"containers": [{"name": "b", "image": "b:2"}]}}
     )
     assert [(c.name, c.image) for c in strategic.spec.containers] == [("a", "a:1"), ("b", "b:2")]
     code, body = status_of(
-        k8s.core.patch_namespaced_pod, "p", NS, {"spec": {"containers": [{"name": "c",
-                                                                           "image": "c"}]}}
+        k8s.core.patch_namespaced_pod,
+        "p",
+        NS,
+        {"spec": {"containers": [{"name": "c", "image": "c"}]}},
     )
     assert code == 422 and "pod updates may not change fields other than" in body["message"]
 
@@ -183,8 +195,12 @@ def test_namespace_mismatch_and_bad_names(k8s: Clients) -> None:
         'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase '
         "RFC 1123 subdomain must consist of"
     )
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1svc"},
-           "spec": {"ports": [{"port": 80}]}}
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "1svc"},
+        "spec": {"ports": [{"port": 80}]},
+    }
     code, err = status_of(k8s.core.create_namespaced_service, NS, svc)
     assert code == 422 and "a DNS-1035 label must consist of" in err["message"]
     long_name = "j" * 64
@@ -228,8 +244,11 @@ def test_invalid_job_is_422_with_causes(k8s: Clients, kubeapi: KubeAPI) -> None:
         '"OnFailure", "Never"]'
     )
     causes = err["details"]["causes"]
-    assert causes[0] == {"reason": "FieldValueRequired", "message": "Required value",
-                         "field": "spec.template.spec.containers"}
+    assert causes[0] == {
+        "reason": "FieldValueRequired",
+        "message": "Required value",
+        "field": "spec.template.spec.containers",
+    }
     assert causes[1]["reason"] == "FieldValueNotSupported"
     typed = job_manifest("t")
     typed["spec"]["backoffLimit"] = "six"
@@ -241,8 +260,11 @@ def test_invalid_job_is_422_with_causes(k8s: Clients, kubeapi: KubeAPI) -> None:
 
 
 def test_label_and_field_selectors(k8s: Clients) -> None:
-    for name, labels in {"a": {"tier": "worker", "gpu": "1"}, "b": {"tier": "server"},
-                         "c": {"other": "x"}}.items():
+    for name, labels in {
+        "a": {"tier": "worker", "gpu": "1"},
+        "b": {"tier": "server"},
+        "c": {"other": "x"},
+    }.items():
         k8s.core.create_namespaced_config_map(NS, configmap(name, labels))
 
     def names(**kwargs: str) -> list[str]:
@@ -270,16 +292,21 @@ def test_label_and_field_selectors(k8s: Clients) -> None:
 
 def test_delete_collection(k8s: Clients) -> None:
     for name in "abc":
-        k8s.core.create_namespaced_config_map(NS, configmap(name, {"g": "1" if name != "c" else "2"}))
+        k8s.core.create_namespaced_config_map(
+            NS, configmap(name, {"g": "1" if name != "c" else "2"})
+        )
     deleted = k8s.core.delete_collection_namespaced_config_map(NS, label_selector="g=1")
     assert deleted.status is None  # the client decodes the ConfigMapList as a V1Status
     assert [i.metadata.name for i in k8s.core.list_namespaced_config_map(NS).items] == ["c"]
 
 
 def test_leases_create_on_update(k8s: Clients) -> None:
-    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-             "metadata": {"name": "mxgitops"}, "spec": {"holderIdentity": "me",
-                                                        "leaseDurationSeconds": 60}}
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "mxgitops"},
+        "spec": {"holderIdentity": "me", "leaseDurationSeconds": 60},
+    }
     created = k8s.coordination.create_namespaced_lease(NS, lease)
     created.spec.holder_identity = "you"
     k8s.coordination.replace_namespaced_lease("mxgitops", NS, created)
@@ -292,8 +319,12 @@ def test_leases_create_on_update(k8s: Clients) -> None:
 
 
 def test_service_defaults(k8s: Clients) -> None:
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sched"},
-           "spec": {"selector": {"a": "b"}, "ports": [{"name": "ps-root-port", "port": 9091}]}}
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "sched"},
+        "spec": {"selector": {"a": "b"}, "ports": [{"name": "ps-root-port", "port": 9091}]},
+    }
     created = k8s.core.create_namespaced_service(NS, svc)
     assert created.spec.type == "ClusterIP" and created.spec.session_affinity == "None"
     assert created.spec.cluster_ip and created.spec.cluster_ips == [created.spec.cluster_ip]
@@ -308,13 +339,23 @@ def test_service_defaults(k8s: Clients) -> None:
 
 
 def test_events_and_pod_defaults(k8s: Clients) -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-           "spec": {"containers": [{"name": "a", "image": "a"}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "a", "image": "a"}]},
+    }
     created = k8s.core.create_namespaced_pod(NS, pod)
     assert created.spec.restart_policy == "Always"
     assert created.status.phase == "Pending" and created.status.qos_class == "BestEffort"
     assert created.spec.containers[0].image_pull_policy == "Always"
-    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"},
-             "involvedObject": {"kind": "Pod", "name": "p", "namespace": NS},
-             "reason": "Synced", "message": "hello", "type": "Normal"}
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": NS},
+        "reason": "Synced",
+        "message": "hello",
+        "type": "Normal",
+    }
     assert k8s.core.create_namespaced_event(NS, event).reason == "Synced"

@@ -43,7 +43,11 @@ def test_controller_creates_the_pod_of_a_job(k8s: Clients, kubeapi: KubeAPI) -> 
     }
     ref = pod.metadata.owner_references[0]
     assert (ref.kind, ref.name, ref.uid, ref.controller, ref.block_owner_deletion) == (
-        "Job", "train", uid, True, True
+        "Job",
+        "train",
+        uid,
+        True,
+        True,
     )
     status = k8s.batch.read_namespaced_job_status("train", NS).status
     assert status.active == 1 and status.start_time is not None

@@ -97,10 +97,24 @@ def test_fault_spec_parsing() -> None:
 def test_standalone_server(tmp_path: Path) -> None:
     log = tmp_path / "requests.jsonl"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.kubeapi", "--port", "0", "--kubeconfig",
-         str(tmp_path / "kubeconfig"), "--request-log", str(log), "--faults", "*:delay=1ms",
-         "--seed", "3"],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent,
+        [
+            sys.executable,
+            "-m",
+            "tests.kubeapi",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig"),
+            "--request-log",
+            str(log),
+            "--faults",
+            "*:delay=1ms",
+            "--seed",
+            "3",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
     )
     try:
         assert process.stdout is not None

@@ -69,7 +69,7 @@ def test_create_validates_strictly_on_the_server(kubeapi: KubeAPI, tmp_path: Pat
     assert 'strict decoding error: unknown field "spec.foo"' in result.stderr
     assert "Error from server (BadRequest)" in result.stderr
     again = kubectl(kubeapi, "create", "-f", str(tmp_path / "train.yaml"))
-    assert 'Error from server (AlreadyExists): error when creating' in again.stderr
+    assert "Error from server (AlreadyExists): error when creating" in again.stderr
     assert 'jobs.batch "train" already exists' in again.stderr
 
 
@@ -116,7 +116,9 @@ def test_patching_a_job_template_is_refused(kubeapi: KubeAPI, tmp_path: Path) ->
     assert result.returncode == 1
     assert 'The Job "train" is invalid: spec.template: Invalid value: ' in result.stderr
     assert result.stderr.strip().endswith("field is immutable")
-    ok = kubectl(kubeapi, "patch", "job", "train", "--type=merge", "-p", '{"spec":{"suspend":true}}')
+    ok = kubectl(
+        kubeapi, "patch", "job", "train", "--type=merge", "-p", '{"spec":{"suspend":true}}'
+    )
     assert ok.returncode == 0, ok.stderr
     assert kubeapi.get("jobs", "train")["spec"]["suspend"] is True  # type: ignore[index]
 

@@ -23,8 +23,11 @@ def k8s(kubeapi: KubeAPI) -> Iterator[Clients]:
 
 
 def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": labels or {}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+    }
 
 
 def events(k8s: Clients, count: int, **kwargs: Any) -> list[tuple[str, str]]:
@@ -44,10 +47,14 @@ def test_watch_from_resource_version(k8s: Clients) -> None:
     k8s.core.create_namespaced_config_map(NS, configmap("b"))
     k8s.core.delete_namespaced_config_map("a", NS)
     assert events(k8s, 4, resource_version=start) == [
-        ("ADDED", "a"), ("MODIFIED", "a"), ("ADDED", "b"), ("DELETED", "a")
+        ("ADDED", "a"),
+        ("MODIFIED", "a"),
+        ("ADDED", "b"),
+        ("DELETED", "a"),
     ]
     assert events(k8s, 2, resource_version=start, label_selector="w=1") == [
-        ("ADDED", "a"), ("MODIFIED", "a")
+        ("ADDED", "a"),
+        ("MODIFIED", "a"),
     ]
 
 
@@ -63,8 +70,13 @@ def test_watch_relabel_leaves_selection_and_times_out(k8s: Clients) -> None:
     w = watch.Watch()
     seen = [
         (e["type"], e["object"].metadata.name)
-        for e in w.stream(k8s.core.list_namespaced_config_map, NS, label_selector="w=1",
-                          resource_version=start, timeout_seconds=1)
+        for e in w.stream(
+            k8s.core.list_namespaced_config_map,
+            NS,
+            label_selector="w=1",
+            resource_version=start,
+            timeout_seconds=1,
+        )
     ]
     assert seen == [("ADDED", "a"), ("DELETED", "a")]
 
@@ -91,16 +103,21 @@ def test_delete_job_background_foreground_orphan(k8s: Clients, kubeapi: KubeAPI)
 
     k8s.batch.delete_namespaced_job("bg", NS, propagation_policy="Background")
     assert pods_of("bg") == []
-    _, _, body = raw(kubeapi, "DELETE", "/apis/batch/v1/namespaces/default/jobs/fg",
-                     {"kind": "DeleteOptions", "apiVersion": "v1",
-                      "propagationPolicy": "Foreground"})
+    _, _, body = raw(
+        kubeapi,
+        "DELETE",
+        "/apis/batch/v1/namespaces/default/jobs/fg",
+        {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"},
+    )
     assert body["metadata"]["finalizers"] == ["foregroundDeletion"]
     assert body["metadata"]["deletionTimestamp"]
     assert pods_of("fg") == [] and kubeapi.get("jobs", "fg") is None
     k8s.batch.delete_namespaced_job("orphan", NS, body=V1DeleteOptions(propagation_policy="Orphan"))
     [orphan] = pods_of("orphan")
     assert "ownerReferences" not in orphan["metadata"]
-    status, headers, deleted = raw(kubeapi, "DELETE", "/apis/batch/v1/namespaces/default/jobs/default")
+    status, headers, deleted = raw(
+        kubeapi, "DELETE", "/apis/batch/v1/namespaces/default/jobs/default"
+    )
     assert status == 200 and deleted["kind"] == "Job"
     assert "child pods are preserved by default" in headers["Warning"]
     assert len(pods_of("default")) == 1

@@ -7,6 +7,7 @@ Prints ``ready URL`` (flushed) once it accepts connections.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -19,22 +20,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.kubeapi", description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kubeconfig", type=Path, required=True)
-    parser.add_argument("--request-log", type=Path, default=None,
-                        help="append one JSON object per request to this file")
+    parser.add_argument(
+        "--request-log",
+        type=Path,
+        default=None,
+        help="append one JSON object per request to this file",
+    )
     parser.add_argument("--faults", default="", help="fault spec, see tests/kubeapi/faults.py")
     parser.add_argument("--seed", type=int, default=0, help="seed for faults, uids and names")
     args = parser.parse_args(argv)
     api = KubeAPI(
-        args.kubeconfig, args.port, seed=args.seed, request_log=args.request_log,
-        faults=args.faults, fault_seed=args.seed,
+        args.kubeconfig,
+        args.port,
+        seed=args.seed,
+        request_log=args.request_log,
+        faults=args.faults,
+        fault_seed=args.seed,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"ready {api.url}", flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         stop.wait()
-    except KeyboardInterrupt:
-        pass
     api.stop()
     return 0
 

@@ -83,7 +83,9 @@ def policy_action(policy: dict[str, Any] | None, pod: dict[str, Any]) -> tuple[s
                     )
         for wanted in rule.get("onPodConditions") or []:
             for cond in status.get("conditions") or []:
-                if cond["type"] == wanted["type"] and cond["status"] == wanted.get("status", "True"):
+                if cond["type"] == wanted["type"] and cond["status"] == wanted.get(
+                    "status", "True"
+                ):
                     return action, (
                         f"Pod {where} has condition {cond['type']} matching {action} rule at "
                         f"index {i}"
@@ -161,7 +163,8 @@ class ControlPlane:
         spec, now = job["spec"], self.store.timestamp()
         pods = self._pods_of(job)
         active = [
-            p for p in pods
+            p
+            for p in pods
             if (p.get("status") or {}).get("phase") not in TERMINAL
             and not p["metadata"].get("deletionTimestamp")
         ]
@@ -201,7 +204,8 @@ class ControlPlane:
             if (
                 failure is None
                 and deadline is not None
-                and self.store.now() - _parse_time(status["startTime"]) >= timedelta(seconds=deadline)
+                and self.store.now() - _parse_time(status["startTime"])
+                >= timedelta(seconds=deadline)
             ):
                 failure = ("DeadlineExceeded", "Job was active longer than specified deadline")
             completions = spec.get("completions")
@@ -220,7 +224,9 @@ class ControlPlane:
                 self._kill(active)
                 active = []
                 message = "Reached expected number of succeeded pods"
-                self._set_condition(status, "SuccessCriteriaMet", "CompletionsReached", message, now)
+                self._set_condition(
+                    status, "SuccessCriteriaMet", "CompletionsReached", message, now
+                )
                 self._set_condition(status, "Complete", "CompletionsReached", message, now)
                 status["completionTime"] = now
             elif create_pods:
@@ -302,13 +308,16 @@ class ControlPlane:
             elif job is not None:
                 owner = self.rest.get(JOBS, namespace, job)
                 pods = [
-                    p for p in self._pods_of(owner)
+                    p
+                    for p in self._pods_of(owner)
                     if (p.get("status") or {}).get("phase") not in TERMINAL
                 ]
             else:
                 raise ValueError("kubelet needs a pod name or a job name")
-            updated = [self._run_pod(p, phase, container, exit_code, reason, message, restart_state)
-                       for p in pods]
+            updated = [
+                self._run_pod(p, phase, container, exit_code, reason, message, restart_state)
+                for p in pods
+            ]
             owners = {
                 ref["uid"]
                 for p in updated
@@ -359,8 +368,10 @@ class ControlPlane:
                 "started": False,
                 "ready": False,
             }
-            started = (previous.get(c["name"], {}).get("state") or {}).get("running", {}).get(
-                "startedAt", now
+            started = (
+                (previous.get(c["name"], {}).get("state") or {})
+                .get("running", {})
+                .get("startedAt", now)
             )
             if phase == "Pending":
                 cs["state"] = {"waiting": {"reason": "ContainerCreating"}}
@@ -399,7 +410,10 @@ class ControlPlane:
         ready = all(cs["ready"] for cs in statuses) and status["phase"] == "Running"
         flag = "True" if ready else "False"
         status["conditions"] = [
-            {"type": "PodReadyToStartContainers", "status": "False" if phase == "Pending" else "True"},
+            {
+                "type": "PodReadyToStartContainers",
+                "status": "False" if phase == "Pending" else "True",
+            },
             {"type": "Initialized", "status": "True"},
             {"type": "Ready", "status": flag},
             {"type": "ContainersReady", "status": flag},

@@ -71,15 +71,21 @@ def resource_list(gv: str) -> dict[str, Any] | None:
     resources = _api_resources(gv)
     if not resources:
         return None
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
-            "resources": resources}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": gv,
+        "resources": resources,
+    }
 
 
 def api_versions(server_address: str) -> dict[str, Any]:
     return {
         "kind": "APIVersions",
         "versions": ["v1"],
-        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
     }
 
 
@@ -90,8 +96,11 @@ def _group(gv: str) -> dict[str, Any]:
 
 
 def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [_group(gv) for gv in group_versions()]}
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(gv) for gv in group_versions()],
+    }
 
 
 def api_group(group: str) -> dict[str, Any] | None:

@@ -152,7 +152,9 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message, {})
 
 

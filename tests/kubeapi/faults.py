@@ -87,11 +87,7 @@ def parse_spec(spec: str) -> list[FaultRule]:
         except ValueError:
             raise ValueError(f"fault rule {item!r} is not VERBS[/RESOURCES]:ACTION=VALUE") from None
         verbs_text, _, resources_text = selector.partition("/")
-        resources = (
-            None
-            if resources_text in ("", "*")
-            else frozenset(resources_text.split("+"))
-        )
+        resources = None if resources_text in ("", "*") else frozenset(resources_text.split("+"))
         if action not in ACTIONS:
             raise ValueError(f"unknown fault action {action!r}; use one of {', '.join(ACTIONS)}")
         if action == "delay":
@@ -99,8 +95,13 @@ def parse_spec(spec: str) -> list[FaultRule]:
             if not amount.endswith("ms"):
                 raise ValueError(f"delay {value!r} must be in milliseconds, e.g. 5ms")
             rules.append(
-                FaultRule(_verbs(verbs_text), resources, action,
-                          _probability(chance) if chance else 1.0, float(amount[:-2]))
+                FaultRule(
+                    _verbs(verbs_text),
+                    resources,
+                    action,
+                    _probability(chance) if chance else 1.0,
+                    float(amount[:-2]),
+                )
             )
         else:
             rules.append(FaultRule(_verbs(verbs_text), resources, action, _probability(value)))
@@ -116,11 +117,16 @@ class Decision:
 
 def fault_error(action: str, retry_after: int) -> ApiError:
     if action == "500":
-        return ApiError(500, "InternalError", "Internal error occurred: injected fault",
-                        {"causes": [{"message": "injected fault"}]})
+        return ApiError(
+            500,
+            "InternalError",
+            "Internal error occurred: injected fault",
+            {"causes": [{"message": "injected fault"}]},
+        )
     if action == "503":
-        return ApiError(503, "ServiceUnavailable",
-                        "the server is currently unable to handle the request", {})
+        return ApiError(
+            503, "ServiceUnavailable", "the server is currently unable to handle the request", {}
+        )
     return ApiError(
         429,
         "TooManyRequests",

@@ -25,8 +25,10 @@ def write_kubeconfig(path: Path, url: str) -> Path:
         "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
         "users": [{"name": CONTEXT, "user": {"token": "kubeapi-double"}}],
         "contexts": [
-            {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT,
-                                          "namespace": "default"}}
+            {
+                "name": CONTEXT,
+                "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"},
+            }
         ],
         "current-context": CONTEXT,
         "preferences": {},
@@ -61,8 +63,10 @@ class KubeAPI:
         self.url = self.server.url
         self.kubeconfig = write_kubeconfig(kubeconfig, self.url)
         self._thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-            name="kubeapi", daemon=True,
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="kubeapi",
+            daemon=True,
         )
         self._thread.start()
 

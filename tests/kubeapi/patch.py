@@ -58,9 +58,7 @@ def _container(doc: Any, parts: list[str], path: str) -> tuple[Any, str]:
         try:
             node = node[int(part)] if isinstance(node, list) else node[part]
         except (KeyError, IndexError, ValueError, TypeError):
-            raise _unprocessable(
-                f"doc is missing path: \"{path}\": missing value"
-            ) from None
+            raise _unprocessable(f'doc is missing path: "{path}": missing value') from None
     return node, parts[-1]
 
 
@@ -80,9 +78,7 @@ def _remove(doc: Any, path: str) -> Any:
     try:
         return node.pop(int(last)) if isinstance(node, list) else node.pop(last)
     except (KeyError, IndexError, ValueError):
-        raise _unprocessable(
-            f'Unable to remove nonexistent key: {last}: missing value'
-        ) from None
+        raise _unprocessable(f"Unable to remove nonexistent key: {last}: missing value") from None
 
 
 def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
@@ -93,14 +89,14 @@ def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
     if isinstance(node, list):
         index = len(node) if last == "-" else int(last)
         if index > len(node) or index < 0:
-            raise _unprocessable(f"add operation does not apply: doc is missing path: \"{path}\"")
+            raise _unprocessable(f'add operation does not apply: doc is missing path: "{path}"')
         if replace:
             node[index] = value
         else:
             node.insert(index, value)
     elif isinstance(node, dict):
         if replace and last not in node:
-            raise _unprocessable(f'replace operation does not apply: doc is missing key: {path}')
+            raise _unprocessable(f"replace operation does not apply: doc is missing key: {path}")
         node[last] = value
     else:
         raise _unprocessable(f'doc is missing path: "{path}"')
@@ -126,7 +122,7 @@ def json_patch(target: Any, operations: Any) -> Any:
             doc = _add(doc, path, copy.deepcopy(value))
         elif kind == "test":
             if _get(doc, path) != op.get("value"):
-                raise _unprocessable(f'testing value {path} failed: test failed')
+                raise _unprocessable(f"testing value {path} failed: test failed")
         else:
             raise _unprocessable(f"Unexpected kind: {kind}")
     return doc
@@ -178,7 +174,11 @@ def _merge_list(current: Any, patch: list[Any], node: dict[str, Any] | None) -> 
         if key not in entry:
             raise bad_request(f"map: {entry} does not contain declared merge key: {key}")
         index = next(
-            (i for i, item in enumerate(items) if isinstance(item, dict) and item.get(key) == entry[key]),
+            (
+                i
+                for i, item in enumerate(items)
+                if isinstance(item, dict) and item.get(key) == entry[key]
+            ),
             None,
         )
         if directive == "delete":

@@ -89,9 +89,7 @@ RESOURCES: tuple[Resource, ...] = (
         tracks_generation=True,
         default_propagation="Orphan",
     ),
-    Resource(
-        "coordination.k8s.io", "v1", "Lease", "leases", "lease", allow_create_on_update=True
-    ),
+    Resource("coordination.k8s.io", "v1", "Lease", "leases", "lease", allow_create_on_update=True),
 )
 
 BY_PATH: dict[tuple[str, str], Resource] = {(r.api_prefix, r.plural): r for r in RESOURCES}

@@ -27,8 +27,13 @@ JOB_ORPHAN_WARNING = (
     "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background "
     "to remove them or set propagationPolicy=Orphan to suppress this warning"
 )
-_SERVER_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
-                "deletionGracePeriodSeconds")
+_SERVER_META = (
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -106,8 +111,11 @@ class Rest:
             rv = self.store.rv
             items = b",".join(e.encoded_item() for e in entries)
         head = json.dumps(
-            {"kind": res.list_kind, "apiVersion": res.group_version,
-             "metadata": {"resourceVersion": str(rv)}},
+            {
+                "kind": res.list_kind,
+                "apiVersion": res.group_version,
+                "metadata": {"resourceVersion": str(rv)},
+            },
             separators=(",", ":"),
         ).encode()
         return head[:-1] + b',"items":[' + items + b"]}"
@@ -164,8 +172,15 @@ class Rest:
         obj, warnings, required = self._decode(res, body, namespace, field_validation)
         body_name = obj["metadata"].get("name")
         if not body_name:
-            self._invalid(res, "", [FieldError("Required value", "metadata.name",
-                                               detail="name or generateName is required")])
+            self._invalid(
+                res,
+                "",
+                [
+                    FieldError(
+                        "Required value", "metadata.name", detail="name or generateName is required"
+                    )
+                ],
+            )
         if body_name != name:
             raise errors.bad_request(
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
@@ -261,9 +276,18 @@ class Rest:
             if not isinstance(patched, dict):
                 raise errors.bad_request("patched object is not a JSON object")
             if _meta(patched).get("name") != name:
-                self._invalid(res, name, [FieldError("Invalid value", "metadata.name",
-                                                     patched["metadata"].get("name"),
-                                                     "field is immutable")])
+                self._invalid(
+                    res,
+                    name,
+                    [
+                        FieldError(
+                            "Invalid value",
+                            "metadata.name",
+                            patched["metadata"].get("name"),
+                            "field is immutable",
+                        )
+                    ],
+                )
             obj, warnings, required = self._decode(res, patched, namespace, field_validation)
             return self._replace(res, old, obj, required, subresource, dry_run), warnings
 
@@ -299,13 +323,15 @@ class Rest:
             meta = obj["metadata"]
             if pre.get("uid") and pre["uid"] != meta["uid"]:
                 raise errors.conflict(
-                    res, name,
+                    res,
+                    name,
                     f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
                     f"meta: {meta['uid']}",
                 )
             if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
                 raise errors.conflict(
-                    res, name,
+                    res,
+                    name,
                     f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not "
                     f"match the ResourceVersion in record ({meta['resourceVersion']}). The object "
                     "might have been modified",
@@ -326,8 +352,11 @@ class Rest:
                 self._delete(dep_res, dep, "Foreground")
             current = self.store.get(res, *_key(obj))
             if current is not None:
-                remaining = [f for f in current["metadata"].get("finalizers") or []
-                             if f != "foregroundDeletion"]
+                remaining = [
+                    f
+                    for f in current["metadata"].get("finalizers") or []
+                    if f != "foregroundDeletion"
+                ]
                 self._set_finalizers(res, current, remaining)
             return marked
         if finalizers:
@@ -336,7 +365,9 @@ class Rest:
         self._collect_garbage(uid)
         return removed
 
-    def _mark_deleting(self, res: Resource, obj: dict[str, Any], finalizers: list[str]) -> dict[str, Any]:
+    def _mark_deleting(
+        self, res: Resource, obj: dict[str, Any], finalizers: list[str]
+    ) -> dict[str, Any]:
         marked = copy.deepcopy(obj)
         meta = marked["metadata"]
         meta["deletionTimestamp"] = self.store.timestamp()
@@ -396,13 +427,21 @@ class Rest:
         deleted: list[dict[str, Any]] = []
         with self.store.lock:
             for obj in self.store.objects(res, namespace):
-                if match_labels(labels, obj["metadata"].get("labels")) and match_fields(fields, obj):
+                if match_labels(labels, obj["metadata"].get("labels")) and match_fields(
+                    fields, obj
+                ):
                     if not dry_run and not obj["metadata"].get("deletionTimestamp"):
                         obj = self._delete(res, obj, policy)
-                    deleted.append({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})
+                    deleted.append(
+                        {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+                    )
             rv = str(self.store.rv)
-        body = {"kind": res.list_kind, "apiVersion": res.group_version,
-                "metadata": {"resourceVersion": rv}, "items": deleted}
+        body = {
+            "kind": res.list_kind,
+            "apiVersion": res.group_version,
+            "metadata": {"resourceVersion": rv},
+            "items": deleted,
+        }
         return body, warnings
 
 

@@ -214,9 +214,7 @@ def patch_strategy(node: dict[str, Any] | None) -> tuple[str, str]:
     """(strategy, merge key) of a list field for strategic merge patch."""
     if not node:
         return "", ""
-    return node.get("x-kubernetes-patch-strategy", ""), node.get(
-        "x-kubernetes-patch-merge-key", ""
-    )
+    return node.get("x-kubernetes-patch-strategy", ""), node.get("x-kubernetes-patch-merge-key", "")
 
 
 # -- timestamps ---------------------------------------------------------------

@@ -243,8 +243,12 @@ def _requirement(key: str, op: str, values: list[str]) -> Requirement:
         errors.append(FieldError("Invalid value", "key", key, "; ".join(key_problems)))
     if op in ("in", "notin") and not values:
         errors.append(
-            FieldError("Invalid value", "values", values, "for 'in', 'notin' operators, "
-                       "values set can't be empty")
+            FieldError(
+                "Invalid value",
+                "values",
+                values,
+                "for 'in', 'notin' operators, values set can't be empty",
+            )
         )
     if op in ("gt", "lt"):
         for i, value in enumerate(values):
@@ -338,15 +342,13 @@ def parse_field_selector(text: str) -> tuple[FieldRequirement, ...]:
     for term in _split_unescaped(text, ","):
         if not term:
             continue
-        for op, equal in (("!=", False), ("==", True), ("=", True)):
-            if op in term:
-                lhs, rhs = term.split(op, 1)
-                break
-        else:
+        op = next((o for o in ("!=", "==", "=") if o in term), None)
+        if op is None:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
+        lhs, rhs = term.split(op, 1)
         if lhs not in FIELD_LABELS:
-            raise bad_request(f'field label not supported: {lhs}')
-        requirements.append(FieldRequirement(lhs, equal, _unescape(rhs)))
+            raise bad_request(f"field label not supported: {lhs}")
+        requirements.append(FieldRequirement(lhs, op != "!=", _unescape(rhs)))
     return tuple(requirements)
 
 

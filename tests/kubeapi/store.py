@@ -117,7 +117,9 @@ class Store:
                     yield res, entry.obj
 
     # -- writes --------------------------------------------------------------
-    def _record(self, kind: str, res: Resource, obj: dict[str, Any], prev: dict[str, Any] | None) -> dict[str, Any]:
+    def _record(
+        self, kind: str, res: Resource, obj: dict[str, Any], prev: dict[str, Any] | None
+    ) -> dict[str, Any]:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self._history.append(Event(self.rv, kind, res, obj, prev))

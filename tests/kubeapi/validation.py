@@ -84,9 +84,7 @@ def _containers(spec: dict[str, Any], path: str) -> list[FieldError]:
 
 def _non_negative(spec: dict[str, Any], path: str, *fields: str) -> list[FieldError]:
     return [
-        FieldError(
-            "Invalid value", f"{path}.{f}", spec[f], "must be greater than or equal to 0"
-        )
+        FieldError("Invalid value", f"{path}.{f}", spec[f], "must be greater than or equal to 0")
         for f in fields
         if isinstance(spec.get(f), int) and spec[f] < 0
     ]
@@ -259,7 +257,10 @@ def service(obj: dict[str, Any]) -> list[FieldError]:
         if not isinstance(number, int) or not 1 <= number <= 65535:
             errors.append(
                 FieldError(
-                    "Invalid value", f"{where}.port", number, "must be between 1 and 65535, inclusive"
+                    "Invalid value",
+                    f"{where}.port",
+                    number,
+                    "must be between 1 and 65535, inclusive",
                 )
             )
     return errors
@@ -305,7 +306,11 @@ def validate_update(
     for key in ("uid", "creationTimestamp"):
         errors.extend(_immutable(new_meta.get(key), old_meta.get(key), f"metadata.{key}"))
     if old_meta.get("deletionTimestamp"):
-        added = [f for f in new_meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])]
+        added = [
+            f
+            for f in new_meta.get("finalizers") or []
+            if f not in (old_meta.get("finalizers") or [])
+        ]
         if added:
             errors.append(
                 FieldError(
