@@ -10,7 +10,7 @@ the next sync finishes the work (every write is idempotent).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,7 +21,9 @@ from mxgitops.plan import Change, Plan
 
 
 class WriteAPI(Protocol):
-    def write(self, writes: Sequence[Write]) -> list[WriteResult]: ...
+    def write(
+        self, writes: Sequence[Write], on_done: Callable[[WriteResult], None] | None = None
+    ) -> list[WriteResult]: ...
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,11 @@ class _Outcome:
     errors: list[str] = field(default_factory=list)
 
 
-def apply(plan: Plan, cluster: WriteAPI) -> ChangeSet:
-    """Run the plan's writes; report per job what was created, deleted and failed."""
+def apply(
+    plan: Plan, cluster: WriteAPI, *, on_done: Callable[[WriteResult], None] | None = None
+) -> ChangeSet:
+    """Run the plan's writes; report per job what was created, deleted and failed.
+    `on_done` hears of every write as it finishes (for a progress display)."""
     writing = [c for c in plan.changes if c.writes]
     outcomes: dict[JobKey, _Outcome] = defaultdict(_Outcome)
     owners: dict[ObjectRef, JobKey] = {}
@@ -74,11 +79,15 @@ def apply(plan: Plan, cluster: WriteAPI) -> ChangeSet:
         for obj in change.creates:
             owners[ObjectRef.of(obj)] = change.key
             creates.append(Create(obj))
-    _record(cluster.write(deletes), owners, outcomes)
+    _record(cluster.write(deletes, on_done), owners, outcomes)
     # A job whose old objects could not all be deleted is not started anew: two
     # runtimes of one job must never run side by side.
     blocked = {key for key, outcome in outcomes.items() if outcome.errors}
-    _record(cluster.write([w for w in creates if owners[_ref(w)] not in blocked]), owners, outcomes)
+    _record(
+        cluster.write([w for w in creates if owners[_ref(w)] not in blocked], on_done),
+        owners,
+        outcomes,
+    )
     for change in writing:
         if change.key in blocked and change.creates:
             outcomes[change.key].errors.append(

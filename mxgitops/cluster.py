@@ -145,15 +145,24 @@ class Cluster:
 
     # -- idempotent bulk writes ---------------------------------------------------
 
-    def write(self, writes: Sequence[Write]) -> list[WriteResult]:
+    def write(
+        self, writes: Sequence[Write], on_done: Callable[[WriteResult], None] | None = None
+    ) -> list[WriteResult]:
         """Run writes with bounded parallelism; one result per write, in order."""
+
+        def run(write: Write) -> WriteResult:
+            result = self._write_one(write)
+            if on_done is not None:
+                on_done(result)
+            return result
+
         if not writes:
             return []
         workers = max(1, min(self.parallelism, len(writes)))
         if workers == 1:
-            return [self._write_one(w) for w in writes]
+            return [run(w) for w in writes]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mxgitops-write") as pool:
-            return list(pool.map(self._write_one, writes))
+            return list(pool.map(run, writes))
 
     def create(self, objects: Sequence[KubeObject]) -> None:
         _raise_first(self.write([Create(o) for o in objects]))

@@ -61,7 +61,8 @@ class SyncOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.summary.ok
+        # The change set also knows of a failed ledger write, which no job owns.
+        return self.summary.ok and (self.changeset is None or self.changeset.ok)
 
 
 def sync(
@@ -203,7 +204,7 @@ def _apply_under_lease(
         progress.phase(
             "applying", total=sum(len(c.creates) + len(c.deletes) for c in fresh.changes)
         )
-        changeset = apply(fresh, cluster)
+        changeset = apply(fresh, cluster, on_done=lambda _: progress.advance())
         if fresh.ledger_changed:
             changeset = _write_ledger(cluster, config, fresh.ledger, changeset)
     return fresh, changeset

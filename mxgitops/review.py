@@ -1,0 +1,150 @@
+"""What a pull request does to the jobs: `mxgitops diff BASE HEAD`.
+
+Compares the manifests of two commits without a cluster: which jobs the
+change adds, changes (their spec hash moves, so a sync would replace them)
+and removes (a sync would prune them), and which manifests it breaks. The
+markdown rendering is meant for a pull-request comment.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from mxgitops.manifests import LoadResult, Problem
+from mxgitops.spec import MxJob
+
+
+@dataclass(frozen=True)
+class JobChange:
+    namespace: str
+    name: str
+    source: str
+    detail: str = ""
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Review:
+    added: list[JobChange] = field(default_factory=list)
+    changed: list[JobChange] = field(default_factory=list)
+    removed: list[JobChange] = field(default_factory=list)
+    unchanged: int = 0
+    broken: list[Problem] = field(default_factory=list)  # problems HEAD has and BASE had not
+    still_broken: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken and not self.still_broken
+
+
+def review(base: LoadResult, head: LoadResult) -> Review:
+    before = {job.key: job for job in base.jobs}
+    after = {job.key: job for job in head.jobs}
+    known_before = {(p.file, p.field, p.message) for p in base.problems}
+    result = Review(
+        added=[_change(j) for k, j in sorted(after.items()) if k not in before],
+        changed=[
+            _change(j, _what_changed(before[k], j))
+            for k, j in sorted(after.items())
+            if k in before and before[k].spec_hash != j.spec_hash
+        ],
+        removed=[
+            _change(j)
+            for k, j in sorted(before.items())
+            if k not in after and k not in head.invalid_keys
+        ],
+        unchanged=sum(
+            1 for k, j in after.items() if k in before and before[k].spec_hash == j.spec_hash
+        ),
+        broken=[p for p in head.problems if (p.file, p.field, p.message) not in known_before],
+        still_broken=[p for p in head.problems if (p.file, p.field, p.message) in known_before],
+    )
+    return result
+
+
+def _change(job: MxJob, detail: str = "") -> JobChange:
+    return JobChange(job.namespace, job.name, job.source_path, detail)
+
+
+def _what_changed(old: MxJob, new: MxJob) -> str:
+    """A short account of what moved, for people; the spec hash decides."""
+    parts = []
+    old_counts = {r.type.value: r.replicas for r in old.replica_specs}
+    new_counts = {r.type.value: r.replicas for r in new.replica_specs}
+    for replica_type in sorted(set(old_counts) | set(new_counts)):
+        a, b = old_counts.get(replica_type, 0), new_counts.get(replica_type, 0)
+        if a != b:
+            parts.append(f"{replica_type} replicas {a} -> {b}")
+    if old.run_policy != new.run_policy:
+        parts.append("run policy")
+    if [r.template for r in old.replica_specs] != [r.template for r in new.replica_specs]:
+        parts.append("pod template")
+    return ", ".join(parts) or "spec"
+
+
+def render_text(result: Review) -> str:
+    lines = [
+        f"{len(result.added)} added, {len(result.changed)} changed (replaced on sync), "
+        f"{len(result.removed)} removed (pruned on sync), {result.unchanged} unchanged, "
+        f"{len(result.broken)} new problems"
+    ]
+    lines += [f"  + {c.qualified_name} ({c.source})" for c in result.added]
+    lines += [f"  ~ {c.qualified_name} ({c.source}): {c.detail}" for c in result.changed]
+    lines += [f"  - {c.qualified_name} ({c.source})" for c in result.removed]
+    lines += [f"  ! {p}" for p in result.broken]
+    lines += [f"  ! (already before) {p}" for p in result.still_broken]
+    return "\n".join(lines)
+
+
+def render_markdown(result: Review) -> str:
+    lines = ["### mxgitops: what this change does to the training jobs", ""]
+    rows = [("added", c) for c in result.added] + [("changed", c) for c in result.changed]
+    rows += [("removed", c) for c in result.removed]
+    if rows:
+        lines += ["| | job | manifest | what happens on sync |", "|---|---|---|---|"]
+        effect = {"added": "created", "changed": "replaced (new runtime)", "removed": "deleted"}
+        for kind, c in rows:
+            detail = f"{effect[kind]}: {c.detail}" if c.detail else effect[kind]
+            lines.append(f"| {kind} | `{c.qualified_name}` | `{c.source}` | {detail} |")
+    else:
+        lines.append("No job is added, changed or removed.")
+    if result.broken or result.still_broken:
+        lines += [
+            "",
+            f"**{len(result.broken) + len(result.still_broken)} problems** "
+            "(invalid manifests are never applied):",
+            "",
+        ]
+        lines += [f"- `{p}`" for p in result.broken]
+        lines += [f"- `{p}` (already before this change)" for p in result.still_broken]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(result: Review) -> str:
+    def jobs(changes: list[JobChange]) -> list[dict[str, str]]:
+        return [
+            {"namespace": c.namespace, "name": c.name, "source": c.source, "detail": c.detail}
+            for c in changes
+        ]
+
+    def problems(items: list[Problem]) -> list[dict[str, object]]:
+        return [
+            {"file": p.file, "line": p.line, "job": p.job, "field": p.field, "message": p.message}
+            for p in items
+        ]
+
+    return json.dumps(
+        {
+            "added": jobs(result.added),
+            "changed": jobs(result.changed),
+            "removed": jobs(result.removed),
+            "unchanged": result.unchanged,
+            "broken": problems(result.broken),
+            "still_broken": problems(result.still_broken),
+        },
+        indent=2,
+    )
