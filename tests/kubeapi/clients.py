@@ -21,14 +21,14 @@ class Clients:
 
 def clients_for(kubeapi: KubeAPI) -> Clients:
     """Official-client APIs configured from the double's kubeconfig (real HTTP)."""
-    api = config.new_client_from_config(config_file=str(kubeapi.kubeconfig))
+    api = config.new_client_from_config(config_file=str(kubeapi.kubeconfig))  # type: ignore[no-untyped-call]
     return Clients(
         api, client.CoreV1Api(api), client.BatchV1Api(api), client.CoordinationV1Api(api)
     )
 
 
 def error_body(exc: client.ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(exc.body)
+    body: dict[str, Any] = json.loads(exc.body or "{}")
     return body
 
 

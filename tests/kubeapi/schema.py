@@ -86,7 +86,7 @@ def child_schema(node: dict[str, Any], key: str | int) -> dict[str, Any] | None:
     if isinstance(key, int):
         items: dict[str, Any] | None = node.get("items")
         return items
-    props = node.get("properties", {})
+    props: dict[str, dict[str, Any]] = node.get("properties", {})
     if key in props:
         return props[key]
     extra = node.get("additionalProperties")
@@ -168,7 +168,8 @@ def decode(
         kind = error.validator
         if kind == "additionalProperties":
             props = error.schema.get("properties", {})  # type: ignore[union-attr]
-            for key in error.instance:
+            instance: dict[str, Any] = error.instance  # type: ignore[assignment]
+            for key in instance:
                 if key not in props:
                     unknown.append((list(error.absolute_path), key))
         elif kind == "required":
@@ -196,8 +197,8 @@ def decode(
                 f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
                 "strict decoding error: " + ", ".join(f'unknown field "{n}"' for n in names)
             )
-        for where, key in unknown:
-            _drop(body, where, key)
+        for path, key in unknown:
+            _drop(body, path, key)
         if field_validation != "Ignore":
             warnings = [f'unknown field "{n}"' for n in names]
     return warnings, required + unsupported

@@ -302,7 +302,7 @@ class FieldRequirement:
         meta = obj.get("metadata") or {}
         assert isinstance(meta, dict)
         have = meta.get(self.field.split(".", 1)[1], "")
-        return (have == self.value) == self.equal
+        return bool(have == self.value) == self.equal
 
 
 def _split_unescaped(text: str, sep: str) -> list[str]:

@@ -84,6 +84,7 @@ class KubeAPIServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}"
 
     def process_request(self, request: Any, client_address: Any) -> None:
