@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from mxgitops.errors import ClusterClientError, LeaseHeldError
+from mxgitops.errors import ClusterClientError, ClusterError, LeaseHeldError
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
 DEFAULT_DURATION_SECONDS = 600
@@ -100,8 +100,9 @@ def acquire(
 def release(api: LeaseAPI, lease: KubeObject) -> None:
     """Give the Lease up by clearing its holder, so the next sync need not wait."""
     released = {**lease, "spec": {**lease["spec"], "holderIdentity": None}}
-    # A ClusterClientError means someone took over an expired lease of ours.
-    with suppress(ClusterClientError):
+    # A ClusterClientError means someone took over an expired lease of ours; any
+    # other failure leaves the lease to expire, and must not hide what the sync did.
+    with suppress(ClusterError):
         api.replace(released)
 
 
