@@ -149,7 +149,6 @@ def _watch_frame(kind: str, obj: dict[str, Any]) -> bytes:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body are two writes: avoid 40 ms delayed ACKs
     server: KubeAPIServer
     server_version = "kubeapi-double"
     # Headers and body leave in two writes; without TCP_NODELAY the body waits
