@@ -14,7 +14,7 @@ from mxgitops import spec
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.plan import Action, Plan, PlanOptions, plan
-from mxgitops.trainer import RenderContext, State, render_job
+from mxgitops.trainer import State, render_job
 
 NS = "ml"
 OPTIONS = PlanOptions(instance="t1", now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
@@ -142,7 +142,11 @@ def test_a_finished_job_is_not_rerun_and_is_recorded_in_the_ledger() -> None:
     a = job("a")
     result = plan([a], finish(live(a), "-scheduler-"), Ledger(), OPTIONS)
     change = only(result)
-    assert (change.action, change.state, change.writes) == (Action.UNCHANGED, State.SUCCEEDED, False)
+    assert (change.action, change.state, change.writes) == (
+        Action.UNCHANGED,
+        State.SUCCEEDED,
+        False,
+    )
     assert result.ledger_changed and result.writes
     assert result.ledger.entries == {
         (NS, "a"): Finished(NS, "a", a.spec_hash, "Succeeded", "2026-01-02T03:04:05+00:00")
@@ -187,7 +191,9 @@ def test_ledger_entries_of_jobs_known_to_neither_side_are_forgotten() -> None:
         ("None", Action.UNCHANGED, []),
     ],
 )
-def test_clean_pod_policy_of_a_finished_job(policy: str, action: Action, deleted: list[str]) -> None:
+def test_clean_pod_policy_of_a_finished_job(
+    policy: str, action: Action, deleted: list[str]
+) -> None:
     a = job("a", cleanPodPolicy=policy)
     change = only(plan([a], finish(live(a), "-scheduler-"), Ledger(), OPTIONS))
     assert change.action is action
