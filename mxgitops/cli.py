@@ -20,15 +20,22 @@ To add a command:
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
 import traceback
 from collections.abc import Callable
 from enum import IntEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
+from click.core import ParameterSource
 
-from mxgitops import __version__
+from mxgitops import __version__, report, review
+from mxgitops.commands import diff_commits, read_status
+from mxgitops.config import SyncConfig, from_options
+from mxgitops.console import configure_logging, progress_display
 from mxgitops.errors import (
     ClusterError,
     ConfigError,
@@ -39,6 +46,7 @@ from mxgitops.errors import (
 )
 from mxgitops.manifests import MAX_FILE_SIZE, load
 from mxgitops.spec import NAMESPACE
+from mxgitops.sync import sync as run_sync
 
 
 class ExitCode(IntEnum):
@@ -214,6 +222,265 @@ def validate(paths: tuple[str, ...], namespace: str, max_file_size: int, output:
         for ignored in result.ignored:
             click.echo(str(ignored))
         click.echo(result.summary())
+    return ExitCode.OK if result.ok else ExitCode.FAILED
+
+
+_SYNC_EXAMPLES = """
+\b
+Examples:
+  mxgitops sync --dry-run --repo jobs-repo-example
+      show the plan for a directory of manifests; no cluster needed
+  mxgitops sync --repo https://github.com/org/jobs.git --ref main --path jobs \\
+      --namespace ml --instance prod --kubeconfig ~/.kube/config --context prod
+  MXGITOPS_REPO=git@github.com:org/jobs.git MXGITOPS_SSH_KEY=/keys/id mxgitops sync
+
+\b
+Every option can also be set by an MXGITOPS_* environment variable (the option
+name in upper case, dashes as underscores: --max-prune-share is
+MXGITOPS_MAX_PRUNE_SHARE) and, except the repository, ref, cache, cluster and
+credential options, by the jobs repository's .mxgitops.yaml. Flags win over the
+environment, the environment over the file. An HTTPS token is read from
+MXGITOPS_GIT_TOKEN only, so it never shows in a process list.
+
+\b
+Exit codes:
+  0 in sync   1 a job failed to apply or a manifest is invalid
+  2 usage or configuration error   3 git error
+  4 cluster unreachable or forbidden   5 another sync holds the lease
+"""
+
+
+def _env(name: str) -> str:
+    return "MXGITOPS_" + name.upper().replace("-", "_")
+
+
+def _opt(*decls: str, **kwargs: Any) -> Callable[[F], F]:
+    """An option of sync whose default lives in SyncConfig, with its MXGITOPS_* variable."""
+    name = decls[0].lstrip("-").split("/")[0]
+    kwargs.setdefault("default", None)
+    kwargs.setdefault("show_envvar", True)
+    return click.option(*decls, envvar=_env(name), **kwargs)
+
+
+def repo_options(command: F) -> F:
+    for option in reversed(
+        [
+            _opt(
+                "--repo",
+                metavar="URL|DIR",
+                help="Jobs repository: https://, ssh://, git@host:path, file:// or a local "
+                "path; a plain directory is read as it is.  [default: .]",
+            ),
+            _opt(
+                "--ref",
+                "--branch",
+                "ref",
+                metavar="REF",
+                help="Branch, tag or commit to sync.  [default: the remote's default branch]",
+            ),
+            _opt(
+                "--cache-dir",
+                type=click.Path(path_type=Path, file_okay=False),
+                help="Where clones are kept between runs.  [default: ~/.cache/mxgitops]",
+            ),
+            _opt(
+                "--notes-ref",
+                metavar="REF",
+                help="Notes ref of the status notes.  [default: refs/notes/mxgitops]",
+            ),
+            _opt(
+                "--ssh-key",
+                type=click.Path(path_type=Path, dir_okay=False),
+                help="Private key for ssh remotes.",
+            ),
+            _opt(
+                "--known-hosts",
+                type=click.Path(path_type=Path, dir_okay=False),
+                help="known_hosts file for ssh remotes (unknown hosts are refused).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+@main.command(epilog=_SYNC_EXAMPLES)
+@repo_options
+@_opt("--path", metavar="DIR", help="Directory of the manifests in the repository.  [default: .]")
+@_opt(
+    "--namespace",
+    "-n",
+    metavar="NAME",
+    help="Namespace of manifests that name none, and home of the Lease and ledger.  "
+    "[default: default]",
+)
+@_opt(
+    "--instance",
+    metavar="NAME",
+    help="Name of this mxgitops instance; it touches only objects labelled with it.  "
+    "[default: default]",
+)
+@_opt(
+    "--kubeconfig",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Kubeconfig file.  [default: in-cluster service account, else $KUBECONFIG or "
+    "~/.kube/config]",
+)
+@_opt("--context", metavar="NAME", help="Kubeconfig context.  [default: the current context]")
+@_opt("--prune/--no-prune", help="Delete jobs whose manifest was removed.  [default: prune]")
+@_opt(
+    "--max-prune-share",
+    type=click.FloatRange(0, 1),
+    metavar="SHARE",
+    help="Refuse to prune more than this share of the live jobs.  [default: 0.5]",
+)
+@_opt(
+    "--force-prune",
+    is_flag=True,
+    help="Prune even beyond --max-prune-share, or when no valid manifest is left.",
+)
+@_opt("--dry-run", is_flag=True, help="Print the plan; write nothing anywhere.")
+@_opt("--notes/--no-notes", help="Write the status as a git note and push it.  [default: notes]")
+@_opt(
+    "--parallelism",
+    type=click.IntRange(1, 256),
+    metavar="N",
+    help="Concurrent writes to the API server.  [default: 8]",
+)
+@_opt(
+    "--max-file-size",
+    type=ByteSize(),
+    help="Larger manifest files are reported, not read.  [default: 1MiB]",
+)
+@_opt("--output", "-o", type=click.Choice(["text", "json"]), help="Report format.  [default: text]")
+@_opt(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    help="Log format on stderr; json gives one object per line.  [default: text]",
+)
+@_opt("--verbose/--quiet", "-v/-q", help="More or less logging (and all jobs in the plan).")
+@click.pass_context
+def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
+    """Reconcile the cluster with the job manifests of a Git repository.
+
+    Fetches the repository, validates every manifest, compares the jobs it
+    wants with the jobs this instance runs, creates, replaces, repairs or
+    deletes their Kubernetes objects, and writes a status note on the
+    synced commit. With --dry-run it prints what it would do, the way
+    `kubectl diff` or a terraform plan does, and changes nothing.
+    """
+    config, explicit = _sync_config(ctx, options)
+    configure_logging(config.log_format, config.verbose)
+    with progress_display(config.output == "text" and config.verbose >= 0) as progress:
+        outcome = run_sync(config, explicit=explicit, progress=progress)
+    if config.output == "json":
+        click.echo(
+            json.dumps(
+                {"notices": list(outcome.notices), **outcome.summary.to_dict()},
+                indent=2,
+                sort_keys=True,
+            )
+        )
+    else:
+        for notice in outcome.notices:
+            click.echo(f"Note: {notice}")
+        click.echo(report.render_plan(outcome.summary, verbose=config.verbose > 0))
+    logging.getLogger("mxgitops").info(
+        "sync finished",
+        extra={
+            "commit": outcome.summary.commit,
+            "ok": outcome.ok,
+            "actions": outcome.summary.counts(),
+        },
+    )
+    return ExitCode.OK if outcome.ok else ExitCode.FAILED
+
+
+def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfig, frozenset[str]]:
+    given = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    explicit = frozenset(name for name in options if ctx.get_parameter_source(name) in given)
+    verbose = options.pop("verbose")
+    options["verbose"] = None if verbose is None else (1 if verbose else -1)
+    options["git_token"] = os.environ.get("MXGITOPS_GIT_TOKEN") or None
+    return from_options(options), explicit
+
+
+@main.command()
+@repo_options
+@click.argument("commit", required=False)
+@output_option
+def status(commit: str | None, output: str, **options: Any) -> ExitCode:
+    """Show the status note mxgitops wrote on a commit (default: the branch tip).
+
+    \b
+    Examples:
+      mxgitops status --repo https://github.com/org/jobs.git
+      mxgitops status --repo file:///srv/git/jobs.git 1a2b3c4 -o json
+    """
+    config = from_options({k: v for k, v in options.items() if v is not None})
+    summary, sha = read_status(config, commit)
+    if summary is None:
+        click.echo(
+            f"No mxgitops status note on {sha[:12]} ({config.notes_ref}): that commit "
+            "has not been synced (or its note was not pushed).",
+            err=True,
+        )
+        return ExitCode.FAILED
+    click.echo(report.render_json(summary) if output == "json" else report.render_table(summary))
+    return ExitCode.OK
+
+
+@main.command()
+@click.argument("base")
+@click.argument("head", default="HEAD")
+@click.option(
+    "--repo",
+    "repo",
+    default=".",
+    show_default=True,
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A checkout of the jobs repository.",
+)
+@click.option(
+    "--path",
+    metavar="DIR",
+    help="Directory of the manifests.  [default: .mxgitops.yaml's path, else .]",
+)
+@click.option(
+    "--namespace",
+    "-n",
+    metavar="NAME",
+    help="Namespace of manifests that name none.  [default: .mxgitops.yaml's, else default]",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="Report format; markdown suits a pull-request comment.",
+)
+def diff(
+    base: str, head: str, repo: Path, path: str | None, namespace: str | None, output: str
+) -> ExitCode:
+    """Show which jobs a change adds, changes and removes, and what it breaks.
+
+    Compares the manifests of two commits of a checkout; needs no cluster.
+    Exits 1 when HEAD has invalid manifests.
+
+    \b
+    Examples:
+      mxgitops diff origin/main HEAD
+      mxgitops diff origin/main HEAD -o markdown > comment.md
+    """
+    result = diff_commits(repo, base, head, path=path, namespace=namespace)
+    renderers = {
+        "text": review.render_text,
+        "markdown": review.render_markdown,
+        "json": review.render_json,
+    }
+    click.echo(renderers[output](result))
     return ExitCode.OK if result.ok else ExitCode.FAILED
 
 

@@ -1,0 +1,44 @@
+"""The read-only commands behind `mxgitops status` and `mxgitops diff`.
+
+Like `sync.sync`, each is one call that returns a value for the CLI to
+render, so tests drive them without a subprocess.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from mxgitops import config as settings
+from mxgitops import manifests, report, source
+from mxgitops.config import SyncConfig
+from mxgitops.review import Review, review
+from mxgitops.spec import NAMESPACE
+
+
+def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary | None, str]:
+    """The status note of `commit` (default: the synced ref's tip) and the commit's sha."""
+    credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
+    repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
+    checkout = repository.sync(config.ref)
+    sha = source.resolve(checkout.root, commit) if commit else checkout.commit
+    note = repository.read_note(sha, notes_ref=config.notes_ref)
+    return (report.parse_note(note) if note else None), sha
+
+
+def diff_commits(
+    repo: Path, base: str, head: str, *, path: str | None, namespace: str | None
+) -> Review:
+    """Load the manifests of two commits of a checkout and compare them."""
+    with tempfile.TemporaryDirectory(prefix="mxgitops-diff-") as scratch:
+        results = []
+        for name, rev in (("base", base), ("head", head)):
+            tree = source.export_tree(repo, rev, Path(scratch) / name)
+            repo_config = settings.read_repo_config(tree)
+            directory = path or repo_config.get("path", ".")
+            default_namespace = namespace or repo_config.get("namespace", NAMESPACE)
+            # A commit without the directory simply has no jobs (e.g. the first one).
+            target = tree / directory
+            target.mkdir(parents=True, exist_ok=True)
+            results.append(manifests.load([target], default_namespace=default_namespace))
+        return review(results[0], results[1])
