@@ -1,0 +1,178 @@
+"""lease: one sync at a time, against a tiny in-memory fake of the Lease API."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from mxgitops import lease
+from mxgitops.errors import ClusterClientError, ClusterServerError, LeaseHeldError
+from mxgitops.objects import KubeObject, ObjectRef
+
+NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+REF = lease.lease_ref("t1", "ml")
+
+
+class FakeLeases:
+    """Create fails on an existing name, replace on a stale resourceVersion: like the API."""
+
+    def __init__(self) -> None:
+        self.objects: dict[ObjectRef, KubeObject] = {}
+        self.writes: list[str] = []
+        self.rv = 0
+        self.fail_replace: Exception | None = None
+
+    def get(self, ref: ObjectRef) -> KubeObject | None:
+        obj = self.objects.get(ref)
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def create_strict(self, obj: KubeObject) -> KubeObject:
+        self.writes.append("create")
+        ref = ObjectRef.of(obj)
+        if ref in self.objects:
+            raise ClusterClientError("exists", status=409, reason="AlreadyExists")
+        return self._store(obj)
+
+    def replace(self, obj: KubeObject) -> KubeObject:
+        self.writes.append("replace")
+        if self.fail_replace is not None:
+            raise self.fail_replace
+        current = self.objects[ObjectRef.of(obj)]
+        if obj["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+            raise ClusterClientError("conflict", status=409, reason="Conflict")
+        return self._store(obj)
+
+    def _store(self, obj: KubeObject) -> KubeObject:
+        self.rv += 1
+        stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[ObjectRef.of(stored)] = stored
+        return copy.deepcopy(stored)
+
+    def put(self, holder: str | None, renewed: datetime, duration: int = 60) -> None:
+        stamp = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        spec: dict[str, Any] = {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": duration,
+            "acquireTime": stamp,
+            "renewTime": stamp,
+        }
+        self._store(
+            {"kind": "Lease", "metadata": {"name": REF.name, "namespace": "ml"}, "spec": spec}
+        )
+        self.writes.clear()
+
+
+def take(api: FakeLeases, holder: str = "me/1") -> KubeObject:
+    return lease.acquire(api, instance="t1", namespace="ml", holder=holder, now=NOW)
+
+
+def test_acquire_creates_a_missing_lease() -> None:
+    api = FakeLeases()
+    got = take(api)
+    assert api.writes == ["create"]
+    assert got["metadata"]["name"] == "mxgitops-t1"
+    assert got["metadata"]["labels"]["mxgitops.io/instance"] == "t1"
+    assert got["spec"]["holderIdentity"] == "me/1"
+    assert got["spec"]["leaseDurationSeconds"] == lease.DEFAULT_DURATION_SECONDS
+    assert got["spec"]["renewTime"] == "2026-03-01T12:00:00.000000Z"
+
+
+def test_a_fresh_lease_of_another_holder_is_refused_without_a_write() -> None:
+    api = FakeLeases()
+    api.put("cron-x/9", NOW - timedelta(seconds=30))
+    with pytest.raises(LeaseHeldError, match="cron-x/9") as caught:
+        take(api)
+    assert caught.value.holder.startswith("cron-x/9 (since 2026-03-01T11:59:30")
+    assert api.writes == []
+
+
+@pytest.mark.parametrize("holder", [None, "", "dead/1"])
+def test_a_released_or_expired_lease_is_taken_over(holder: str | None) -> None:
+    api = FakeLeases()
+    api.put(holder, NOW - timedelta(seconds=61))
+    got = take(api)
+    assert api.writes == ["replace"]
+    assert (got["spec"]["holderIdentity"], got["spec"]["leaseTransitions"]) == ("me/1", 1)
+
+
+def test_losing_a_race_is_reported_as_held() -> None:
+    api = FakeLeases()
+
+    class Racing(FakeLeases):
+        def get(self, ref: ObjectRef) -> KubeObject | None:
+            found = api.get(ref)
+            if found is None:  # someone else creates it between our GET and our create
+                api.put("fast/2", NOW)
+            return found
+
+        def create_strict(self, obj: KubeObject) -> KubeObject:
+            return api.create_strict(obj)
+
+    with pytest.raises(LeaseHeldError, match="fast/2"):
+        take(Racing())
+
+
+def test_release_clears_the_holder_and_tolerates_failures() -> None:
+    api = FakeLeases()
+    got = take(api)
+    lease.release(api, got)
+    stored = api.get(REF)
+    assert stored is not None and stored["spec"]["holderIdentity"] is None
+    assert lease.is_free(stored, NOW)
+    lease.release(api, got)  # stale resourceVersion: someone took it over; not an error
+    again = take(api)
+    api.fail_replace = ClusterServerError("down", status=503)
+    lease.release(api, again)  # the lease is left to expire; the sync's outcome stands
+
+
+def test_held_releases_even_when_the_body_fails() -> None:
+    api = FakeLeases()
+    with (
+        pytest.raises(RuntimeError),
+        lease.held(api, instance="t1", namespace="ml", holder="me/1", now=NOW) as got,
+    ):
+        assert got["spec"]["holderIdentity"] == "me/1"
+        raise RuntimeError("apply blew up")
+    stored = api.get(REF)
+    assert stored is not None and stored["spec"]["holderIdentity"] is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "free"),
+    [
+        ({}, True),
+        ({"holderIdentity": "x", "renewTime": "2026-03-01T11:59:00.000000Z"}, False),
+        ({"holderIdentity": "x", "renewTime": "2026-03-01T11:51:00.000000Z"}, False),
+        (
+            {
+                "holderIdentity": "x",
+                "renewTime": "2026-03-01T11:49:59.000000Z",
+                "leaseDurationSeconds": 600,
+            },
+            True,
+        ),
+        (
+            {
+                "holderIdentity": "x",
+                "acquireTime": "2026-03-01T11:59:00Z",
+                "leaseDurationSeconds": 30,
+            },
+            True,
+        ),
+        ({"holderIdentity": "x"}, True),
+        ({"holderIdentity": "x", "renewTime": "yesterday"}, True),
+    ],
+)
+def test_is_free(spec: dict[str, Any], free: bool) -> None:
+    assert lease.is_free({"spec": spec}, NOW) is free
+
+
+def test_describe_holder() -> None:
+    assert lease.describe_holder(None) == "unknown"
+    assert lease.describe_holder({"spec": {"holderIdentity": "a"}}) == "a"
+    spec = {"holderIdentity": "a", "acquireTime": "t"}
+    assert lease.describe_holder({"spec": spec}) == "a (since t)"
