@@ -230,7 +230,7 @@ def parse_note(text: str) -> Summary | None:
         return None
     try:
         return Summary.from_dict(json.loads(machine))
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):  # AttributeError: not an object
         return None
 
 
