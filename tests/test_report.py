@@ -1,0 +1,144 @@
+"""report: summaries of a plan and its change set, rendered, parsed back, carried forward."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from mxgitops import report
+from mxgitops.apply import ChangeResult, ChangeSet
+from mxgitops.ledger import Ledger
+from mxgitops.objects import LiveObjects
+from mxgitops.plan import Action, plan
+from mxgitops.report import JobSummary, ReplicaSummary, Summary
+from tests.test_plan import OPTIONS, finish, job, live
+
+
+def sample() -> Summary:
+    """Create a, replace b (which failed), unchanged c, and c's finished neighbour d."""
+    a, b_old, b_new, c, d = job("a"), job("b"), job("b", workers=3), job("c"), job("d")
+    objects = live_of(live(b_old, c), finish(live(d), "-scheduler-"))
+    the_plan = plan([a, b_new, c, d], objects, Ledger(), OPTIONS)
+    failed = next(ch for ch in the_plan.changes if ch.name == "b")
+    changeset = ChangeSet((ChangeResult(failed, errors=("create job/b-x: boom",)),))
+    return report.summarize(
+        the_plan,
+        changeset,
+        problems=["jobs/e.yaml:3: job e: spec: bad"],
+        commit="0123456789abcdef",
+        instance="t1",
+    )
+
+
+def live_of(*objects: LiveObjects) -> LiveObjects:
+    return LiveObjects(
+        tuple(o for x in objects for o in x.jobs), tuple(o for x in objects for o in x.services)
+    )
+
+
+def test_summarize_names_actions_objects_states_and_errors() -> None:
+    summary = sample()
+    by_name = {j.name: j for j in summary.jobs}
+    assert {n: j.action for n, j in by_name.items()} == {
+        "a": "create",
+        "b": "replace",
+        "c": "unchanged",
+        "d": "unchanged",
+    }
+    assert by_name["a"].objects[0].startswith("+job/a-scheduler-")
+    assert by_name["b"].objects[0].startswith("-job/b-") and by_name["b"].objects[-1].startswith(
+        "+service/b-scheduler-"
+    )
+    assert by_name["b"].errors == ("create job/b-x: boom",)
+    assert by_name["d"].state == "Succeeded"
+    scheduler = by_name["d"].replicas[0]
+    assert (scheduler.type, scheduler.state, scheduler.replicas) == ("SCHEDULER", "Succeeded", 1)
+    assert by_name["c"].spec_hash == job("c").spec_hash and by_name["c"].source == "jobs/c.yaml"
+    assert not summary.ok
+    assert summary.counts() == {"create": 1, "replace": 1, "unchanged": 2}
+    assert dataclasses.replace(summary, problems=(), jobs=summary.jobs[2:]).ok
+
+
+def test_note_round_trip() -> None:
+    summary = sample()
+    note = report.render_note(summary)
+    assert note.startswith("mxgitops status of 0123456789ab (instance t1)")
+    assert report.NOTE_MARKER in note
+    assert report.parse_note(note) == summary
+    assert Summary.from_dict(json.loads(report.render_json(summary))) == summary
+
+
+def test_parse_note_of_something_else_is_none() -> None:
+    assert report.parse_note("") is None
+    assert report.parse_note("a note a person wrote") is None
+    assert report.parse_note(f"table\n{report.NOTE_MARKER}\n{{not json") is None
+    assert report.parse_note(f"{report.NOTE_MARKER}\n[1, 2]") is None
+
+
+def test_render_plan_shows_what_changes_and_why() -> None:
+    summary = sample()
+    text = report.render_plan(summary)
+    assert text.splitlines()[0] == (
+        "Sync of 0123456789ab (instance t1): 1 created, 1 replaced, 2 unchanged"
+    )
+    assert "  + create    ml/a: new job" in text
+    assert "      error: create job/b-x: boom" in text
+    assert "ml/c" not in text  # unchanged jobs only with --verbose
+    assert "ml/c" in report.render_plan(summary, verbose=True)
+    assert "Invalid: jobs/e.yaml:3: job e: spec: bad" in text
+    dry = report.render_plan(dataclasses.replace(summary, dry_run=True))
+    assert dry.startswith("Plan of 0123456789ab (instance t1): 1 to create, 1 to replace")
+    assert "+job/a-scheduler-" in dry  # a dry run lists the objects
+    refused = dataclasses.replace(summary, prune_refused="too many")
+    assert "Pruning refused: too many" in report.render_plan(refused)
+    assert report.render_plan(Summary(instance="t1")) == "Sync (instance t1): no jobs"
+
+
+def test_render_table_has_a_row_per_job() -> None:
+    table = report.render_table(sample())
+    header = table.splitlines()[2]
+    assert header.split() == ["JOB", "STATE", "REPLICAS", "ACTION", "ERRORS"]
+    row = next(line for line in table.splitlines() if line.startswith("ml/d "))
+    assert "Succeeded" in row and "SCHEDULER Succeeded" in row
+    assert "invalid: jobs/e.yaml:3" in table
+
+
+def unchanged(name: str, spec_hash: str = "h", errors: tuple[str, ...] = ()) -> JobSummary:
+    return JobSummary("ml", name, "unchanged", "in sync", "Running", spec_hash, errors=errors)
+
+
+def test_carry_forward_keeps_the_last_real_action_of_unchanged_jobs() -> None:
+    created = JobSummary(
+        "ml",
+        "a",
+        "create",
+        "new job",
+        "",
+        "h",
+        objects=("+job/a-worker-x-0",),
+        replicas=(ReplicaSummary("WORKER", "Unknown", 1),),
+    )
+    previous = Summary(commit="c", jobs=(created, dataclasses.replace(created, name="b")))
+    now = Summary(
+        commit="c",
+        jobs=(unchanged("a"), unchanged("b", spec_hash="other"), unchanged("c")),
+    )
+    carried = report.carry_forward(now, previous)
+    a, b, c = carried.jobs
+    assert (a.action, a.reason, a.objects) == ("create", "new job", ("+job/a-worker-x-0",))
+    assert (a.state, a.replicas) == ("Running", ())  # state is today's
+    assert b == now.jobs[1]  # another spec: nothing to carry
+    assert c == now.jobs[2]
+    assert report.carry_forward(now, None) == now
+    failing = Summary(jobs=(unchanged("a", errors=("boom",)),))
+    assert report.carry_forward(failing, previous) == failing
+    # A sync that changes nothing leaves the note as it was.
+    note = report.render_note(report.carry_forward(now, previous))
+    again = report.carry_forward(now, report.parse_note(note))
+    assert report.render_note(again) == note
+
+
+def test_replica_summary_describes_counts() -> None:
+    replica = ReplicaSummary("WORKER", "Running", 3, {"Running": 2, "Succeeded": 1})
+    assert replica.describe() == "WORKER Running (2 running, 1 succeeded)"
+    assert Action.UNCHANGED.value == "unchanged"
