@@ -1,0 +1,209 @@
+"""cluster: requests, idempotent writes and the mapping of API errors, over HTTP against
+the API double (401/403 from a stub server: the double does no authentication)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mxgitops import cluster
+from mxgitops.errors import (
+    ClusterClientError,
+    ClusterForbidden,
+    ClusterServerError,
+    ClusterUnreachable,
+)
+from mxgitops.objects import Create, Delete, Kind, ObjectRef, ownership_labels, ownership_selector
+from tests.kubeapi.harness import KubeAPI, write_kubeconfig
+
+NS = "ml"
+
+
+def connect(api_kubeconfig: Path, sleeps: list[float] | None = None) -> cluster.Cluster:
+    return cluster.connect(
+        kubeconfig=api_kubeconfig,
+        retry=cluster.RetryPolicy(attempts=3, base_delay=0.1, max_delay=1),
+        sleep=(sleeps if sleeps is not None else []).append,
+    )
+
+
+def config_map(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NS, "labels": labels or ownership_labels("t1")},
+        "data": {"k": "v"},
+    }
+
+
+@pytest.fixture
+def kube(kubeapi: KubeAPI) -> cluster.Cluster:
+    return connect(kubeapi.kubeconfig)
+
+
+def test_get_of_a_missing_object_is_none(kube: cluster.Cluster) -> None:
+    assert kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "nope")) is None
+
+
+def test_create_of_an_existing_object_of_ours_succeeds(
+    kubeapi: KubeAPI, kube: cluster.Cluster
+) -> None:
+    obj = config_map("a")
+    first, second = kube.write([Create(obj)]) + kube.write([Create(obj)])
+    assert first.ok and second.ok
+    assert [e["status"] for e in kubeapi.request_log] == [201, 409, 200]  # POST, POST, GET
+
+
+def test_create_never_takes_over_a_foreign_object(kubeapi: KubeAPI, kube: cluster.Cluster) -> None:
+    kubeapi.create(config_map("a", {"app": "theirs"}), NS)
+    (result,) = kube.write([Create(config_map("a"))])
+    assert isinstance(result.error, ClusterClientError) and result.error.status == 409
+    assert "not managed by this mxgitops instance" in str(result.error)
+    other = config_map("b", ownership_labels("other"))
+    kubeapi.create(other, NS)
+    (result,) = kube.write([Create(config_map("b"))])
+    assert not result.ok
+    stored = kubeapi.get("ConfigMap", "a", NS)
+    assert stored is not None and stored["metadata"]["labels"] == {"app": "theirs"}
+
+
+def test_delete_of_a_missing_object_succeeds(kube: cluster.Cluster) -> None:
+    (result,) = kube.write([Delete(ObjectRef(Kind.JOB, NS, "gone"))])
+    assert result.ok
+
+
+def test_create_strict_conflicts_and_replace_needs_the_current_version(
+    kube: cluster.Cluster,
+) -> None:
+    created = kube.create_strict(config_map("a"))
+    with pytest.raises(ClusterClientError) as caught:
+        kube.create_strict(config_map("a"))
+    assert (caught.value.status, caught.value.reason) == (409, "AlreadyExists")
+    kube.replace({**created, "data": {"k": "w"}})
+    with pytest.raises(ClusterClientError) as caught:
+        kube.replace({**created, "data": {"k": "x"}})  # stale resourceVersion
+    assert (caught.value.status, caught.value.reason) == (409, "Conflict")
+
+
+def test_422_is_a_client_error_with_the_servers_message(kube: cluster.Cluster) -> None:
+    bad = config_map("Not_A_Name")
+    with pytest.raises(ClusterClientError) as caught:
+        kube.create_strict(bad)
+    assert (caught.value.status, caught.value.reason) == (422, "Invalid")
+    assert 'ConfigMap "Not_A_Name" is invalid' in str(caught.value)
+    (result,) = kube.write([Create(bad)])
+    assert isinstance(result.error, ClusterClientError) and result.error.status == 422
+
+
+def test_list_is_one_request_per_kind_with_the_ownership_selector(
+    kubeapi: KubeAPI, kube: cluster.Cluster
+) -> None:
+    kubeapi.create(config_map("a"), NS)
+    kubeapi.create(config_map("b", {"app": "theirs"}), NS)
+    kubeapi.create(
+        {**config_map("c"), "metadata": {"name": "c", "labels": ownership_labels("t1")}},
+        "elsewhere",
+    )
+    kubeapi.clear_log()
+    items = kube.list_all(Kind.CONFIG_MAP, ownership_selector("t1"))
+    assert sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in items) == [
+        ("elsewhere", "c"),
+        (NS, "a"),
+    ]
+    assert all((o["kind"], o["apiVersion"]) == ("ConfigMap", "v1") for o in items)
+    (entry,) = kubeapi.request_log
+    assert (entry["path"], entry["query"]) == (
+        "/api/v1/configmaps",
+        {"labelSelector": ownership_selector("t1")},
+    )
+
+
+def test_server_errors_are_retried_then_reported(kubeapi: KubeAPI) -> None:
+    sleeps: list[float] = []
+    kube = connect(kubeapi.kubeconfig, sleeps)
+    kubeapi.faults("get:503=1")
+    with pytest.raises(ClusterServerError) as caught:
+        kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
+    assert caught.value.status == 503
+    assert sleeps == [0.1, 0.2] and len(kubeapi.request_log) == 3
+    kubeapi.faults("get:drop=1")
+    with pytest.raises(ClusterUnreachable, match="cannot reach the Kubernetes API"):
+        kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
+    kubeapi.faults("create:429=1", retry_after=7)
+    sleeps.clear()
+    (result,) = kube.write([Create(config_map("a"))])
+    assert isinstance(result.error, ClusterServerError) and result.error.status == 429
+    assert sleeps == [1, 1]  # Retry-After 7, capped at max_delay
+
+
+def test_writes_keep_their_order_under_parallelism(kubeapi: KubeAPI) -> None:
+    kube = cluster.connect(kubeconfig=kubeapi.kubeconfig, parallelism=8)
+    writes = [Create(config_map(f"cm-{i}")) for i in range(20)]
+    results = kube.write(writes)
+    assert [r.write for r in results] == writes and all(r.ok for r in results)
+    assert len(kubeapi.objects("configmaps", NS)) == 20
+
+
+def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(cluster.NoClusterConfigured):
+        cluster.connect(kubeconfig=tmp_path / "none")
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        code = 401 if "secret" in self.path else 403
+        reason = "Unauthorized" if code == 401 else "Forbidden"
+        body = json.dumps(
+            {
+                "kind": "Status",
+                "status": "Failure",
+                "reason": reason,
+                "code": code,
+                "message": f'configmaps is {reason.lower()}: User "x" cannot get',
+            }
+        ).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def refusing(tmp_path: Path) -> Iterator[Path]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    try:
+        yield write_kubeconfig(tmp_path / "kubeconfig", f"http://{host}:{port}")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("name", ["secret", "plain"])
+def test_401_and_403_are_forbidden_and_not_retried(refusing: Path, name: str) -> None:
+    sleeps: list[float] = []
+    kube = connect(refusing, sleeps)
+    with pytest.raises(ClusterForbidden, match="the Kubernetes API refused GET") as caught:
+        kube.get(ObjectRef(Kind.CONFIG_MAP, NS, name))
+    assert "cannot get" in str(caught.value)
+    assert sleeps == []
+
+
+def test_an_unreachable_server_is_reported(tmp_path: Path) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
+    sleeps: list[float] = []
+    with pytest.raises(ClusterUnreachable, match=r"127\.0\.0\.1:9"):
+        connect(kubeconfig, sleeps).list_live(ownership_selector("t1"))
+    assert len(sleeps) == 2
