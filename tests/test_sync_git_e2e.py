@@ -44,9 +44,7 @@ def mxjob(name: str, *, replicas: int = 1, image: str = "mxnet/python:1.9.1") ->
                     "template": {
                         "spec": {
                             "restartPolicy": "OnFailure",
-                            "containers": [
-                                {"name": "mxnet", "image": image, "args": ["train.py"]}
-                            ],
+                            "containers": [{"name": "mxnet", "image": image, "args": ["train.py"]}],
                         }
                     },
                 }
@@ -60,9 +58,7 @@ def jobs_files(*names: str, image: str = "mxnet/python:1.9.1") -> dict[str, str]
     return {f"jobs/{name}.yaml": mxjob(name, image=image) for name in names}
 
 
-def config_for(
-    url: str, cache: Path, kubeapi: KubeAPI | None, **overrides: Any
-) -> SyncConfig:
+def config_for(url: str, cache: Path, kubeapi: KubeAPI | None, **overrides: Any) -> SyncConfig:
     values: dict[str, Any] = {
         "repo": url,
         "path": "jobs",
