@@ -350,7 +350,9 @@ class _Loader:
         kind, api_version = data.get("kind"), data.get("apiVersion")
         if isinstance(kind, str) and kind.lower() == "mxjob":
             known = {d.value for d in Dialect}
-            where = "kind" if api_version in known else "apiVersion"
+            where = (
+                "kind" if isinstance(api_version, str) and api_version in known else "apiVersion"
+            )
             message = (
                 f"apiVersion {api_version!r} with kind {kind!r} is not an MxJob dialect: use "
                 "apiVersion mxnet.mlkube.io/v1beta1 with kind MxJob, "

@@ -217,7 +217,12 @@ class _Builder:
         if constructor is None:
             raise YamlError(event.start_mark.line + 1, f"unknown YAML tag {tag}")
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-        return constructor(self.loader, node), False
+        try:
+            return constructor(self.loader, node), False
+        except (ValueError, TypeError, ArithmeticError, yaml.YAMLError) as error:
+            kind = tag.removeprefix("tag:yaml.org,2002:")
+            message = f"{event.value!r} is not a valid !!{kind}"
+            raise YamlError(event.start_mark.line + 1, message) from error
 
     def _open(self, value: Any, line: int) -> None:
         """Remember where a value starts when it is a mapping key's value or a list item."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -390,6 +391,31 @@ def test_aliases_and_merge_keys_within_bounds_work(tmp_path: Path) -> None:
     assert result.ok, [str(p) for p in result.problems]
     (job,) = result.jobs
     assert [r.replicas for r in job.replica_specs] == [1, 1, 2]
+
+
+def test_explicit_tags_with_bad_values(tmp_path: Path) -> None:
+    problem = only_problem(local_with(tmp_path, "replicas: 1", "replicas: !!int many"))
+    assert (problem.line, problem.message) == (8, "'many' is not a valid !!int")
+    problem = only_problem(local_with(tmp_path, "replicas: 1", "replicas: !custom 1"))
+    assert problem.message == "unknown YAML tag !custom"
+
+
+def test_random_damage_never_raises(tmp_path: Path) -> None:
+    """Bad input ends in problems, never in an exception: damage valid files at random."""
+    rng = random.Random(2024)
+    texts = [LOCAL.format(name="train"), GPU.format(name="gpu")]
+    pieces = [*" \n:-[]{}&*!|>'\"#,?~0aZ", "<<: ", "*a", "&a ", "!!int ", "\t", "null", "yes"]
+    for _ in range(300):
+        text = list(rng.choice(texts))
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(text) + 1)
+            if rng.random() < 0.5:
+                del text[at : at + rng.randint(1, 5)]
+            else:
+                text[at:at] = list(rng.choice(pieces))
+        (tmp_path / "job.yaml").write_text("".join(text))
+        result = load(tmp_path)
+        assert result.ok or result.problems
 
 
 def test_file_over_the_size_limit(tmp_path: Path) -> None:
