@@ -181,7 +181,7 @@ class _Refusing(BaseHTTPRequestHandler):
 @pytest.fixture
 def refusing(tmp_path: Path) -> Iterator[Path]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     host, port = server.server_address[:2]
     try:

@@ -1,0 +1,175 @@
+"""Benchmark `sync()` against the API double, run as a subprocess (no shared GIL).
+
+    python -m bench.bench_sync [JOBS]
+
+(a) A no-op sync of JOBS dist jobs (1 scheduler, 2 servers, 4 workers each:
+    7 Jobs and 1 Service per job): API requests, writes and wall time.
+    Targets: at most 4 requests (3 LISTs + the ledger read), no write, < 5 s.
+(b) The first sync of the same jobs with 5 ms added to every request (the
+    double's delay fault), parallelism 16 against parallelism 1.
+    Target: at least 8 times faster in parallel.
+
+Prints figures; not a test.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mxgitops.config import SyncConfig
+from mxgitops.sync import SyncOutcome, sync
+
+ROOT = Path(__file__).resolve().parents[1]
+NS = "bench"
+
+
+def manifest(index: int) -> dict[str, Any]:
+    def replica(count: int) -> dict[str, Any]:
+        container = {"name": "mxnet", "image": "mxnet/python:1.9.1", "args": [f"--job={index}"]}
+        return {
+            "replicas": count,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [container]}},
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": f"job-{index:04d}"},
+        "spec": {
+            "jobMode": "MXTrain",
+            "mxReplicaSpecs": {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(4)},
+        },
+    }
+
+
+def write_repo(root: Path, jobs: int) -> Path:
+    root.mkdir(parents=True)
+    for i in range(jobs):
+        (root / f"job-{i:04d}.yaml").write_text(yaml.safe_dump(manifest(i)))
+    return root
+
+
+class Double:
+    """`python -m tests.kubeapi` in a subprocess, driven over its /_kubeapi endpoints."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{self.url}/_kubeapi/{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read()
+        return json.loads(text) if text.strip() else None
+
+    def requests(self) -> list[dict[str, Any]]:
+        body = self._call("GET", "requests")
+        return body["items"] if isinstance(body, dict) else body
+
+    def clear(self) -> None:
+        self._call("DELETE", "requests")
+
+    def count(self, plural: str) -> int:
+        body = self._call("GET", f"objects/{plural}?namespace={NS}")
+        return len(body["items"] if isinstance(body, dict) else body)
+
+
+@contextmanager
+def double(tmp: Path, name: str, faults: str = "") -> Iterator[tuple[Double, Path]]:
+    kubeconfig = tmp / f"{name}.kubeconfig"
+    command = [sys.executable, "-m", "tests.kubeapi", "--kubeconfig", str(kubeconfig)]
+    if faults:
+        command += ["--faults", faults]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("ready "):
+            raise RuntimeError(f"the API double did not start: {line!r}")
+        yield Double(line.split()[1]), kubeconfig
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def run(repo: Path, kubeconfig: Path, parallelism: int) -> tuple[SyncOutcome, float]:
+    config = SyncConfig(
+        repo=str(repo),
+        kubeconfig=kubeconfig,
+        namespace=NS,
+        instance="bench",
+        parallelism=parallelism,
+        cache_dir=repo.parent / "cache",
+    )
+    start = time.perf_counter()
+    outcome = sync(config)
+    return outcome, time.perf_counter() - start
+
+
+def check_created(outcome: SyncOutcome, api: Double, jobs: int) -> None:
+    assert outcome.ok, [e for j in outcome.summary.jobs for e in j.errors][:3]
+    assert api.count("jobs") == 7 * jobs and api.count("services") == jobs
+
+
+def main(jobs: int = 1000) -> None:
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        repo = write_repo(tmp / "repo", jobs)
+        print(f"{jobs} dist jobs: {7 * jobs} batch Jobs and {jobs} Services")
+
+        with double(tmp, "a") as (api, kubeconfig):
+            outcome, first = run(repo, kubeconfig, 16)
+            check_created(outcome, api, jobs)
+            print(f"(a) setup: first sync (parallelism 16, no delay) {first:.2f} s")
+            times, counts = [], []
+            for _ in range(3):
+                api.clear()
+                outcome, elapsed = run(repo, kubeconfig, 16)
+                log = api.requests()
+                writes = [e for e in log if e["method"] in ("POST", "PUT", "PATCH", "DELETE")]
+                assert outcome.ok and not writes, writes[:3]
+                times.append(elapsed)
+                counts.append(len(log))
+            kinds = Counter(f"{e['verb']} {e['resource']}" for e in log)
+            print(
+                f"(a) no-op sync: {max(counts)} requests ({dict(kinds)}), 0 writes, "
+                f"wall {statistics.median(times):.2f} s median of 3 "
+                f"(min {min(times):.2f}, max {max(times):.2f}); "
+                f"targets: <= 4 requests, no write, < 5 s"
+            )
+
+        results = {}
+        for parallelism in (1, 16):
+            with double(tmp, f"b{parallelism}", faults="*:delay=5ms") as (api, kubeconfig):
+                outcome, elapsed = run(repo, kubeconfig, parallelism)
+                check_created(outcome, api, jobs)
+                results[parallelism] = elapsed
+                requests = len(api.requests())
+                print(
+                    f"(b) first sync, 5 ms per request, parallelism {parallelism:>2}: "
+                    f"{elapsed:.2f} s, {requests} requests"
+                )
+        print(f"(b) speed-up 16 vs 1: {results[1] / results[16]:.1f}x (target >= 8x)")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
