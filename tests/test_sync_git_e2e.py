@@ -28,9 +28,9 @@ NOTES_REF = "refs/notes/mxgitops"
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def mxjob(name: str, *, replicas: int = 1, image: str = "mxnet/python:1.9.1") -> str:
-    """A seed-dialect local MxJob: one WORKER replica with an `mxnet` container."""
-    del replicas  # a local job has exactly one worker; changes go through the image
+def mxjob(name: str, *, image: str = "mxnet/python:1.9.1") -> str:
+    """A seed-dialect local MxJob: one WORKER replica with an `mxnet` container (a local
+    job has exactly one worker, so changes go through the image)."""
     doc: dict[str, Any] = {
         "apiVersion": "mxnet.mlkube.io/v1beta1",
         "kind": "MxJob",
@@ -206,8 +206,9 @@ def test_two_syncs_racing_on_the_notes_push_both_land(
     # A's push came first, so B's note was pushed on top of it: A's notes commit is an
     # ancestor of the remote's notes ref.
     tip = run_git("rev-parse", NOTES_REF, cwd=remote.bare)
-    log = run_git("rev-list", tip, cwd=remote.bare).split()
-    assert len(log) >= 3  # A's note, B's note, and the merge
+    assert len(run_git("rev-list", tip, cwd=remote.bare).split()) >= 3
+    # B's first push was rejected: it merged A's notes (a merge commit) and pushed again.
+    assert run_git("rev-list", "--merges", tip, cwd=remote.bare)
 
 
 def test_dry_run_changes_nothing(remote: GitRemote, kubeapi: KubeAPI, tmp_path: Path) -> None:
