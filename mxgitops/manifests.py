@@ -176,8 +176,8 @@ def manifest_files(root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
     if not root.exists():
         raise ConfigError(f"{root}: no such file or directory")
     if not root.is_dir():
-        return [(str(root), root.resolve())], []
-    top = root.resolve()
+        return [(str(root), _real(root))], []
+    top = _real(root)
     found: list[tuple[str, Path, bool]] = []
     problems: list[Problem] = []
 
@@ -189,14 +189,14 @@ def manifest_files(root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in dirs:
             path = Path(directory, name)
-            if path.is_symlink() and not _inside(path.resolve(), top):
+            if path.is_symlink() and not _inside(_real(path), top):
                 problems.append(_outside(path, root))
         for name in sorted(files):
             path = Path(directory, name)
             if name.startswith(".") or not name.endswith(SUFFIXES):
                 continue
             relative = path.relative_to(root).as_posix()
-            real = path.resolve()
+            real = _real(path)
             if path.is_symlink() and not _inside(real, top):
                 problems.append(_outside(path, root))
             else:
@@ -208,6 +208,11 @@ def manifest_files(root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
         chosen.setdefault(real, relative)
     files_found = sorted((relative, real) for real, relative in chosen.items())
     return files_found, problems
+
+
+def _real(path: Path) -> Path:
+    """Symlinks resolved; unlike Path.resolve, no error for a loop (reading it reports it)."""
+    return Path(os.path.realpath(path))
 
 
 def _inside(path: Path, top: Path) -> bool:

@@ -472,6 +472,18 @@ def test_broken_symlink(tmp_path: Path) -> None:
     assert problem.message == "cannot read: broken symlink or file removed"
 
 
+def test_symlink_loop(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").symlink_to("b.yaml")
+    (tmp_path / "b.yaml").symlink_to("a.yaml")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs/up").symlink_to("..")
+    result = load(tmp_path)
+    assert {(p.file, p.message) for p in result.problems} == {
+        ("a.yaml", "cannot read: Too many levels of symbolic links"),
+        ("b.yaml", "cannot read: Too many levels of symbolic links"),
+    }
+
+
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     locked = write(tmp_path, "locked.yaml", LOCAL.format(name="locked"))
     write(tmp_path, "open.yaml", LOCAL.format(name="open"))
