@@ -164,7 +164,7 @@ class MxJob:
         """
         return hashlib.sha256(_canonical_json(self).encode()).hexdigest()
 
-    @property
+    @cached_property
     def runtime_id(self) -> str:
         return _base36(int(self.spec_hash[:16], 16))[:RUNTIME_ID_LENGTH].rjust(
             RUNTIME_ID_LENGTH, "0"
