@@ -266,8 +266,8 @@ def connect(
     kubeconfig: Path | None = None,
     context: str | None = None,
     parallelism: int = DEFAULT_PARALLELISM,
-    retry: RetryPolicy = RetryPolicy(),
-    sleep: Callable[[float], None] = time.sleep,
+    retry: RetryPolicy | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> Cluster:
     """Connect like any Kubernetes tool: an explicit kubeconfig (and context) first,
     then the pod's service account when running in a cluster, then $KUBECONFIG or
@@ -287,8 +287,8 @@ def connect(
     return Cluster(
         api_client=kubernetes.client.ApiClient(configuration),
         parallelism=parallelism,
-        retry=retry,
-        sleep=sleep,
+        retry=retry or RetryPolicy(),
+        sleep=sleep or time.sleep,
         server=configuration.host,
     )
 

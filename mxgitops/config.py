@@ -32,7 +32,7 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class SyncConfig:
-    repo: str = "."
+    repo: str = field(default=".", repr=False)  # a URL may embed a token
     ref: str | None = None
     path: str = "."
     namespace: str = NAMESPACE

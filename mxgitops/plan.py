@@ -27,6 +27,7 @@ from mxgitops.trainer import (
     LiveJob,
     MxReplicaStatus,
     RenderContext,
+    ReplicaState,
     State,
     group_live,
     render_job,
@@ -142,7 +143,9 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
             return base.change(
                 Action.UNCHANGED, _finished_reason(finished.state), state=State(finished.state)
             )
-        return base.change(Action.CREATE, "new job", creates=tuple(render_job(job, ctx)))
+        return _starting(base, job).change(
+            Action.CREATE, "new job", state=State.RUNNING, creates=tuple(render_job(job, ctx))
+        )
     state, replicas = live.status()
     if finished is not None:
         state = State(finished.state)
@@ -197,6 +200,16 @@ class _Base:
         )
 
 
+def _starting(base: _Base, job: MxJob) -> _Base:
+    """A job just (re)started: running, by the seed's rules, with no replica reported
+    yet, exactly as the next sync will read it back before pods appear."""
+    unknown = tuple(
+        MxReplicaStatus(r.type, ReplicaState.UNKNOWN, {ReplicaState.UNKNOWN: r.replicas})
+        for r in job.replica_specs
+    )
+    return replace(base, replicas=unknown)
+
+
 def _finished_reason(state: str) -> str:
     return f"{state.lower()}; a finished job runs again only when its spec changes"
 
@@ -214,7 +227,7 @@ def _changed_spec(
     return base.change(
         Action.REPLACE,
         f"spec changed (runtime {live.runtime_id} -> {job.runtime_id})",
-        state=state,
+        state=State.RUNNING,
         deletes=tuple(live.refs()),
         creates=tuple(render_job(job, ctx)),
     )

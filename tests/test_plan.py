@@ -92,7 +92,7 @@ def test_a_new_job_is_created_with_its_rendered_objects() -> None:
     a = job("a")
     result = plan([a], LiveObjects(), Ledger(), OPTIONS)
     change = only(result)
-    assert (change.action, change.reason, change.state) == (Action.CREATE, "new job", None)
+    assert (change.action, change.reason, change.state) == (Action.CREATE, "new job", State.RUNNING)
     assert list(change.creates) == render_job(a, CTX)
     assert (change.spec_hash, change.source) == (a.spec_hash, "jobs/a.yaml")
     assert result.writes and not result.ledger_changed and result.prune_refused is None
@@ -135,7 +135,7 @@ def test_on_change_wait_holds_while_running_and_replaces_once_finished() -> None
     assert (held.action, held.state, held.writes) == (Action.HOLD, State.RUNNING, False)
     assert "waiting for the running job" in held.reason
     done = only(plan([new], finish(live(old), "-scheduler-"), Ledger(), OPTIONS))
-    assert (done.action, done.state) == (Action.REPLACE, State.SUCCEEDED)
+    assert (done.action, done.state) == (Action.REPLACE, State.RUNNING)  # the new runtime starts
 
 
 def test_a_finished_job_is_not_rerun_and_is_recorded_in_the_ledger() -> None:
