@@ -139,7 +139,9 @@ class _Builder:
             event = get_event()
             line = event.start_mark.line + 1
             if type(event) is yaml.ScalarEvent:
-                self._count(1, line)
+                self.values += 1
+                if self.values > self.max_values:
+                    self._count(0, line)  # raises
                 if stack and self._plain_text(event, stack[-1], line):
                     continue
                 value, merge = self._scalar(event)
