@@ -138,6 +138,8 @@ def plan(
 def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext) -> Change:
     base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
     finished = ledger.finished(job.key, job.spec_hash)
+    if finished is not None and live is not None and not (live.jobs or live.services):
+        live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
     if live is None:
         if finished is not None:
             return base.change(
