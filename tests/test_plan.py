@@ -285,3 +285,20 @@ def test_plan_is_pure_and_deterministic() -> None:
     assert plan([a, b, c], objects, book, OPTIONS) == first
     assert [ch.name for ch in first.changes] == ["a", "b", "c"]
     assert [ch.action for ch in first.changes] == [Action.CREATE, Action.REPLACE, Action.UNCHANGED]
+
+
+def test_a_finished_job_with_only_orphaned_pods_left_is_not_rerun() -> None:
+    a = job("a")
+    labels = dict(live(a).jobs[0]["spec"]["template"]["metadata"]["labels"])
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": NS, "labels": labels},
+    }
+    book = Ledger({a.key: Finished(NS, "a", a.spec_hash, "Succeeded", "t")})
+    change = only(plan([a], LiveObjects(pods=(pod,)), book, OPTIONS))
+    assert (change.action, change.state, change.writes) == (
+        Action.UNCHANGED,
+        State.SUCCEEDED,
+        False,
+    )
