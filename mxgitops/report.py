@@ -120,6 +120,8 @@ def summarize(
     for change in plan.changes:
         result = changeset.for_job(change.key) if changeset is not None else None
         jobs.append(_job_summary(change, result.errors if result is not None else ()))
+    if changeset is not None and changeset.ledger_error:
+        problems = [*problems, changeset.ledger_error]
     return Summary(commit, instance, tuple(jobs), tuple(problems), plan.prune_refused, dry_run)
 
 
