@@ -301,20 +301,13 @@ def cluster_configured(kubeconfig: Path | None = None) -> bool:
 def _load_configuration(
     configuration: Any, kubeconfig: Path | None, context: str | None
 ) -> str | None:
-    if kubeconfig is not None:
-        if not kubeconfig.is_file():
-            raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
-        kubernetes.config.load_kube_config(
-            config_file=str(kubeconfig),
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
-        return str(kubeconfig)
-    if _in_cluster() and context is None:
+    """Which configuration was loaded into `configuration`, or None if there is none."""
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
+    if kubeconfig is None and _in_cluster() and context is None:
         kubernetes.config.load_incluster_config(client_configuration=configuration)
         return "in-cluster"
-    for candidate in _config_candidates(None):
+    for candidate in _config_candidates(kubeconfig):
         kubernetes.config.load_kube_config(
             config_file=str(candidate),
             context=context,
