@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from mxgitops.ledger import Finished, JobKey, Ledger
-from mxgitops.objects import KubeObject, LiveObjects, ObjectRef, annotations_of
+from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef, annotations_of
 from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
 from mxgitops.trainer import (
     AcceleratorConfig,
@@ -156,15 +156,38 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:
         return _finished_change(job, live, state, base)
+    return _running_change(job, live, state, ctx, base)
+
+
+def _running_change(
+    job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: _Base
+) -> Change:
+    """Self-heal: recreate what is missing of a running job.
+
+    With ttlSecondsAfterFinished, Kubernetes deletes each batch Job once its
+    replica finished, while the others may still run; recreating it would run
+    that replica again, so only a missing Service is recreated then.
+    """
     present = set(live.refs())
-    missing = tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) not in present)
+    missing = [o for o in render_job(job, ctx) if ObjectRef.of(o) not in present]
+    collected = []
+    if job.run_policy.ttl_seconds_after_finished is not None:
+        collected = [o for o in missing if o["kind"] == Kind.JOB.value]
+        missing = [o for o in missing if o["kind"] != Kind.JOB.value]
     if missing:
         names = ", ".join(sorted(ObjectRef.of(o).name for o in missing))
         return base.change(
             Action.REPAIR,
             f"{len(missing)} of its objects are missing: {names}",
             state=state,
-            creates=missing,
+            creates=tuple(missing),
+        )
+    if collected:
+        return base.change(
+            Action.UNCHANGED,
+            f"in sync; {len(collected)} batch Jobs finished and were removed by "
+            "ttlSecondsAfterFinished, and are not run again",
+            state=state,
         )
     return base.change(Action.UNCHANGED, "in sync", state=state)
 

@@ -118,6 +118,18 @@ def test_missing_objects_are_repaired_and_only_those() -> None:
     assert "2 of its objects are missing" in change.reason and worker in change.reason
 
 
+def test_with_a_ttl_finished_batch_jobs_that_are_gone_are_not_run_again() -> None:
+    a = job("a", runPolicy={"ttlSecondsAfterFinished": 60})
+    objects = render_job(a, CTX)
+    worker = next(o for o in objects if "-worker-" in o["metadata"]["name"])
+    service = next(o for o in objects if o["kind"] == "Service")
+    collected = only(plan([a], without(live(a), worker), Ledger(), OPTIONS))
+    assert (collected.action, collected.writes) == (Action.UNCHANGED, False)
+    assert "ttlSecondsAfterFinished" in collected.reason
+    repaired = only(plan([a], without(live(a), worker, service), Ledger(), OPTIONS))
+    assert (repaired.action, refs(repaired.creates)) == (Action.REPAIR, refs([service]))
+
+
 def test_a_changed_spec_replaces_old_runtime_by_new() -> None:
     old, new = job("a"), job("a", workers=3)
     assert old.runtime_id != new.runtime_id
