@@ -93,6 +93,13 @@ class LiveObjects:
     def all(self) -> tuple[KubeObject, ...]:
         return self.jobs + self.services + self.pods
 
+    def versions(self) -> frozenset[tuple[str, str]]:
+        """(uid, resourceVersion) of every object: equal sets mean nothing changed."""
+        return frozenset(
+            (o["metadata"].get("uid", ""), o["metadata"].get("resourceVersion", ""))
+            for o in self.all()
+        )
+
 
 @dataclass(frozen=True)
 class Create:

@@ -30,6 +30,7 @@ from mxgitops.trainer import (
     ReplicaState,
     State,
     group_live,
+    job_refs,
     render_job,
 )
 
@@ -169,18 +170,18 @@ def _running_change(
     that replica again, so only a missing Service is recreated then.
     """
     present = set(live.refs())
-    missing = [o for o in render_job(job, ctx) if ObjectRef.of(o) not in present]
+    missing = {ref for ref in job_refs(job) if ref not in present}
     collected = []
     if job.run_policy.ttl_seconds_after_finished is not None:
-        collected = [o for o in missing if o["kind"] == Kind.JOB.value]
-        missing = [o for o in missing if o["kind"] != Kind.JOB.value]
+        collected = [ref for ref in missing if ref.kind is Kind.JOB]
+        missing -= set(collected)
     if missing:
-        names = ", ".join(sorted(ObjectRef.of(o).name for o in missing))
+        names = ", ".join(sorted(ref.name for ref in missing))
         return base.change(
             Action.REPAIR,
             f"{len(missing)} of its objects are missing: {names}",
             state=state,
-            creates=tuple(missing),
+            creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in missing),
         )
     if collected:
         return base.change(

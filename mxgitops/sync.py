@@ -61,8 +61,7 @@ class SyncOutcome:
 
     @property
     def ok(self) -> bool:
-        # The change set also knows of a failed ledger write, which no job owns.
-        return self.summary.ok and (self.changeset is None or self.changeset.ok)
+        return self.summary.ok
 
 
 def sync(
@@ -99,7 +98,13 @@ def sync(
     the_plan = _plan(loaded, *state, options)
     changeset = None
     if cluster is not None and not config.dry_run and the_plan.writes:
-        the_plan, changeset = _apply_under_lease(cluster, config, loaded, options, progress)
+        the_plan, changeset = _apply_under_lease(
+            cluster,
+            config,
+            progress,
+            (state, the_plan),
+            lambda live, known: _plan(loaded, live, known, options),
+        )
     summary = report.summarize(
         the_plan,
         changeset,
@@ -108,8 +113,27 @@ def sync(
         instance=config.instance,
         dry_run=config.dry_run,
     )
+    _log(summary, notices)
     summary, written = _note(workspace, config, summary, progress)
     return SyncOutcome(config, summary, the_plan, changeset, workspace, tuple(notices), written)
+
+
+def _log(summary: report.Summary, notices: list[str]) -> None:
+    """What the CronJob's logs should show besides the printed summary (which already
+    tells a person at a terminal about notices and problems, hence info for those)."""
+    for notice in notices:
+        log.info(notice)
+    for problem in summary.problems:
+        log.info("invalid: %s", problem)
+    for job in summary.jobs:
+        for error in job.errors:
+            log.error(
+                "%s %s: %s",
+                job.action,
+                job.qualified_name,
+                error,
+                extra={"job": job.qualified_name, "action": job.action},
+            )
 
 
 def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
@@ -163,9 +187,10 @@ def _cluster(
     )
 
 
-def _read_state(
-    cluster: kube.Cluster | None, config: SyncConfig
-) -> tuple[LiveObjects, ledger.Ledger]:
+_State = tuple[LiveObjects, ledger.Ledger]
+
+
+def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:
     if cluster is None:
         return LiveObjects(), ledger.Ledger()
     live = cluster.list_live(ownership_selector(config.instance))
@@ -189,18 +214,19 @@ def _plan(
 def _apply_under_lease(
     cluster: kube.Cluster,
     config: SyncConfig,
-    loaded: manifests.LoadResult,
-    options: PlanOptions,
     progress: Progress,
+    planned: tuple[_State, Plan],
+    replan: Callable[[LiveObjects, ledger.Ledger], Plan],
 ) -> tuple[Plan, ChangeSet]:
-    """Take the Lease, plan again on fresh state (another sync may have just
-    finished), apply, and record finished jobs in the ledger."""
+    """Take the Lease, read the state again (another sync may have just finished)
+    and plan again if it moved, apply, and record finished jobs in the ledger."""
     progress.phase("taking the lease")
     with lease.held(
         cluster, instance=config.instance, namespace=config.namespace, holder=lease.default_holder()
     ):
-        live, known = _read_state(cluster, config)
-        fresh = _plan(loaded, live, known, options)
+        state, fresh = _read_state(cluster, config), planned[1]
+        if _moved(state, planned[0]):
+            fresh = replan(*state)
         progress.phase(
             "applying", total=sum(len(c.creates) + len(c.deletes) for c in fresh.changes)
         )
@@ -208,6 +234,10 @@ def _apply_under_lease(
         if fresh.ledger_changed:
             changeset = _write_ledger(cluster, config, fresh.ledger, changeset)
     return fresh, changeset
+
+
+def _moved(now: _State, before: _State) -> bool:
+    return now[0].versions() != before[0].versions() or now[1] != before[1]
 
 
 def _write_ledger(

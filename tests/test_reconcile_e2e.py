@@ -32,6 +32,8 @@ from mxgitops.objects import (
     JOB_NAME_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    Kind,
+    ObjectRef,
 )
 from mxgitops.report import JobSummary
 from mxgitops.sync import SyncOutcome, sync
@@ -740,6 +742,40 @@ def test_an_expired_lease_is_taken_over(kubeapi: KubeAPI, repo: Path, run: Synce
     assert taken is not None
     assert taken["spec"].get("holderIdentity") is None  # released after the sync
     assert taken["spec"]["leaseTransitions"] == 1
+
+
+def test_state_that_moved_before_the_lease_was_taken_is_planned_again(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    write(repo, mxjob("a"))
+    run()
+    gone = batch_job(kubeapi, "a", "worker", 1)
+    write(repo, mxjob("b"))
+
+    class DeletesWhileLeasing(cluster.Cluster):
+        """Someone deletes a Job of `a` between this sync's first read and its Lease."""
+
+        def get(self, ref: ObjectRef) -> dict[str, Any] | None:
+            if ref.kind is Kind.LEASE:
+                delete(kubeapi, "jobs", gone)
+            return super().get(ref)
+
+    def connect(**kwargs: Any) -> cluster.Cluster:
+        plain = cluster.connect(**kwargs, retry=RETRY, sleep=run.sleeps.append)
+        return DeletesWhileLeasing(
+            **{
+                f: getattr(plain, f)
+                for f in ("api_client", "parallelism", "retry", "sleep", "server")
+            }
+        )
+
+    outcome = sync(run.config(), explicit=frozenset({"namespace", "instance"}), connect=connect)
+    assert outcome.ok
+    assert (summary_of(outcome, "a").action, summary_of(outcome, "b").action) == (
+        "repair",
+        "create",
+    )
+    assert gone in names(kubeapi, "jobs")
 
 
 # -- faults ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from mxgitops.trainer import (
     KubernetesLabels,
     MxConfig,
     RenderContext,
+    job_refs,
     parse_accelerators,
     render_job,
 )
@@ -167,6 +168,13 @@ def test_rendered_objects_are_schema_valid(doc: dict[str, Any]) -> None:
     ctx = RenderContext("prod", "c0ffee", parse_accelerators(GPU))
     for obj in render_job(job_of(doc, "jobs/mnist.yaml"), ctx):
         assert_valid(obj)
+
+
+def test_job_refs_name_the_rendered_objects_without_rendering() -> None:
+    for doc in (seed_doc(), *(yaml.safe_load(p.read_text()) for p in upstream_examples())):
+        job = job_of(doc, "jobs/any.yaml")
+        rendered = render_job(job, RenderContext("prod"))
+        assert job_refs(job) == [objects.ObjectRef.of(o) for o in rendered]
 
 
 # -- names and labels -----------------------------------------------------------------

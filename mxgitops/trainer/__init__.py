@@ -28,7 +28,7 @@ from mxgitops.trainer.labels import (
 )
 from mxgitops.trainer.live import LiveJob, group_live
 from mxgitops.trainer.mxconfig import Address, MxConfig, dmlc_env
-from mxgitops.trainer.render import PS_ROOT_PORT_NAME, RenderContext, render_job
+from mxgitops.trainer.render import PS_ROOT_PORT_NAME, RenderContext, job_refs, render_job
 from mxgitops.trainer.replicaset import MXReplicaSet, MXReplicaSetInterface
 from mxgitops.trainer.status import (
     MxReplicaStatus,
@@ -66,6 +66,7 @@ __all__ = [
     "group_live",
     "is_retryable_termination",
     "job_labels",
+    "job_refs",
     "job_status",
     "parse_accelerators",
     "render_job",

@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mxgitops import objects
-from mxgitops.objects import KubeObject
+from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.spec import (
     CONTAINER_NAME,
     MxJob,
     ReplicaSpec,
     ReplicaType,
     RestartPolicy,
+    derived_names,
     job_object_name,
     scheduler_service_name,
 )
@@ -57,6 +58,15 @@ def render_job(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     if job.replica(ReplicaType.SCHEDULER) is not None:
         rendered.append(render_scheduler_service(job, ctx))
     return rendered
+
+
+def job_refs(job: MxJob) -> list[ObjectRef]:
+    """The refs of `render_job`'s objects, in its order, without rendering them: what a
+    sync compares with the live objects of a job whose spec did not change."""
+    refs = [ObjectRef(Kind.JOB, job.namespace, name) for _, name in derived_names(job)]
+    if job.replica(ReplicaType.SCHEDULER) is not None:
+        refs.append(ObjectRef(Kind.SERVICE, job.namespace, scheduler_service_name(job)))
+    return refs
 
 
 def render_replica_set(job: MxJob, replica: ReplicaSpec, ctx: RenderContext) -> list[KubeObject]:
