@@ -323,8 +323,8 @@ def repo_options(command: F) -> F:
 @_opt(
     "--kubeconfig",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Kubeconfig file.  [default: in-cluster service account, else $KUBECONFIG or "
-    "~/.kube/config]",
+    help="Kubeconfig file.  [default: $KUBECONFIG or ~/.kube/config, else the pod's "
+    "service account]",
 )
 @_opt("--context", metavar="NAME", help="Kubeconfig context.  [default: the current context]")
 @_opt("--prune/--no-prune", help="Delete jobs whose manifest was removed.  [default: prune]")

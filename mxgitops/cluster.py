@@ -272,9 +272,9 @@ def connect(
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> Cluster:
-    """Connect like any Kubernetes tool: an explicit kubeconfig (and context) first,
-    then the pod's service account when running in a cluster, then $KUBECONFIG or
-    ~/.kube/config."""
+    """Connect like any Kubernetes tool: a kubeconfig (this one, else $KUBECONFIG or
+    ~/.kube/config) with its current or the given context, else the pod's service
+    account when running in a cluster."""
     configuration = kubernetes.client.Configuration()
     try:
         source = _load_configuration(configuration, kubeconfig, context)
@@ -304,12 +304,13 @@ def cluster_configured(kubeconfig: Path | None = None) -> bool:
 def _load_configuration(
     configuration: Any, kubeconfig: Path | None, context: str | None
 ) -> str | None:
-    """Which configuration was loaded into `configuration`, or None if there is none."""
+    """Which configuration was loaded into `configuration`, or None if there is none.
+
+    As kubectl does: a kubeconfig file if there is one (the flag, $KUBECONFIG,
+    ~/.kube/config), else the pod's service account.
+    """
     if kubeconfig is not None and not kubeconfig.is_file():
         raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
-    if kubeconfig is None and _in_cluster() and context is None:
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
-        return "in-cluster"
     for candidate in _config_candidates(kubeconfig):
         kubernetes.config.load_kube_config(
             config_file=str(candidate),
@@ -318,6 +319,11 @@ def _load_configuration(
             persist_config=False,
         )
         return str(candidate)
+    if _in_cluster():
+        if context is not None:
+            raise ConfigError(f"--context {context} needs a kubeconfig, and none was found")
+        kubernetes.config.load_incluster_config(client_configuration=configuration)
+        return "in-cluster"
     return None
 
 

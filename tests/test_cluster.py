@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from kubernetes.config import incluster_config
 
 from mxgitops import cluster
 from mxgitops.errors import (
@@ -18,6 +20,7 @@ from mxgitops.errors import (
     ClusterForbidden,
     ClusterServerError,
     ClusterUnreachable,
+    ConfigError,
 )
 from mxgitops.objects import Create, Delete, Kind, ObjectRef, ownership_labels, ownership_selector
 from tests.kubeapi.harness import KubeAPI, write_kubeconfig
@@ -153,6 +156,59 @@ def test_writes_keep_their_order_under_parallelism(kubeapi: KubeAPI) -> None:
 def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(cluster.NoClusterConfigured):
         cluster.connect(kubeconfig=tmp_path / "none")
+
+
+def two_contexts(path: Path, good: str) -> Path:
+    """A kubeconfig whose current context points nowhere and whose `good` one works."""
+    clusters = {"good": good, "bad": "http://127.0.0.1:9"}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "bad",
+                "clusters": [{"name": n, "cluster": {"server": u}} for n, u in clusters.items()],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": n, "context": {"cluster": n, "user": "u"}} for n in clusters],
+            }
+        )
+    )
+    return path
+
+
+def test_the_context_is_selectable(kubeapi: KubeAPI, tmp_path: Path) -> None:
+    kubeconfig = two_contexts(tmp_path / "kubeconfig", kubeapi.url)
+    assert cluster.connect(kubeconfig=kubeconfig, context="good").server == kubeapi.url
+    assert cluster.connect(kubeconfig=kubeconfig).server == "http://127.0.0.1:9"
+    with pytest.raises(ConfigError, match="nowhere"):
+        cluster.connect(kubeconfig=kubeconfig, context="nowhere")
+
+
+def test_kubeconfig_env_then_in_cluster_service_account(
+    kubeapi: KubeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
+    monkeypatch.setenv("KUBECONFIG", str(kubeapi.kubeconfig))
+    assert cluster.connect().server == kubeapi.url
+
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("pod-token")
+    ca.write_text("not read until a TLS connection is made")
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setattr(cluster, "IN_CLUSTER_TOKEN", token)
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    in_pod = cluster.connect()
+    assert in_pod.server == "https://10.0.0.1:443"
+    assert in_pod.api_client.configuration.api_key["BearerToken"].lower() == "bearer pod-token"
+    with pytest.raises(ConfigError, match="--context prod needs a kubeconfig"):
+        cluster.connect(context="prod")
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    with pytest.raises(cluster.NoClusterConfigured, match="no cluster configured"):
+        cluster.connect()
 
 
 class _Refusing(BaseHTTPRequestHandler):
