@@ -30,7 +30,10 @@ from mxgitops.source import Credentials, Repository
 _IDENTITY = "Bench <bench@example.com>"
 
 
-def fast_import_stream(commits: int, manifests: int) -> Iterator[bytes]:
+Render = Callable[[int, int], bytes]  # (manifest index, revision) -> file content
+
+
+def fast_import_stream(commits: int, manifests: int, render: Render) -> Iterator[bytes]:
     """One commit adding every manifest, then commits changing one manifest each."""
     when = 1_700_000_000
     for number in range(commits):
@@ -39,26 +42,26 @@ def fast_import_stream(commits: int, manifests: int) -> Iterator[bytes]:
         message = f"change {number}\n".encode()
         yield b"data %d\n%s" % (len(message), message)
         for index in touched:
-            body = _manifest(index, revision=number).encode()
+            body = render(index, number)
             yield b"M 100644 inline jobs/job-%04d.yaml\ndata %d\n%s\n" % (index, len(body), body)
         yield b"\n"
 
 
-def _manifest(index: int, *, revision: int) -> str:
+def _manifest(index: int, revision: int) -> bytes:
     return (
         "apiVersion: kubeflow.org/v1\nkind: MXJob\n"
         f"metadata:\n  name: job-{index:04d}\n  annotations:\n    revision: '{revision}'\n"
         "spec:\n  jobMode: MXTrain\n  mxReplicaSpecs:\n    Worker:\n      replicas: 2\n"
-    )
+    ).encode()
 
 
-def build_remote(root: Path, commits: int, manifests: int) -> Path:
+def build_remote(root: Path, commits: int, manifests: int, render: Render = _manifest) -> Path:
     bare = root / "remotes" / "jobs.git"
     subprocess.run(["git", "init", "--quiet", "--bare", str(bare)], check=True)
     subprocess.run(["git", "symbolic-ref", "HEAD", "refs/heads/main"], cwd=bare, check=True)
     importer = subprocess.Popen(["git", "fast-import", "--quiet"], cwd=bare, stdin=subprocess.PIPE)
     assert importer.stdin is not None
-    for chunk in fast_import_stream(commits, manifests):
+    for chunk in fast_import_stream(commits, manifests, render):
         importer.stdin.write(chunk)
     importer.stdin.close()
     if importer.wait() != 0:
@@ -69,7 +72,7 @@ def build_remote(root: Path, commits: int, manifests: int) -> Path:
 
 def add_commit(bare: Path, work: Path) -> None:
     subprocess.run(["git", "clone", "--quiet", bare.as_uri(), str(work)], check=True)
-    (work / "jobs" / "job-0000.yaml").write_text(_manifest(0, revision=-1))
+    (work / "jobs" / "job-0000.yaml").write_bytes(_manifest(0, -1))
     env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b"}
     env |= {"GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
     for args in (["commit", "--quiet", "-am", "one more"], ["push", "--quiet"]):
