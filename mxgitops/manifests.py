@@ -196,11 +196,13 @@ def manifest_files(root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
             if name.startswith(".") or not name.endswith(SUFFIXES):
                 continue
             relative = path.relative_to(root).as_posix()
-            real = _real(path)
-            if path.is_symlink() and not _inside(real, top):
+            # os.walk does not enter linked directories: only a linked file needs resolving.
+            linked = path.is_symlink()
+            real = _real(path) if linked else top / relative
+            if linked and not _inside(real, top):
                 problems.append(_outside(path, root))
             else:
-                found.append((relative, real, path.is_symlink()))
+                found.append((relative, real, linked))
     # A file reached through a symlink too is read once, under its own name.
     found.sort(key=lambda item: item[2])
     chosen: dict[Path, str] = {}
