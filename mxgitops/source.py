@@ -24,25 +24,24 @@ What callers can rely on:
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
-import os
 import re
-import shlex
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import git
 
 from mxgitops.errors import GitError
+from mxgitops.gitauth import GIT_IDENTITY, Remote, git_environment
+from mxgitops.gitauth import Credentials as Credentials  # re-exported: part of this API
+from mxgitops.gitauth import redact as redact
 
 NOTES_REF = "refs/notes/mxgitops"
 PUSH_ATTEMPTS = 5
@@ -54,25 +53,9 @@ _TAGS = "+refs/tags/*:refs/tags/*"
 # dry run) must not change the notes this cache writes.
 _NOTES = "+refs/notes/*:refs/notes/remotes/origin/*"
 _LAST_SYNCED = "refs/mxgitops/last-synced/"
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "mxgitops",
-    "GIT_AUTHOR_EMAIL": "mxgitops@localhost",
-    "GIT_COMMITTER_NAME": "mxgitops",
-    "GIT_COMMITTER_EMAIL": "mxgitops@localhost",
-}
 _HEX_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
 _BAD_REV = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|^-")
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s'\"<>]*)@")
 _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """How to authenticate to the remote; the config layer fills it, never from argv."""
-
-    token: str | None = None
-    ssh_key: Path | None = None
-    known_hosts: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -92,27 +75,6 @@ class Checkout:
     def path(self) -> Path:
         """The directory the caller reads manifests from: `root / subpath`."""
         return self.root / self.subpath if self.subpath else self.root
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every secret and every password in a URL replaced by ``***``.
-
-    In http(s) URLs a user name without a password is redacted too: that is how
-    tokens are usually embedded (``https://TOKEN@host/repo.git``). Host and path stay.
-    """
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return _URL_USERINFO.sub(_redact_userinfo, text)
-
-
-def _redact_userinfo(match: re.Match[str]) -> str:
-    scheme, userinfo = match["scheme"], match["userinfo"]
-    user, has_password, _ = userinfo.partition(":")
-    if has_password:
-        return f"{scheme}{user}:***@"
-    if user and scheme.lower().startswith("http"):
-        return f"{scheme}***@"
-    return match.group(0)
 
 
 def is_git_repo(path: Path) -> bool:
@@ -157,11 +119,12 @@ class Repository:
     """The cache of one remote: a non-bare clone under `cache_dir`, reused across runs."""
 
     def __init__(
-        self, url: str, *, cache_dir: Path, credentials: Credentials = Credentials()
+        self, url: str, *, cache_dir: Path, credentials: Credentials | None = None
     ) -> None:
-        self._remote = _Remote.parse(url, credentials)
+        credentials = credentials or Credentials()
+        self._remote = Remote.parse(url, credentials)
         self.path = Path(cache_dir) / _cache_name(self._remote.url)
-        self._env = _environment(self._remote, credentials)
+        self._env = git_environment(self._remote, credentials)
 
     @property
     def url(self) -> str:
@@ -411,91 +374,6 @@ def _tracking(notes_ref: str) -> str:
     return "refs/notes/remotes/origin/" + notes_ref.removeprefix("refs/notes/")
 
 
-# -- remote URL and environment --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Remote:
-    url: str  # what git sees and .git/config stores: never a password
-    display: str  # what people see
-    auth_scope: str | None  # "https://host:port/": the only place the header is sent
-    auth_header: str | None
-    secrets: tuple[str, ...]
-
-    @classmethod
-    def parse(cls, url: str, credentials: Credentials) -> _Remote:
-        if "://" not in url:
-            return cls._local_or_scp(url, credentials)
-        parts = urlsplit(url)
-        host = parts.netloc.rpartition("@")[2]
-        user, password = parts.username or "", parts.password
-        secrets = {credentials.token or "", password or "", unquote(password or "")}
-        if parts.scheme.lower() not in ("http", "https"):
-            netloc = f"{user}@{host}" if user else host
-            plain = urlunsplit(parts._replace(netloc=netloc))
-            return cls(plain, redact(url, secrets), None, None, _secret_tuple(secrets))
-        if password is None and user and not credentials.token:  # https://TOKEN@host/...
-            secrets |= {user, unquote(user)}
-        header = _basic_auth(unquote(user), unquote(password or ""), credentials.token)
-        if header:
-            secrets.add(header.removeprefix("Authorization: Basic "))
-        plain = urlunsplit(parts._replace(netloc=host))
-        scope = f"{parts.scheme}://{host}/"
-        return cls(plain, redact(url, secrets), scope, header, _secret_tuple(secrets))
-
-    @classmethod
-    def _local_or_scp(cls, url: str, credentials: Credentials) -> _Remote:
-        secrets = _secret_tuple({credentials.token or ""})
-        scp_like = re.match(r"[^/]*:", url) is not None and not Path(url).exists()
-        plain = url if scp_like else str(Path(url).expanduser().resolve())
-        return cls(plain, plain, None, None, secrets)
-
-
-def _secret_tuple(secrets: set[str]) -> tuple[str, ...]:
-    return tuple(sorted(s for s in secrets if s))
-
-
-def _basic_auth(user: str, password: str, token: str | None) -> str | None:
-    """The Authorization header for http(s): URL credentials first, then the token."""
-    if password or (user and not token):
-        pair = f"{user}:{password}"
-    elif token:
-        pair = f"{user or 'x-access-token'}:{token}"
-    else:
-        return None
-    return "Authorization: Basic " + base64.b64encode(pair.encode()).decode()
-
-
-def _environment(remote: _Remote, credentials: Credentials) -> dict[str, str]:
-    """Everything git needs, passed by environment so nothing secret is written or listed."""
-    config = [
-        ("core.hooksPath", os.devnull),  # the cache is a mirror: no user hooks run in it
-        ("advice.detachedHead", "false"),
-    ]
-    if remote.auth_header and remote.auth_scope:
-        config.append((f"http.{remote.auth_scope}.extraHeader", remote.auth_header))
-    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_COUNT": str(len(config)), **_IDENTITY}
-    for index, (key, value) in enumerate(config):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
-    ssh = _ssh_command(credentials)
-    if ssh:
-        env["GIT_SSH_COMMAND"] = ssh
-    return env
-
-
-def _ssh_command(credentials: Credentials) -> str | None:
-    options = []
-    if credentials.ssh_key:
-        options += ["-i", str(credentials.ssh_key), "-o", "IdentitiesOnly=yes"]
-    if credentials.known_hosts:
-        options += ["-o", f"UserKnownHostsFile={credentials.known_hosts}"]
-        options += ["-o", "StrictHostKeyChecking=yes"]
-    if not options:
-        return None
-    return shlex.join(["ssh", *options, "-o", "BatchMode=yes"])
-
-
 def _cache_name(url: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", url.lower()).strip("-")[:60].strip("-")
     return f"{slug}-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
@@ -549,7 +427,7 @@ def _local_git(repo_path: Path) -> _Runner:
     if located is None:
         raise GitError(f"{repo_path} is not a git repository")
     cwd = Path(located.get("GIT_WORK_TREE", located["GIT_DIR"]))  # pathspecs are cwd-relative
-    return _Runner(cwd, {**_IDENTITY, "GIT_TERMINAL_PROMPT": "0", **located})
+    return _Runner(cwd, {**GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0", **located})
 
 
 class _CommandFailed(GitError):
