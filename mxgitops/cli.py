@@ -401,8 +401,13 @@ def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfi
     explicit = frozenset(name for name in options if ctx.get_parameter_source(name) in given)
     verbose = options.pop("verbose")
     options["verbose"] = None if verbose is None else (1 if verbose else -1)
-    options["git_token"] = os.environ.get("MXGITOPS_GIT_TOKEN") or None
+    options["git_token"] = _git_token()
     return from_options(options), explicit
+
+
+def _git_token() -> str | None:
+    """An HTTPS token comes from the environment only, never from a flag (process lists)."""
+    return os.environ.get("MXGITOPS_GIT_TOKEN") or None
 
 
 @main.command()
@@ -417,7 +422,7 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
       mxgitops status --repo https://github.com/org/jobs.git
       mxgitops status --repo file:///srv/git/jobs.git 1a2b3c4 -o json
     """
-    config = from_options({k: v for k, v in options.items() if v is not None})
+    config = from_options({**options, "git_token": _git_token()})
     summary, sha = read_status(config, commit)
     if summary is None:
         click.echo(

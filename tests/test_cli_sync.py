@@ -269,6 +269,27 @@ def test_token_in_url_shows_nowhere(
     assert len(kubeapi.objects("jobs", NS)) == 2
 
 
+def test_token_from_the_environment_for_sync_and_status(
+    make_git_remote: Callable[..., GitRemote],
+    make_git_http_server: Callable[..., Any],
+    kubeapi: KubeAPI,
+    tmp_path: Path,
+) -> None:
+    remote = make_git_remote("secured", files=jobs_files("alpha"))
+    server = make_git_http_server(remote.bare.parent, logins={("x-access-token", SECRET)})
+    url, env = server.url("secured"), {"MXGITOPS_GIT_TOKEN": SECRET}
+
+    refused = invoke(*sync_args(url, tmp_path, kubeapi))
+    synced = invoke(*sync_args(url, tmp_path, kubeapi), env=env)
+    status = invoke("status", "--repo", url, "--cache-dir", tmp_path / "cache", env=env)
+
+    assert refused.exit_code == 3, everything(refused)
+    for result in (synced, status):
+        assert result.exit_code == 0, everything(result)
+        assert SECRET not in everything(result)
+    assert "alpha" in status.stdout
+
+
 def test_token_in_url_of_unreachable_remote_exits_3_without_it(tmp_path: Path) -> None:
     url = "http://user:s3cr3t@127.0.0.1:1/x.git"
     for extra in ([], ["--log-format", "json", "-v"]):
