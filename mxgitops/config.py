@@ -18,7 +18,9 @@ from typing import Any, cast
 
 import yaml
 
+from mxgitops.cluster import DEFAULT_PARALLELISM
 from mxgitops.errors import ConfigError
+from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import NAMESPACE
 
 REPO_CONFIG_FILE = ".mxgitops.yaml"
@@ -40,13 +42,13 @@ class SyncConfig:
     kubeconfig: Path | None = None
     context: str | None = None
     prune: bool = True
-    max_prune_share: float = 0.5
+    max_prune_share: float = DEFAULT_MAX_PRUNE_SHARE
     force_prune: bool = False
     dry_run: bool = False
     notes: bool = True
     notes_ref: str = DEFAULT_NOTES_REF
     cache_dir: Path = field(default_factory=default_cache_dir)
-    parallelism: int = 8
+    parallelism: int = DEFAULT_PARALLELISM
     output: str = "text"
     log_format: str = "text"
     verbose: int = 0  # -1 quiet, 0 normal, 1 verbose

@@ -48,11 +48,6 @@ class Action(StrEnum):
     UNCHANGED = "unchanged"
 
 
-WRITING_ACTIONS = frozenset(
-    {Action.CREATE, Action.REPLACE, Action.REPAIR, Action.DELETE, Action.CLEAN}
-)
-
-
 @dataclass(frozen=True)
 class Change:
     namespace: str
