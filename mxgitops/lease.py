@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -39,6 +40,34 @@ def lease_ref(instance: str, namespace: str) -> ObjectRef:
     return ObjectRef(Kind.LEASE, namespace, f"mxgitops-{instance}")
 
 
+class HeldLease:
+    """The Lease while this sync holds it. A long apply calls `renew_if_due` as it
+    goes, so the Lease cannot expire (and be taken over) while writes still run."""
+
+    def __init__(
+        self, api: LeaseAPI, lease: KubeObject, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        self._api = api
+        self.lease = lease
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()  # writes finish on several threads
+
+    def renew_if_due(self) -> None:
+        """Renew once a third of the lease's duration has passed since the last renewal."""
+        with self._lock:
+            spec = self.lease["spec"]
+            now = self._clock()
+            renewed = _parse_time(spec.get("renewTime"))
+            period = timedelta(seconds=int(spec["leaseDurationSeconds"]) / 3)
+            if renewed is not None and now < renewed + period:
+                return
+            fresh = {**self.lease, "spec": {**spec, "renewTime": _micro_time(now)}}
+            # A failed renewal is tried again at the next write; the lease is still ours
+            # for two more thirds of its duration.
+            with suppress(ClusterError):
+                self.lease = self._api.replace(fresh)
+
+
 @contextmanager
 def held(
     api: LeaseAPI,
@@ -48,20 +77,25 @@ def held(
     holder: str,
     duration_seconds: int = DEFAULT_DURATION_SECONDS,
     now: datetime | None = None,
-) -> Iterator[KubeObject]:
+    clock: Callable[[], datetime] | None = None,
+) -> Iterator[HeldLease]:
     """Hold the instance's Lease for the body of the `with`, then release it."""
-    lease = acquire(
+    held_lease = HeldLease(
         api,
-        instance=instance,
-        namespace=namespace,
-        holder=holder,
-        duration_seconds=duration_seconds,
-        now=now,
+        acquire(
+            api,
+            instance=instance,
+            namespace=namespace,
+            holder=holder,
+            duration_seconds=duration_seconds,
+            now=now,
+        ),
+        clock,
     )
     try:
-        yield lease
+        yield held_lease
     finally:
-        release(api, lease)
+        release(api, held_lease.lease)  # the latest version: renewals moved it on
 
 
 def acquire(

@@ -21,7 +21,7 @@ from mxgitops import lease, ledger, manifests, report, source
 from mxgitops.apply import ChangeSet, apply
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError
-from mxgitops.objects import LiveObjects, ownership_selector
+from mxgitops.objects import LiveObjects, WriteResult, ownership_selector
 from mxgitops.plan import Plan, PlanOptions, plan
 from mxgitops.trainer import parse_accelerators
 
@@ -223,14 +223,19 @@ def _apply_under_lease(
     progress.phase("taking the lease")
     with lease.held(
         cluster, instance=config.instance, namespace=config.namespace, holder=lease.default_holder()
-    ):
+    ) as holding:
+
+        def written(_: WriteResult) -> None:
+            progress.advance()
+            holding.renew_if_due()
+
         state, fresh = _read_state(cluster, config), planned[1]
         if _moved(state, planned[0]):
             fresh = replan(*state)
         progress.phase(
             "applying", total=sum(len(c.creates) + len(c.deletes) for c in fresh.changes)
         )
-        changeset = apply(fresh, cluster, on_done=lambda _: progress.advance())
+        changeset = apply(fresh, cluster, on_done=written)
         if fresh.ledger_changed:
             changeset = _write_ledger(cluster, config, fresh.ledger, changeset)
     return fresh, changeset

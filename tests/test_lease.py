@@ -135,7 +135,7 @@ def test_held_releases_even_when_the_body_fails() -> None:
         pytest.raises(RuntimeError),
         lease.held(api, instance="t1", namespace="ml", holder="me/1", now=NOW) as got,
     ):
-        assert got["spec"]["holderIdentity"] == "me/1"
+        assert got.lease["spec"]["holderIdentity"] == "me/1"
         raise RuntimeError("apply blew up")
     stored = api.get(REF)
     assert stored is not None and stored["spec"]["holderIdentity"] is None
@@ -176,3 +176,30 @@ def test_describe_holder() -> None:
     assert lease.describe_holder({"spec": {"holderIdentity": "a"}}) == "a"
     spec = {"holderIdentity": "a", "acquireTime": "t"}
     assert lease.describe_holder({"spec": spec}) == "a (since t)"
+
+
+def test_a_long_apply_renews_the_lease_and_releases_the_renewed_one() -> None:
+    api, clock = FakeLeases(), [NOW]
+    with lease.held(
+        api,
+        instance="t1",
+        namespace="ml",
+        holder="me/1",
+        duration_seconds=60,
+        now=NOW,
+        clock=lambda: clock[0],
+    ) as got:
+        clock[0] = NOW + timedelta(seconds=19)
+        got.renew_if_due()
+        assert api.writes == ["create"]  # not due before a third of the duration
+        clock[0] = NOW + timedelta(seconds=21)
+        got.renew_if_due()
+        stored = api.get(REF)
+        assert stored is not None and stored["spec"]["renewTime"].startswith("2026-03-01T12:00:21")
+        assert not lease.is_free(stored, NOW + timedelta(seconds=70))
+        api.fail_replace = ClusterServerError("down", status=503)
+        clock[0] = NOW + timedelta(seconds=42)
+        got.renew_if_due()  # a failed renewal does not end the sync
+        api.fail_replace = None
+    stored = api.get(REF)
+    assert stored is not None and stored["spec"]["holderIdentity"] is None  # released
