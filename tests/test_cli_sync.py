@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -72,6 +73,35 @@ def everything(result: Result) -> str:
 
 
 # -- sync and status --------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_sees_what_sync_created(
+    remote: GitRemote, kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    synced = invoke(*sync_args(remote.url, tmp_path, kubeapi))
+    assert synced.exit_code == 0, everything(synced)
+    selector = f"app.kubernetes.io/managed-by=mxgitops,mxgitops.io/instance={INSTANCE}"
+    listed = subprocess.run(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(kubeapi.kubeconfig),
+            "get",
+            "jobs",
+            "-A",
+            "-l",
+            selector,
+            "-o",
+            "json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    items = json.loads(listed.stdout)["items"]
+    assert sorted(i["metadata"]["labels"]["mxgitops.io/job"] for i in items) == ["alpha", "beta"]
+    assert all(i["metadata"]["namespace"] == NS for i in items)
 
 
 def test_sync_then_status_shows_the_note(
