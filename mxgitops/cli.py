@@ -413,7 +413,14 @@ def _git_token() -> str | None:
 @main.command()
 @repo_options
 @click.argument("commit", required=False)
-@output_option
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="Report format; markdown suits a pull-request comment.",
+)
 def status(commit: str | None, output: str, **options: Any) -> ExitCode:
     """Show the status note mxgitops wrote on a commit (default: the branch tip).
 
@@ -431,7 +438,12 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
             err=True,
         )
         return ExitCode.FAILED
-    click.echo(report.render_json(summary) if output == "json" else report.render_table(summary))
+    renderers = {
+        "text": report.render_table,
+        "markdown": report.render_markdown,
+        "json": report.render_json,
+    }
+    click.echo(renderers[output](summary))
     return ExitCode.OK
 
 

@@ -192,8 +192,29 @@ def render_plan(summary: Summary, *, verbose: bool = False) -> str:
 
 def render_table(summary: Summary) -> str:
     """The readable part of a note: one row per job."""
-    header = ("JOB", "STATE", "REPLICAS", "ACTION", "ERRORS")
-    rows = [
+    rows = _rows(summary)
+    widths = [max(len(c) for c in column) for column in zip(*rows, strict=True)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    return "\n".join([_title(summary), "", *lines, *_extra(summary)])
+
+
+def render_markdown(summary: Summary) -> str:
+    """The same table for a pull-request or chat message."""
+    header, *body = _rows(summary)
+    lines = [_markdown_row(header), "|" + "---|" * len(header)]
+    lines += [_markdown_row(tuple(c.replace("|", r"\|") for c in row)) for row in body]
+    return "\n".join([f"**{_title(summary)}**", "", *lines, *_extra(summary)]) + "\n"
+
+
+def _markdown_row(cells: tuple[str, ...]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _rows(summary: Summary) -> list[tuple[str, ...]]:
+    header: tuple[str, ...] = ("JOB", "STATE", "REPLICAS", "ACTION", "ERRORS")
+    return [header] + [
         (
             job.qualified_name,
             job.state or "-",
@@ -203,17 +224,18 @@ def render_table(summary: Summary) -> str:
         )
         for job in summary.jobs
     ]
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=False)]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        for row in (header, *rows)
-    ]
+
+
+def _title(summary: Summary) -> str:
     title = f"mxgitops status of {summary.commit[:12] or 'a working tree'}"
-    title += f" (instance {summary.instance})" if summary.instance else ""
+    return title + (f" (instance {summary.instance})" if summary.instance else "")
+
+
+def _extra(summary: Summary) -> list[str]:
     extra = [f"invalid: {p}" for p in summary.problems]
     if summary.prune_refused:
         extra.append(f"pruning refused: {summary.prune_refused}")
-    return "\n".join([title, "", *lines, *(["", *extra] if extra else [])])
+    return ["", *extra] if extra else []
 
 
 def render_json(summary: Summary) -> str:
