@@ -137,16 +137,24 @@ def _log(summary: report.Summary, notices: list[str]) -> None:
 
 
 def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
-    """A plain directory is read as it is; anything else is a Git remote, cached."""
+    """A Git URL, a bare repository, or a checkout with --ref is synced through the
+    cache; any other directory (a checkout's work tree too) is read as it is."""
     local = Path(config.repo).expanduser()
-    if not _URL.match(config.repo) and local.is_dir() and not _is_repository_root(local):
-        if config.ref:
-            raise ConfigError(
-                f"--ref {config.ref} needs a Git repository, and {local} is a plain directory"
-            )
-        return Workspace(local.resolve())
-    if not _URL.match(config.repo) and not local.exists():
-        raise ConfigError(f"--repo {config.repo}: no such directory, and not a Git URL")
+    if not _URL.match(config.repo):
+        if not local.is_dir():
+            raise ConfigError(f"--repo {config.repo}: no such directory, and not a Git URL")
+        work_tree = (local / ".git").exists()
+        if not _is_bare_repository(local) and not (work_tree and config.ref):
+            if config.ref:
+                raise ConfigError(
+                    f"--ref {config.ref} needs a Git repository, and {local} is a plain directory"
+                )
+            if work_tree:
+                notices.append(
+                    f"reading the work tree of {local} as it is (uncommitted changes included, "
+                    "no status note); pass --ref, or a URL, to sync a commit"
+                )
+            return Workspace(local.resolve())
     credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
     repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
     checkout = repository.sync(config.ref)
@@ -163,8 +171,8 @@ def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
     return Workspace(checkout.root, checkout.commit, repository, checkout)
 
 
-def _is_repository_root(path: Path) -> bool:
-    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+def _is_bare_repository(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir()
 
 
 def _manifest_dir(root: Path, path: str) -> Path:
@@ -180,7 +188,8 @@ def _cluster(
     config: SyncConfig, connect: Callable[..., kube.Cluster], notices: list[str]
 ) -> kube.Cluster | None:
     if config.dry_run and not kube.cluster_configured(config.kubeconfig):
-        notices.append("no cluster configured: planning against an empty cluster")
+        # First of all notices: a plan made against nothing must say so before anything.
+        notices.insert(0, "no cluster configured: planning against an empty cluster")
         return None
     return connect(
         kubeconfig=config.kubeconfig, context=config.context, parallelism=config.parallelism

@@ -104,6 +104,25 @@ def test_kubectl_sees_what_sync_created(
     assert all(i["metadata"]["namespace"] == NS for i in items)
 
 
+def test_a_checkouts_work_tree_is_planned_as_it_is_unless_a_ref_is_given(
+    remote: GitRemote, tmp_path: Path
+) -> None:
+    (remote.work / "jobs" / "gamma.yaml").write_text(mxjob("gamma"))  # not committed
+    args = ["sync", "--repo", remote.work, "--path", "jobs", "--cache-dir", tmp_path / "cache"]
+    args += ["--dry-run", "-n", NS]
+
+    as_is = invoke(*args)
+    committed = invoke(*args, "--ref", "main")
+
+    assert as_is.exit_code == 0, everything(as_is)
+    first, second = as_is.stdout.splitlines()[:2]
+    assert first.startswith("Note: no cluster configured")
+    assert second.startswith("Note: reading the work tree of")
+    assert "gamma" in as_is.stdout
+    assert committed.exit_code == 0, everything(committed)
+    assert "gamma" not in committed.stdout and "alpha" in committed.stdout
+
+
 def test_sync_then_status_shows_the_note(
     remote: GitRemote, kubeapi: KubeAPI, tmp_path: Path
 ) -> None:
