@@ -125,6 +125,8 @@ def _log(summary: report.Summary, notices: list[str]) -> None:
         log.info(notice)
     for problem in summary.problems:
         log.info("invalid: %s", problem)
+    if summary.prune_refused:
+        log.warning("pruning refused: %s", summary.prune_refused)
     for job in summary.jobs:
         for error in job.errors:
             log.error(
