@@ -110,8 +110,14 @@ job manifests.
 Examples:
   mxgitops validate                      check the manifests under the current directory
   mxgitops validate jobs/ extra.yaml     check some directories and files
-  mxgitops validate -o json jobs/        a machine-readable report
-  mxgitops --debug validate jobs/        show a traceback if something unexpected breaks
+  mxgitops sync --dry-run                what a sync of this checkout would do, writing nothing
+  mxgitops sync --repo URL --kubeconfig ~/.kube/config --namespace ml
+                                         reconcile the cluster with the repository
+  mxgitops status --repo URL             the status note of the branch tip
+  mxgitops diff origin/main HEAD         what a pull request does to the jobs
+  mxgitops --debug sync ...              show a traceback if something unexpected breaks
+
+Each command has its own --help, with more examples.
 
 \b
 Exit codes:
