@@ -148,6 +148,16 @@ class Repository:
         self._clone()
         return self._check_out(ref, sub, cloned=True, reason=reason)
 
+    def tree_id(self, commit: str, subpath: str = "") -> str | None:
+        """The id of the tree at `subpath` of `commit`: equal ids, identical files."""
+        sub = _clean_subpath(subpath)
+        status, sha = self._git().attempt("rev-parse", "--verify", "--quiet", f"{commit}:{sub}")
+        return sha if status == 0 and sha else None
+
+    def state_file(self, name: str) -> Path:
+        """A file of mxgitops' own beside the cache's git data, untouched by checkouts."""
+        return self.path / ".git" / "mxgitops" / name
+
     def read_note(self, commit: str, *, notes_ref: str = NOTES_REF) -> str | None:
         """The note on `commit`, as the next push would leave it (ours merged with theirs).
 

@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -154,6 +154,38 @@ class MxJob:
     def key(self) -> tuple[str, str]:
         """What identifies a job across syncs: (namespace, name)."""
         return (self.namespace, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; `from_dict` gives back an equal job."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MxJob:
+        policy = data["run_policy"]
+        clean = policy["clean_pod_policy"]
+        return cls(
+            name=data["name"],
+            namespace=data["namespace"],
+            mode=JobMode(data["mode"]),
+            replica_specs=tuple(
+                ReplicaSpec(
+                    type=ReplicaType(r["type"]),
+                    replicas=r["replicas"],
+                    restart_policy=RestartPolicy(r["restart_policy"]),
+                    template=r["template"],
+                    ps_root_port=r["ps_root_port"],
+                    path=tuple(r["path"]),
+                )
+                for r in data["replica_specs"]
+            ),
+            run_policy=RunPolicy(
+                **{**policy, "clean_pod_policy": CleanPodPolicy(clean) if clean else None}
+            ),
+            success_policy=SuccessPolicy(data["success_policy"]),
+            on_change=OnChange(data["on_change"]),
+            dialect=Dialect(data["dialect"]),
+            source_path=data["source_path"],
+        )
 
     @cached_property
     def spec_hash(self) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mxgitops import cluster as kube
 from mxgitops import config as settings
-from mxgitops import lease, ledger, manifests, report, source
+from mxgitops import lease, ledger, loadcache, manifests, report, source
 from mxgitops.apply import ChangeSet, apply
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError
@@ -79,11 +79,7 @@ def sync(
     workspace = open_workspace(config, notices)
     config = settings.with_repo_file(config, set(explicit), workspace.root)
     progress.phase("validating manifests")
-    loaded = manifests.load(
-        [_manifest_dir(workspace.root, config.path)],
-        default_namespace=config.namespace,
-        max_file_size=config.max_file_size,
-    )
+    loaded = _load_manifests(workspace, config)
     options = PlanOptions(
         instance=config.instance,
         commit=workspace.commit,
@@ -175,6 +171,23 @@ def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
 
 def _is_bare_repository(path: Path) -> bool:
     return (path / "HEAD").is_file() and (path / "objects").is_dir()
+
+
+def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:
+    """Validate the manifests, or reuse the verdict on the same Git tree (most syncs)."""
+    directory = _manifest_dir(workspace.root, config.path)
+
+    def validate() -> manifests.LoadResult:
+        return manifests.load(
+            [directory], default_namespace=config.namespace, max_file_size=config.max_file_size
+        )
+
+    repository = workspace.repository
+    tree = repository.tree_id(workspace.commit, config.path) if repository else None
+    if repository is None or tree is None:
+        return validate()
+    settings = (config.namespace, config.max_file_size)
+    return loadcache.load(repository.state_file("manifests.json"), tree, settings, validate)
 
 
 def _manifest_dir(root: Path, path: str) -> Path:
