@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import SCHEMA_FILES, LoadResult, Problem, load, schema
+from mxgitops.manifests import LoadResult, Problem, load
+from mxgitops.schema import SCHEMA_FILES, schema
 from mxgitops.spec import Dialect, JobMode
 
 REPO = Path(__file__).resolve().parents[1]
