@@ -26,6 +26,7 @@ from typing import Any
 
 import kubernetes
 import urllib3
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from mxgitops.errors import (
@@ -278,8 +279,10 @@ def connect(
     configuration = kubernetes.client.Configuration()
     try:
         source = _load_configuration(configuration, kubeconfig, context)
-    except kubernetes.config.ConfigException as exc:
-        raise ConfigError(f"cannot load the cluster configuration: {exc}") from exc
+    except (kubernetes.config.ConfigException, yaml.YAMLError, OSError, ValueError) as exc:
+        # A kubeconfig that is not YAML, or not readable, is the user's to fix: no traceback.
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"cannot load the cluster configuration: {detail}") from exc
     if source is None:
         raise NoClusterConfigured(
             "no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod "

@@ -12,12 +12,18 @@ from pathlib import Path
 from mxgitops import config as settings
 from mxgitops import manifests, report, source
 from mxgitops.config import SyncConfig
+from mxgitops.errors import ConfigError
 from mxgitops.review import Review, review
 from mxgitops.spec import NAMESPACE
+from mxgitops.sync import repository_kind
 
 
 def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary | None, str]:
     """The status note of `commit` (default: the synced ref's tip) and the commit's sha."""
+    if repository_kind(config.repo) == "directory":
+        raise ConfigError(
+            f"--repo {config.repo} is a plain directory; status notes live in a Git repository"
+        )
     credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
     repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
     checkout = repository.sync(config.ref)

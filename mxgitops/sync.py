@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from mxgitops import cluster as kube
 from mxgitops import config as settings
@@ -137,22 +138,18 @@ def _log(summary: report.Summary, notices: list[str]) -> None:
 def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
     """A Git URL, a bare repository, or a checkout with --ref is synced through the
     cache; any other directory (a checkout's work tree too) is read as it is."""
-    local = Path(config.repo).expanduser()
-    if not _URL.match(config.repo):
-        if not local.is_dir():
-            raise ConfigError(f"--repo {config.repo}: no such directory, and not a Git URL")
-        work_tree = (local / ".git").exists()
-        if not _is_bare_repository(local) and not (work_tree and config.ref):
-            if config.ref:
-                raise ConfigError(
-                    f"--ref {config.ref} needs a Git repository, and {local} is a plain directory"
-                )
-            if work_tree:
-                notices.append(
-                    f"reading the work tree of {local} as it is (uncommitted changes included, "
-                    "no status note); pass --ref, or a URL, to sync a commit"
-                )
-            return Workspace(local.resolve())
+    kind = repository_kind(config.repo)
+    if kind == "directory" or (kind == "work tree" and not config.ref):
+        if config.ref:
+            raise ConfigError(
+                f"--ref {config.ref} needs a Git repository, and {config.repo} is a plain directory"
+            )
+        if kind == "work tree":
+            notices.append(
+                f"reading the work tree of {config.repo} as it is (uncommitted changes "
+                "included, no status note); pass --ref, or a URL, to sync a commit"
+            )
+        return Workspace(Path(config.repo).expanduser().resolve())
     credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
     repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
     checkout = repository.sync(config.ref)
@@ -169,8 +166,19 @@ def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
     return Workspace(checkout.root, checkout.commit, repository, checkout)
 
 
-def _is_bare_repository(path: Path) -> bool:
-    return (path / "HEAD").is_file() and (path / "objects").is_dir()
+RepositoryKind = Literal["url", "bare repository", "work tree", "directory"]
+
+
+def repository_kind(repo: str) -> RepositoryKind:
+    """What --repo names: a URL or a local path of one of three kinds."""
+    if _URL.match(repo):
+        return "url"
+    local = Path(repo).expanduser()
+    if not local.is_dir():
+        raise ConfigError(f"--repo {repo}: no such directory, and not a Git URL")
+    if (local / "HEAD").is_file() and (local / "objects").is_dir():
+        return "bare repository"
+    return "work tree" if (local / ".git").exists() else "directory"
 
 
 def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:

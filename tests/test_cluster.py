@@ -158,6 +158,13 @@ def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
         cluster.connect(kubeconfig=tmp_path / "none")
 
 
+def test_a_kubeconfig_that_is_not_yaml_is_a_config_error(tmp_path: Path) -> None:
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("clusters: [unclosed")
+    with pytest.raises(ConfigError, match="cannot load the cluster configuration"):
+        cluster.connect(kubeconfig=broken)
+
+
 def two_contexts(path: Path, good: str) -> Path:
     """A kubeconfig whose current context points nowhere and whose `good` one works."""
     clusters = {"good": good, "bad": "http://127.0.0.1:9"}
