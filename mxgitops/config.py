@@ -21,9 +21,10 @@ import yaml
 from mxgitops.cluster import DEFAULT_PARALLELISM
 from mxgitops.errors import ConfigError
 from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
-from mxgitops.spec import NAMESPACE
+from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 
 REPO_CONFIG_FILE = ".mxgitops.yaml"
+MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
 
 
@@ -65,8 +66,18 @@ class SyncConfig:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"
             )
-        if not self.instance or len(self.instance) > 63:
-            raise ConfigError("instance must be a label value of 1 to 63 characters")
+        if not is_dns1123_label(self.namespace):
+            raise ConfigError(
+                f"namespace {self.namespace!r} is not a valid namespace name "
+                "(lower-case letters, digits and '-', at most 63 characters)"
+            )
+        # The instance names the Lease (mxgitops-…) and the ledger (mxgitops-ledger-…)
+        # and is a label value: a DNS-1123 label short enough for both names.
+        if not is_dns1123_label(self.instance, MAX_INSTANCE_LENGTH):
+            raise ConfigError(
+                f"instance {self.instance!r} must be lower-case letters, digits and '-', "
+                f"at most {MAX_INSTANCE_LENGTH} characters"
+            )
 
 
 # Keys of .mxgitops.yaml -> SyncConfig field, with the type a value must have.

@@ -293,6 +293,11 @@ def mxnet_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next((c for c in _mappings(containers) if c.get("name") == CONTAINER_NAME), None)
 
 
+def is_dns1123_label(value: str, max_length: int = MAX_NAME_LENGTH) -> bool:
+    """Lower-case letters, digits and '-', starting and ending with a letter or digit."""
+    return len(value) <= max_length and _DNS1123_LABEL.match(value) is not None
+
+
 def is_reserved_env(name: str) -> bool:
     return name.startswith(RESERVED_ENV_PREFIX) or name in RESERVED_ENV_NAMES
 
@@ -508,7 +513,7 @@ def _mode_problems(job: MxJob) -> list[FieldProblem]:
 
 def _name_problems(job: MxJob) -> list[FieldProblem]:
     name_path: Path = ("metadata", "name")
-    if not _DNS1123_LABEL.match(job.name) or len(job.name) > MAX_NAME_LENGTH:
+    if not is_dns1123_label(job.name):
         return [
             FieldProblem(
                 name_path,
@@ -517,7 +522,7 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
             )
         ]
     problems: list[FieldProblem] = []
-    if not _DNS1123_LABEL.match(job.namespace) or len(job.namespace) > MAX_NAME_LENGTH:
+    if not is_dns1123_label(job.namespace):
         problems.append(
             FieldProblem(("metadata", "namespace"), f"{job.namespace!r} is not a valid namespace")
         )
