@@ -80,8 +80,9 @@ def apply(
             owners[ObjectRef.of(obj)] = change.key
             creates.append(Create(obj))
     _record(cluster.write(deletes, on_done), owners, outcomes)
-    # A job whose old objects could not all be deleted is not started anew: two
-    # runtimes of one job must never run side by side.
+    # A job whose old objects could not all be deleted is not started anew, so it
+    # never has two live runtimes. (The pods of deleted Jobs may still be terminating
+    # while the new ones start: the API server deletes them in the background.)
     blocked = {key for key, outcome in outcomes.items() if outcome.errors}
     _record(
         cluster.write([w for w in creates if owners[_ref(w)] not in blocked], on_done),
