@@ -35,7 +35,7 @@ from click.core import ParameterSource
 from mxgitops import __version__, report, review
 from mxgitops.commands import diff_commits, read_status
 from mxgitops.config import SyncConfig, from_options
-from mxgitops.console import configure_logging, progress_display
+from mxgitops.console import configure_logging, progress_display, stopped_cleanly_on_sigterm
 from mxgitops.errors import (
     ClusterError,
     ConfigError,
@@ -377,7 +377,10 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
     """
     config, explicit = _sync_config(ctx, options)
     configure_logging(config.log_format, config.verbose)
-    with progress_display(config.output == "text" and config.verbose >= 0) as progress:
+    with (
+        stopped_cleanly_on_sigterm(),
+        progress_display(config.output == "text" and config.verbose >= 0) as progress,
+    ):
         outcome = run_sync(config, explicit=explicit, progress=progress)
     if config.output == "json":
         click.echo(

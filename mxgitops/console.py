@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -79,3 +81,21 @@ def progress_display(enabled: bool) -> Iterator[SyncProgress]:
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         yield TerminalProgress(progress)
+
+
+@contextmanager
+def stopped_cleanly_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM (a CronJob's deadline, a pod eviction) into SystemExit(143), so a
+    sync unwinds: writes under way finish, the Lease is released, caches stay whole."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals (e.g. the CLI run from a test runner)
+        return
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

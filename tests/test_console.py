@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -67,3 +69,16 @@ def test_terminal_progress_shows_the_phase_and_counts_writes() -> None:
         assert (task.description, task.completed, task.total) == ("applying", 2, 3)
         bar.refresh()
     assert "applying" in screen.getvalue()
+
+
+def test_sigterm_unwinds_as_system_exit_and_the_old_handler_comes_back() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    unwound = []
+    with pytest.raises(SystemExit) as caught, console.stopped_cleanly_on_sigterm():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:
+            unwound.append("finally ran")  # where a sync releases its Lease
+    assert caught.value.code == 128 + signal.SIGTERM
+    assert unwound == ["finally ran"]
+    assert signal.getsignal(signal.SIGTERM) == before
