@@ -34,7 +34,7 @@ from click.core import ParameterSource
 
 from mxgitops import __version__, report, review
 from mxgitops.commands import diff_commits, read_status
-from mxgitops.config import SyncConfig, from_options
+from mxgitops.config import SyncConfig, from_options, read_repo_config
 from mxgitops.console import configure_logging, progress_display, stopped_cleanly_on_sigterm
 from mxgitops.errors import (
     ClusterError,
@@ -153,10 +153,9 @@ def namespace_option(command: F) -> F:
     return click.option(
         "--namespace",
         "-n",
-        default=NAMESPACE,
-        show_default=True,
         metavar="NAME",
-        help="Namespace of jobs whose manifest names none.",
+        help="Namespace of jobs whose manifest names none.  [default: the namespace in "
+        "the repository's .mxgitops.yaml, else default]",
     )(command)
 
 
@@ -203,7 +202,9 @@ def max_file_size_option(command: F) -> F:
 @namespace_option
 @max_file_size_option
 @output_option
-def validate(paths: tuple[str, ...], namespace: str, max_file_size: int, output: str) -> ExitCode:
+def validate(
+    paths: tuple[str, ...], namespace: str | None, max_file_size: int, output: str
+) -> ExitCode:
     """Check job manifests without touching a cluster.
 
     Reads every *.yaml and *.yml file under PATHS (default: the current
@@ -219,6 +220,8 @@ def validate(paths: tuple[str, ...], namespace: str, max_file_size: int, output:
       mxgitops validate jobs/vision/resnet.yaml
       mxgitops validate --namespace ml-training -o json .
     """
+    # Like a sync of this repository: its .mxgitops.yaml names the default namespace.
+    namespace = namespace or read_repo_config(Path(".")).get("namespace", NAMESPACE)
     result = load(paths or ["."], default_namespace=namespace, max_file_size=max_file_size)
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
@@ -473,12 +476,7 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
     metavar="DIR",
     help="Directory of the manifests.  [default: .mxgitops.yaml's path, else .]",
 )
-@click.option(
-    "--namespace",
-    "-n",
-    metavar="NAME",
-    help="Namespace of manifests that name none.  [default: .mxgitops.yaml's, else default]",
-)
+@namespace_option
 @click.option(
     "--output",
     "-o",

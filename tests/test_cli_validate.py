@@ -271,3 +271,27 @@ def test_installed_script_runs_in_a_subprocess(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2
     assert "Traceback" not in missing.stderr
+
+
+def test_the_default_namespace_comes_from_the_repositorys_settings(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(repo)
+    (repo / ".mxgitops.yaml").write_text("namespace: ml-training\n")
+    (repo / "jobs/twin.yaml").write_text(
+        LOCAL.format(name="train").replace(
+            "  name: train", "  name: train\n  namespace: ml-training"
+        )
+    )
+    result = invoke("validate", "-o", "json")
+    # Like a sync: both manifests are the job ml-training/train, defined twice.
+    assert result.exit_code == ExitCode.FAILED
+    assert "job ml-training/train is defined more than once" in result.stdout
+    elsewhere = json.loads(invoke("validate", "-n", "other", "-o", "json").stdout)
+    assert {(j["namespace"], j["name"]) for j in elsewhere["jobs"]} == {
+        ("other", "train"),
+        ("ml-training", "train"),
+    }
+    (repo / ".mxgitops.yaml").write_text("namespace: [broken\n")
+    broken = CliRunner().invoke(main, ["validate"])
+    assert broken.exit_code == ExitCode.USAGE and ".mxgitops.yaml: not valid YAML" in broken.stderr
