@@ -77,11 +77,6 @@ class Checkout:
         return self.root / self.subpath if self.subpath else self.root
 
 
-def is_git_repo(path: Path) -> bool:
-    """Whether `path` is a git work tree (or inside one) rather than a plain directory."""
-    return _locate(path) is not None
-
-
 def resolve(repo_path: Path, rev: str) -> str:
     """The full sha of the commit `rev` names in the repository at `repo_path`."""
     # Any revision expression is fine (HEAD~1, origin/main), as long as it is no option.

@@ -19,7 +19,6 @@ from mxgitops.source import (
     Credentials,
     Repository,
     export_tree,
-    is_git_repo,
     redact,
     resolve,
 )
@@ -578,14 +577,3 @@ def test_resolve_and_export_tree_read_a_checkout_without_touching_it(
         resolve(remote.work, "no-such-rev")
     with pytest.raises(GitError, match="sub-path"):
         export_tree(remote.work, head, tmp_path / "x", subpath="nope")
-
-
-def test_is_git_repo_tells_checkouts_from_plain_directories(
-    remote: GitRemote, tmp_path: Path
-) -> None:
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    assert is_git_repo(remote.work)
-    assert is_git_repo(remote.work / "jobs")
-    assert not is_git_repo(plain)
-    assert not is_git_repo(tmp_path / "missing")
