@@ -39,8 +39,9 @@ RESERVED_ENV_NAMES = frozenset({"MX_CONFIG"})
 
 MAX_NAME_LENGTH = 63
 # The seed drew 4 random characters. A runtime id is derived from the spec hash
-# instead; 5 base-36 characters keep the chance that a changed spec maps onto
-# the old names (which would defeat a replace) below one in 60 million.
+# instead: the whole 256-bit hash reduced modulo 36**5, so every one of the
+# 60,466,176 ids is equally likely and a changed spec keeps the old id (and
+# names, which would defeat a replace) with a chance of 1 in 60,466,176.
 RUNTIME_ID_LENGTH = 5
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -198,9 +199,8 @@ class MxJob:
 
     @cached_property
     def runtime_id(self) -> str:
-        return _base36(int(self.spec_hash[:16], 16))[:RUNTIME_ID_LENGTH].rjust(
-            RUNTIME_ID_LENGTH, "0"
-        )
+        number = int(self.spec_hash, 16) % 36**RUNTIME_ID_LENGTH  # uniform, see above
+        return _base36(number).rjust(RUNTIME_ID_LENGTH, "0")
 
 
 def format_path(path: Path) -> str:
