@@ -38,6 +38,9 @@ RESERVED_ENV_PREFIX = "DMLC_"
 RESERVED_ENV_NAMES = frozenset({"MX_CONFIG"})
 
 MAX_NAME_LENGTH = 63
+# A bound on every replica count, checked (schema and model) before any work per
+# replica: one object per replica index is derived, listed and planned.
+MAX_REPLICAS = 10_000
 # The seed drew 4 random characters. A runtime id is derived from the spec hash
 # instead: the whole 256-bit hash reduced modulo 36**5, so every one of the
 # 60,466,176 ids is equally likely and a changed spec keeps the old id (and
@@ -263,7 +266,10 @@ def from_manifest(doc: Mapping[str, Any], *, default_namespace: str = NAMESPACE)
         on_change=on_change,
         dialect=dialect,
     )
-    problems += on_change_problems + _semantic_problems(job)
+    problems += on_change_problems
+    if any(r.replicas > MAX_REPLICAS for r in job.replica_specs):
+        raise SpecError(problems)  # counted already; the rules below work per replica
+    problems += _semantic_problems(job)
     if problems:
         raise SpecError(problems)
     return job
@@ -331,10 +337,12 @@ def _seed_replicas(spec: Mapping[str, Any]) -> tuple[list[ReplicaSpec], list[Fie
             None, template, path, default=RestartPolicy.ON_FAILURE
         )
         problems += policy_problems
+        count, count_problems = _replica_count(raw, path)
+        problems += count_problems
         replicas.append(
             ReplicaSpec(
                 type=replica_type,
-                replicas=int(raw.get("replicas", 1)),
+                replicas=count,
                 restart_policy=policy,
                 template=template,
                 ps_root_port=int(raw.get("PsRootPort", DEFAULT_PS_ROOT_PORT)),
@@ -353,11 +361,12 @@ def _kubeflow_replicas(spec: Mapping[str, Any]) -> tuple[list[ReplicaSpec], list
         policy, policy_problems = _restart_policy(
             raw.get("restartPolicy"), template, path, default=RestartPolicy.NEVER
         )
-        problems += policy_problems
+        count, count_problems = _replica_count(raw, path)
+        problems += policy_problems + count_problems
         replicas.append(
             ReplicaSpec(
                 type=KUBEFLOW_REPLICA_TYPES[type_name],
-                replicas=int(raw.get("replicas", 1)),
+                replicas=count,
                 restart_policy=policy,
                 template=template,
                 ps_root_port=_kubeflow_port(template),
@@ -365,6 +374,15 @@ def _kubeflow_replicas(spec: Mapping[str, Any]) -> tuple[list[ReplicaSpec], list
             )
         )
     return replicas, problems
+
+
+def _replica_count(raw: Mapping[str, Any], path: Path) -> tuple[int, list[FieldProblem]]:
+    """The replica count (default 1), bounded: above MAX_REPLICAS nothing per replica runs."""
+    count = int(raw.get("replicas", 1))
+    if count > MAX_REPLICAS:
+        message = f"must be at most {MAX_REPLICAS}, not {count}"
+        return count, [FieldProblem((*path, "replicas"), message)]
+    return count, []
 
 
 def _kubeflow_port(template: Mapping[str, Any]) -> int:
@@ -534,7 +552,18 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
                 "the job, and Service names are DNS-1035 labels",
             )
         )
-    longest = max((name for _, name in derived_names(job)), key=len, default="")
+    # The first index with the most digits of each type: no loop over every index.
+    longest = max(
+        (
+            job_object_name(
+                job, r.type, 10 ** (len(str(r.replicas - 1)) - 1) if r.replicas > 10 else 0
+            )
+            for r in job.replica_specs
+            if r.replicas
+        ),
+        key=len,
+        default="",
+    )
     if len(longest) > MAX_NAME_LENGTH:
         allowed = MAX_NAME_LENGTH - (len(longest) - len(job.name))
         problems.append(

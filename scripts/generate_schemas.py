@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mxgitops.spec import MAX_REPLICAS
+
 KUBERNETES_VERSION = "v1.32.0"
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_DIRS = (ROOT / "schemas", ROOT / "mxgitops" / "schemas")
@@ -122,6 +124,7 @@ _METADATA: Schema = {
 _REPLICAS: Schema = {
     "type": "integer",
     "minimum": 1,
+    "maximum": MAX_REPLICAS,
     "default": 1,
     "description": "Number of replicas (pods) of this type. SCHEDULER has exactly 1.",
 }
