@@ -23,6 +23,11 @@ from jsonschema.exceptions import ValidationError, best_match
 from mxgitops.spec import Dialect
 from mxgitops.yamldoc import Issue
 
+# The one Kubernetes version of the pod-template schema: the generator reads this
+# version's PodTemplateSpec from kubernetes-validate, and the tests check rendered
+# objects against it and run the test control plane of the same minor version.
+KUBERNETES_VERSION = "v1.34.0"
+
 SCHEMA_FILES = {
     Dialect.SEED: "mxjob-seed-v1beta1.json",
     Dialect.KUBEFLOW: "mxjob-kubeflow-v1.json",

@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mxgitops.schema import KUBERNETES_VERSION
 from mxgitops.spec import MAX_REPLICAS
 
-KUBERNETES_VERSION = "v1.32.0"
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_DIRS = (ROOT / "schemas", ROOT / "mxgitops" / "schemas")
 

@@ -14,6 +14,7 @@ import yaml
 
 from mxgitops import objects, spec
 from mxgitops.errors import ConfigError
+from mxgitops.schema import KUBERNETES_VERSION
 from mxgitops.trainer import (
     NAMESPACE,
     AcceleratorConfig,
@@ -27,7 +28,7 @@ from mxgitops.trainer import (
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 UPSTREAM = SHARED / "examples" / "upstream"
-K8S_VERSION = "1.32.0"
+K8S_VERSION = KUBERNETES_VERSION.removeprefix("v")
 CTX = RenderContext(instance="prod", commit="c0ffee")
 GPU = {
     "nvidia.com/gpu": {
