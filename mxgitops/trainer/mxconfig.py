@@ -7,6 +7,13 @@ process's task; `DMLC_USE_KUBERNETES=1` tells them they run on Kubernetes.
 Both are rendered here, deterministically (compact JSON, sorted keys), so the
 same job always yields byte-identical pod templates.
 
+MX_CONFIG lists every server's and worker's address only in jobs of at most
+`MAX_LISTED_REPLICAS` replicas. Each of a job's N processes carrying N
+addresses makes its objects grow as N² (a 5,000-worker job: over a GiB and
+minutes to render, more than the CronJob's memory); a larger job's MX_CONFIG
+names the scheduler alone, the one address ps-lite dials, and a process finds
+the counts in `DMLC_NUM_SERVER` and `DMLC_NUM_WORKER`. Rendering is linear.
+
 A local job runs a single process that talks to no one: it gets none of this.
 """
 
@@ -24,6 +31,10 @@ from mxgitops.spec import (
     job_object_name,
     scheduler_service_name,
 )
+
+# 128 addresses are about 9 KB in each process's environment: the whole
+# listing of a job stays under 1.2 MB (128² = 16,384 addresses) to render.
+MAX_LISTED_REPLICAS = 128
 
 
 @dataclass(frozen=True)
@@ -52,14 +63,16 @@ class MxConfig:
 
         The scheduler is reached through its Service; servers and workers have
         no Service, so their entry names their batch Job object, which is all
-        the identity they have (ps-lite only ever dials the scheduler).
+        the identity they have (ps-lite only ever dials the scheduler). Jobs
+        larger than `MAX_LISTED_REPLICAS` list the scheduler only.
         """
+        listed = sum(r.replicas for r in job.replica_specs) <= MAX_LISTED_REPLICAS
         cluster: dict[str, tuple[Address, ...]] = {}
         for replica in job.replica_specs:
             if replica.type is ReplicaType.SCHEDULER:
                 url = scheduler_service_name(job)
                 cluster[replica.type.role] = (Address(url, replica.ps_root_port),)
-            else:
+            elif listed:
                 cluster[replica.type.role] = tuple(
                     Address(job_object_name(job, replica.type, i), replica.ps_root_port)
                     for i in range(replica.replicas)
