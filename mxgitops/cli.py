@@ -33,6 +33,7 @@ import click
 from click.core import ParameterSource
 
 from mxgitops import __version__, report, review
+from mxgitops.cluster import MAX_REQUEST_TIMEOUT
 from mxgitops.commands import diff_commits, read_status
 from mxgitops.config import SyncConfig, from_options, read_repo_config
 from mxgitops.console import configure_logging, progress_display, stopped_cleanly_on_sigterm
@@ -357,6 +358,13 @@ def repo_options(command: F) -> F:
     help="Concurrent writes to the API server.  [default: 8]",
 )
 @_opt(
+    "--request-timeout",
+    type=click.FloatRange(0, MAX_REQUEST_TIMEOUT, min_open=True),
+    metavar="SECONDS",
+    help="Longest one Kubernetes API call may take, retries included; an API server "
+    "that does not answer in time is unreachable (exit 4).  [default: 30]",
+)
+@_opt(
     "--max-file-size",
     type=ByteSize(),
     help="Larger manifest files are reported, not read.  [default: 1MiB]",
@@ -380,11 +388,19 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
     """
     config, explicit = _sync_config(ctx, options)
     configure_logging(config.log_format, config.verbose)
-    with (
-        stopped_cleanly_on_sigterm(),
-        progress_display(config.output == "text" and config.verbose >= 0) as progress,
-    ):
-        outcome = run_sync(config, explicit=explicit, progress=progress)
+    try:
+        with (
+            stopped_cleanly_on_sigterm(),
+            progress_display(config.output == "text" and config.verbose >= 0) as progress,
+        ):
+            outcome = run_sync(config, explicit=explicit, progress=progress)
+    except SystemExit:
+        click.echo(
+            "Stopped by SIGTERM: no further write was started and the Lease, if this sync "
+            "held it, was released; the next sync finishes the work.",
+            err=True,
+        )
+        raise
     if config.output == "json":
         click.echo(
             json.dumps(

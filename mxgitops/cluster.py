@@ -10,17 +10,22 @@ What it promises the planner and apply:
   create and NotFound on delete count as success, so a retried write (after a
   429, a 5xx or a dropped connection) never duplicates anything, and no GET is
   needed before a create;
-- every failure becomes an `errors.ClusterError` with the cause chained.
+- every failure becomes an `errors.ClusterError` with the cause chained;
+- no call takes longer than its timeout, retries included: an API server that
+  accepts connections but never answers is unreachable (exit 4), not a hang;
+- once `stop()` is called (SIGTERM), no further write starts and what is left
+  (releasing the Lease) gets a short deadline; writes run on daemon threads, so
+  a write in flight never keeps the process from exiting.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,10 @@ from mxgitops.objects import (
 )
 
 DEFAULT_PARALLELISM = 8
+DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries included
+MAX_REQUEST_TIMEOUT = 3600.0
+CONNECT_TIMEOUT = 10.0  # of each attempt, within the call's timeout
+STOP_GRACE = 2.0  # once stopping, a call (releasing the Lease) gets at most this long
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
@@ -105,6 +114,14 @@ class Cluster:
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
     server: str = ""
+    timeout: float = DEFAULT_REQUEST_TIMEOUT
+    clock: Callable[[], float] = time.monotonic
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def stop(self) -> None:
+        """The sync is stopping (SIGTERM): start no further write, and give each call
+        still to come (releasing the Lease) at most `STOP_GRACE` seconds."""
+        self.stopping.set()
 
     # -- reads ----------------------------------------------------------------
 
@@ -149,21 +166,50 @@ class Cluster:
     def write(
         self, writes: Sequence[Write], on_done: Callable[[WriteResult], None] | None = None
     ) -> list[WriteResult]:
-        """Run writes with bounded parallelism; one result per write, in order."""
+        """Run writes with bounded parallelism; one result per write, in order.
 
-        def run(write: Write) -> WriteResult:
-            result = self._write_one(write)
-            if on_done is not None:
-                on_done(result)
-            return result
+        The writers are daemon threads that take the next write only while the
+        cluster is not stopping. The caller waits for them in `join`, which a
+        signal interrupts: a SIGTERM then stops the sync at once, and a write in
+        flight finishes (or times out) on its own without holding the exit up.
+        """
+        results: list[WriteResult | None] = [None] * len(writes)
+        pending = iter(range(len(writes)))
+        claim = threading.Lock()
+        crashes: list[BaseException] = []
 
-        if not writes:
-            return []
-        workers = max(1, min(self.parallelism, len(writes)))
-        if workers == 1:
-            return [run(w) for w in writes]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mxgitops-write") as pool:
-            return list(pool.map(run, writes))
+        def writer() -> None:
+            while not self.stopping.is_set():
+                with claim:
+                    index = next(pending, None)
+                if index is None:
+                    return
+                try:
+                    results[index] = result = self._write_one(writes[index])
+                    if on_done is not None:
+                        on_done(result)
+                except Exception as exc:  # a bug: raised again in the caller's thread
+                    crashes.append(exc)
+                    return
+
+        workers = [
+            threading.Thread(target=writer, name=f"mxgitops-write-{n}", daemon=True)
+            for n in range(min(self.parallelism, len(writes)))
+        ]
+        try:
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        except BaseException:
+            self.stop()
+            raise
+        if crashes:
+            raise crashes[0]
+        return [
+            r if r is not None else WriteResult(w, _stopped())
+            for r, w in zip(results, writes, strict=True)
+        ]
 
     def create(self, objects: Sequence[KubeObject]) -> None:
         _raise_first(self.write([Create(o) for o in objects]))
@@ -223,25 +269,44 @@ class Cluster:
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
     ) -> KubeObject:
+        budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
+        deadline = self.clock() + budget
         for attempt in _attempts(self.retry.attempts):
+            remaining = deadline - self.clock()
             try:
-                return self._send(method, path, query, body)
+                return self._send(method, path, query, body, remaining)
             except ApiException as exc:
                 error = _api_error(exc, method, path)
-                if exc.status not in RETRYABLE_STATUS or attempt.last:
+                delay = self.retry.delay(attempt.number, _retry_after(exc))
+                retryable = exc.status in RETRYABLE_STATUS and not attempt.last
+                if not retryable or self._late(deadline, delay):
                     raise error from exc
-                self.sleep(self.retry.delay(attempt.number, _retry_after(exc)))
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt.last:
+                if _timed_out(exc):
+                    raise ClusterUnreachable(
+                        f"the Kubernetes API at {self.server or 'the cluster'} did not answer "
+                        f"{method} {path} within {budget:g} s (--request-timeout)"
+                    ) from exc
+                delay = self.retry.delay(attempt.number, None)
+                if attempt.last or self._late(deadline, delay):
                     raise ClusterUnreachable(
                         f"cannot reach the Kubernetes API at {self.server or 'the cluster'}: "
                         f"{_short(exc)}"
                     ) from exc
-                self.sleep(self.retry.delay(attempt.number, None))
+            self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _late(self, deadline: float, delay: float) -> bool:
+        """Whether a retry after `delay` would start too late to be answered in time."""
+        return self.clock() + delay >= deadline
+
     def _send(
-        self, method: str, path: str, query: dict[str, str] | None, body: KubeObject | None
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str] | None,
+        body: KubeObject | None,
+        timeout: float,
     ) -> KubeObject:
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
         request = self.api_client.param_serialize(
@@ -255,7 +320,9 @@ class Cluster:
             # every call (a fifth of a write's CPU); the server does not change.
             _host=self.server or None,
         )
-        response = self.api_client.call_api(*request)
+        # Connect and read timeouts: a read timeout bounds each wait for data.
+        timeouts = (max(0.001, min(CONNECT_TIMEOUT, timeout)), max(0.001, timeout))
+        response = self.api_client.call_api(*request, _request_timeout=timeouts)
         data = response.read()
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(
@@ -272,6 +339,7 @@ def connect(
     parallelism: int = DEFAULT_PARALLELISM,
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], None] | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> Cluster:
     """Connect like any Kubernetes tool: a kubeconfig (this one, else $KUBECONFIG or
     ~/.kube/config) with its current or the given context, else the pod's service
@@ -296,6 +364,7 @@ def connect(
         retry=retry or RetryPolicy(),
         sleep=sleep or time.sleep,
         server=configuration.host,
+        timeout=request_timeout,
     )
 
 
@@ -389,6 +458,21 @@ def _raise_first(results: list[WriteResult]) -> None:
     for result in results:
         if result.error is not None:
             raise result.error
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """A connect or read timeout, bare or as the reason urllib3 gave up (a refused
+    connection is a NewConnectionError, which urllib3 derives from its timeouts)."""
+    for error in (exc, getattr(exc, "reason", None)):
+        if isinstance(error, urllib3.exceptions.NewConnectionError):
+            return False
+        if isinstance(error, TimeoutError | urllib3.exceptions.TimeoutError):
+            return True
+    return False
+
+
+def _stopped() -> ClusterError:
+    return ClusterError("not sent: the sync was stopping")
 
 
 def _short(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import yaml
 
-from mxgitops.cluster import DEFAULT_PARALLELISM
+from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
 from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
@@ -50,6 +50,7 @@ class SyncConfig:
     notes_ref: str = DEFAULT_NOTES_REF
     cache_dir: Path = field(default_factory=default_cache_dir)
     parallelism: int = DEFAULT_PARALLELISM
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT  # seconds per API call, retries included
     output: str = "text"
     log_format: str = "text"
     verbose: int = 0  # -1 quiet, 0 normal, 1 verbose
@@ -62,6 +63,11 @@ class SyncConfig:
     def __post_init__(self) -> None:
         if self.parallelism < 1:
             raise ConfigError(f"parallelism must be at least 1, not {self.parallelism}")
+        if not 0 < self.request_timeout <= MAX_REQUEST_TIMEOUT:
+            raise ConfigError(
+                f"request-timeout must be more than 0 and at most {MAX_REQUEST_TIMEOUT:g} "
+                f"seconds, not {self.request_timeout}"
+            )
         if not 0 <= self.max_prune_share <= 1:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"

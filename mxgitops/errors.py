@@ -60,3 +60,16 @@ class LeaseHeldError(MxGitOpsError):
     def __init__(self, holder: str) -> None:
         super().__init__(f"another sync holds the lease: {holder}")
         self.holder = holder
+
+
+class StateDamagedError(MxGitOpsError):
+    """mxgitops' own state in the cluster (the ledger, the Lease) cannot be read.
+
+    The sync stops before it writes anything: without the ledger it cannot tell
+    which jobs finished, and guessing would run finished jobs again. The message
+    says which object is damaged and how to repair it.
+    """
+
+
+class CacheBusyError(MxGitOpsError):
+    """Another mxgitops process kept the Git cache locked for longer than we wait."""

@@ -1,4 +1,4 @@
-"""The JSON schemas of the two manifest dialects, and readable messages from them.
+"""The JSON schemas of every manifest version, and readable messages from them.
 
 The schemas (generated into schemas/ and shipped as package data) settle
 types and unknown fields, the Kubernetes pod template included. jsonschema-rs
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
@@ -20,7 +21,8 @@ import jsonschema
 import jsonschema_rs
 from jsonschema.exceptions import ValidationError, best_match
 
-from mxgitops.spec import Dialect
+from mxgitops.dialects import VERSIONS
+from mxgitops.model import Dialect
 from mxgitops.yamldoc import Issue
 
 # The one Kubernetes version of the pod-template schema: the generator reads this
@@ -28,10 +30,7 @@ from mxgitops.yamldoc import Issue
 # objects against it and run the test control plane of the same minor version.
 KUBERNETES_VERSION = "v1.34.0"
 
-SCHEMA_FILES = {
-    Dialect.SEED: "mxjob-seed-v1beta1.json",
-    Dialect.KUBEFLOW: "mxjob-kubeflow-v1.json",
-}
+SCHEMA_FILES = {dialect: version.schema_file for dialect, version in VERSIONS.items()}
 
 
 @cache
@@ -77,8 +76,9 @@ def _readable(error: ValidationError) -> Iterator[Issue]:
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     if keyword == "additionalProperties" and expected is False and isinstance(instance, dict):
         known = list(schema.get("properties", {}))
+        patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
         for name in instance:
-            if name not in known:
+            if name not in known and not any(p.search(str(name)) for p in patterns):
                 close = difflib.get_close_matches(str(name), known, n=1)
                 hint = f'; did you mean "{close[0]}"?' if close else ""
                 yield Issue(path, f'unknown field "{name}"{hint}', (*path, name))

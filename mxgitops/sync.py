@@ -215,7 +215,10 @@ def _cluster(
         notices.insert(0, "no cluster configured: planning against an empty cluster")
         return None
     return connect(
-        kubeconfig=config.kubeconfig, context=config.context, parallelism=config.parallelism
+        kubeconfig=config.kubeconfig,
+        context=config.context,
+        parallelism=config.parallelism,
+        request_timeout=config.request_timeout,
     )
 
 
@@ -267,9 +270,13 @@ def _apply_under_lease(
         progress.phase(
             "applying", total=sum(len(c.creates) + len(c.deletes) for c in fresh.changes)
         )
-        changeset = apply(fresh, cluster, on_done=written)
-        if fresh.ledger_changed:
-            changeset = _write_ledger(cluster, config, fresh.ledger, changeset)
+        try:
+            changeset = apply(fresh, cluster, on_done=written)
+            if fresh.ledger_changed:
+                changeset = _write_ledger(cluster, config, fresh.ledger, changeset)
+        except (SystemExit, KeyboardInterrupt):
+            cluster.stop()  # SIGTERM: no further write; the Lease is released at once
+            raise
     return fresh, changeset
 
 

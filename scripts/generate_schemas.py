@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the JSON schemas of both MxJob manifest dialects.
+"""Generate the JSON schemas of every MxJob API version mxgitops reads.
 
 The pod template of every replica is checked against the real Kubernetes
 schema of PodTemplateSpec (strict: unknown fields rejected) for one pinned
@@ -26,14 +26,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mxgitops.dialects import VERSIONS
 from mxgitops.schema import KUBERNETES_VERSION
-from mxgitops.spec import MAX_REPLICAS
+from mxgitops.spec import MAX_REPLICAS, Dialect
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_DIRS = (ROOT / "schemas", ROOT / "mxgitops" / "schemas")
 
-SEED_FILE = "mxjob-seed-v1beta1.json"
-KUBEFLOW_FILE = "mxjob-kubeflow-v1.json"
 
 POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
 _TEMPLATE_REF = {"$ref": f"#/$defs/{POD_TEMPLATE}"}
@@ -150,128 +149,238 @@ def _document(api_version: str, kind: str, title: str, spec: Schema, defs: Schem
     }
 
 
-def seed_schema(pod_defs: dict[str, Schema]) -> Schema:
-    replica_spec: Schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["template"],
-        "properties": {
-            "replicas": _REPLICAS,
-            "mxReplicaType": {
-                "enum": ["SCHEDULER", "SERVER", "WORKER"],
-                "default": "WORKER",
-                "description": "Role of these replicas in the parameter-server job.",
-            },
-            "PsRootPort": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 65535,
-                "default": 9091,
-                "description": "Port of the scheduler (DMLC_PS_ROOT_PORT); read from the "
-                "SCHEDULER replica spec.",
-            },
-            "template": _TEMPLATE_REF,
-        },
-    }
-    spec: Schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["replicaSpecs"],
-        "properties": {
-            "jobMode": {
-                "enum": ["local", "dist"],
-                "description": "local: one WORKER replica; dist: SCHEDULER, SERVER and WORKER. "
-                "Inferred from the replica types when absent.",
-            },
-            "replicaSpecs": {
-                "type": "array",
-                "minItems": 1,
-                "items": {"$ref": "#/$defs/mxgitops.seed.ReplicaSpec"},
-            },
-        },
-    }
-    return _document(
-        "mxnet.mlkube.io/v1beta1",
-        "MxJob",
-        "MxJob (seed dialect, mxnet.mlkube.io/v1beta1)",
-        spec,
-        {"mxgitops.seed.ReplicaSpec": replica_spec, **pod_defs},
-    )
-
-
-_RUN_POLICY: dict[str, Schema] = {
-    "cleanPodPolicy": {
-        "enum": ["All", "Running", "None"],
-        "description": "Which pods to delete when the job finishes.",
-    },
-    "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},
-    "activeDeadlineSeconds": {"type": "integer", "minimum": 1},
-    "backoffLimit": {"type": "integer", "minimum": 0},
-    "suspend": {"type": "boolean"},
+_TYPE_ENUM = {
+    "enum": ["SCHEDULER", "SERVER", "WORKER"],
+    "default": "WORKER",
+    "description": "Role of these replicas in the parameter-server job.",
+}
+_PS_ROOT_PORT = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": 65535,
+    "default": 9091,
+    "description": "Port of the scheduler (DMLC_PS_ROOT_PORT); read from the "
+    "SCHEDULER replica spec.",
+}
+_LIST_JOB_MODE = {
+    "enum": ["local", "dist"],
+    "description": "local: one WORKER replica; dist: SCHEDULER, SERVER and WORKER. "
+    "Inferred from the replica types when absent.",
 }
 
 
-def kubeflow_schema(pod_defs: dict[str, Schema]) -> Schema:
-    replica_spec: Schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["template"],
-        "properties": {
+def _any_case(properties: dict[str, Schema]) -> Schema:
+    """Field names matched regardless of case, as Go's encoding/json matched them."""
+    return {
+        "properties": properties,
+        "patternProperties": {
+            "^" + "".join(f"[{c.lower()}{c.upper()}]" for c in name) + "$": value
+            for name, value in properties.items()
+        },
+    }
+
+
+def _object(properties: dict[str, Schema], *, any_case: bool = False, **extra: Any) -> Schema:
+    fields = _any_case(properties) if any_case else {"properties": properties}
+    return {"type": "object", "additionalProperties": False, **extra, **fields}
+
+
+def list_form_schema(
+    pod_defs: dict[str, Schema],
+    dialect: Dialect,
+    *,
+    any_case: bool = False,
+    extra: dict[str, Schema] | None = None,
+) -> Schema:
+    """The seed's list of replica specs, under the group and version of `dialect`."""
+    version = VERSIONS[dialect]
+    replica_spec = _object(
+        {
+            "replicas": _REPLICAS,
+            "mxReplicaType": _TYPE_ENUM,
+            "PsRootPort": _PS_ROOT_PORT,
+            "template": _TEMPLATE_REF,
+        },
+        any_case=any_case,
+    )
+    if not any_case:
+        replica_spec["required"] = ["template"]
+    ref = f"mxgitops.{_slug(dialect)}.ReplicaSpec"
+    spec = _object(
+        {
+            "jobMode": _LIST_JOB_MODE,
+            "replicaSpecs": {"type": "array", "minItems": 1, "items": {"$ref": f"#/$defs/{ref}"}},
+            **(extra or {}),
+        },
+        any_case=any_case,
+    )
+    if not any_case:
+        spec["required"] = ["replicaSpecs"]
+    return _document(
+        version.api_version,
+        version.kind,
+        f"{version.kind} ({version.api_version}, list form)",
+        spec,
+        {ref: replica_spec, **pod_defs},
+    )
+
+
+INT32_MAX = 2**31 - 1
+
+
+def _count(minimum: int, description: str = "") -> Schema:
+    bounded: Schema = {"type": "integer", "minimum": minimum, "maximum": INT32_MAX}
+    return {**bounded, "description": description} if description else bounded
+
+
+_CLEAN_POD_POLICY: Schema = {
+    "enum": ["All", "Running", "None"],
+    "description": "Which pods to delete when the job finishes.",
+}
+_RUN_POLICY: dict[str, Schema] = {
+    "cleanPodPolicy": _CLEAN_POD_POLICY,
+    "ttlSecondsAfterFinished": _count(0),
+    "activeDeadlineSeconds": _count(1),
+    "backoffLimit": _count(0),
+    "suspend": {"type": "boolean"},
+}
+_SCHEDULING_POLICY: Schema = _object(
+    {
+        "minAvailable": _count(0, "Needs a gang scheduler: mxgitops warns, does not enforce."),
+        "queue": {"type": "string", "description": "Needs a gang scheduler: mxgitops warns."},
+        "minResources": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "number"]},
+            "description": "Needs a gang scheduler: mxgitops warns, does not reserve.",
+        },
+        "priorityClass": {
+            "type": "string",
+            "description": "Set as priorityClassName on every pod whose template names none.",
+        },
+        "scheduleTimeoutSeconds": _count(0, "Needs a gang scheduler: mxgitops warns."),
+    }
+)
+_SUCCESS_POLICY: Schema = {
+    "enum": ["", "AllWorkers"],
+    "description": "'' (default): the job succeeds with its scheduler; AllWorkers: "
+    "when every worker has succeeded.",
+}
+
+
+def map_form_schema(
+    pod_defs: dict[str, Schema],
+    dialect: Dialect,
+    spec_fields: dict[str, Schema],
+    replica_extra: dict[str, Schema] | None = None,
+) -> Schema:
+    """Kubeflow's map of replica specs, with the spec fields of `dialect`."""
+    version = VERSIONS[dialect]
+    ref = f"mxgitops.{_slug(dialect)}.ReplicaSpec"
+    replica_spec = _object(
+        {
             "replicas": _REPLICAS,
             "restartPolicy": {
                 "enum": ["Always", "OnFailure", "Never", "ExitCode"],
-                "description": "Always is refused: each replica runs as a batch Job.",
+                "default": "Never",
+                "description": "What runs, overriding the template's (Kubeflow's semantics). "
+                "Always is refused: each replica runs as a batch Job.",
             },
             "template": _TEMPLATE_REF,
+            **(replica_extra or {}),
         },
-    }
-    replica_ref = {"$ref": "#/$defs/mxgitops.kubeflow.ReplicaSpec"}
-    spec: Schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["mxReplicaSpecs"],
-        "properties": {
-            "jobMode": {
-                "enum": ["MXTrain", "MXTune"],
-                "description": "MXTrain; MXTune is refused (training jobs only).",
-            },
-            "mxReplicaSpecs": {
-                "type": "object",
-                "additionalProperties": False,
-                "minProperties": 1,
-                "properties": {
-                    "Scheduler": replica_ref,
-                    "Server": replica_ref,
-                    "Worker": replica_ref,
-                },
-            },
-            "successPolicy": {
-                "enum": ["", "AllWorkers"],
-                "description": "'' (default): the job succeeds with its scheduler; AllWorkers: "
-                "when every worker has succeeded.",
-            },
-            "runPolicy": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": _RUN_POLICY,
-            },
-            **_RUN_POLICY,
-        },
-    }
-    return _document(
-        "kubeflow.org/v1",
-        "MXJob",
-        "MXJob (Kubeflow dialect, kubeflow.org/v1)",
-        spec,
-        {"mxgitops.kubeflow.ReplicaSpec": replica_spec, **pod_defs},
+        required=["template"],
     )
+    replica_ref = {"$ref": f"#/$defs/{ref}"}
+    spec = _object(
+        {
+            "mxReplicaSpecs": _object(
+                {"Scheduler": replica_ref, "Server": replica_ref, "Worker": replica_ref},
+                minProperties=1,
+            ),
+            **spec_fields,
+        },
+        required=["mxReplicaSpecs"],
+    )
+    return _document(
+        version.api_version,
+        version.kind,
+        f"{version.kind} ({version.api_version}, map form)",
+        spec,
+        {ref: replica_spec, **pod_defs},
+    )
+
+
+def _slug(dialect: Dialect) -> str:
+    return dialect.value.replace("/", "-").replace(".", "-")
+
+
+_KUBEFLOW_JOB_MODE: Schema = {
+    "enum": ["MXTrain", "MXTune"],
+    "description": "MXTrain; MXTune is refused (training jobs only).",
+}
+
+
+def all_schemas(pod_defs: dict[str, Schema]) -> dict[Dialect, Schema]:
+    v1_run_policy = {**_RUN_POLICY, "schedulingPolicy": _SCHEDULING_POLICY}
+    return {
+        Dialect.SEED: list_form_schema(pod_defs, Dialect.SEED),
+        Dialect.MLKUBE_V1BETA1: list_form_schema(pod_defs, Dialect.MLKUBE_V1BETA1, any_case=True),
+        Dialect.KUBEFLOW_V1ALPHA1: list_form_schema(
+            pod_defs,
+            Dialect.KUBEFLOW_V1ALPHA1,
+            any_case=True,
+            extra={
+                "mxImage": {
+                    "type": "string",
+                    "description": "Image of mxnet containers without one.",
+                },
+                "terminationPolicy": _object(
+                    {
+                        "chief": _object(
+                            {"replicaName": {"type": "string"}, "replicaIndex": _count(0)}
+                        )
+                    }
+                ),
+                "cleanupPodPolicy": {**_CLEAN_POD_POLICY, "enum": ["", "All", "Running", "None"]},
+                "schedulerName": {"type": "string", "description": "Scheduler of every pod."},
+            },
+        ),
+        Dialect.KUBEFLOW_V1ALPHA2: map_form_schema(
+            pod_defs,
+            Dialect.KUBEFLOW_V1ALPHA2,
+            {"cleanPodPolicy": _CLEAN_POD_POLICY, "ttlSecondsAfterFinishing": _count(0)},
+        ),
+        Dialect.KUBEFLOW_V1BETA1: map_form_schema(
+            pod_defs,
+            Dialect.KUBEFLOW_V1BETA1,
+            {
+                "jobMode": _KUBEFLOW_JOB_MODE,
+                "successPolicy": _SUCCESS_POLICY,
+                "cleanPodPolicy": _CLEAN_POD_POLICY,
+                "ttlSecondsAfterFinished": _count(0),
+            },
+            {"label": {"type": "string", "description": "A tuning key (MXTune); ignored."}},
+        ),
+        Dialect.KUBEFLOW: map_form_schema(
+            pod_defs,
+            Dialect.KUBEFLOW,
+            {
+                "jobMode": _KUBEFLOW_JOB_MODE,
+                "successPolicy": _SUCCESS_POLICY,
+                "runPolicy": _object(v1_run_policy),
+                **v1_run_policy,
+            },
+        ),
+    }
 
 
 def build_schemas(schema_dir: Path | None = None) -> dict[str, str]:
     """File name -> file text of every generated schema."""
     pod_defs = pod_template_defs(schema_dir or kubernetes_schema_dir())
-    schemas = {SEED_FILE: seed_schema(pod_defs), KUBEFLOW_FILE: kubeflow_schema(pod_defs)}
-    return {name: json.dumps(schema, indent=2) + "\n" for name, schema in schemas.items()}
+    return {
+        VERSIONS[dialect].schema_file: json.dumps(schema, indent=2) + "\n"
+        for dialect, schema in all_schemas(pod_defs).items()
+    }
 
 
 def stale_files(texts: dict[str, str]) -> list[Path]:

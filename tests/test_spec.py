@@ -273,16 +273,44 @@ def test_kubeflow_restart_policy_always_is_refused() -> None:
     assert "OnFailure or Never or ExitCode" in message
 
 
-def test_contradicting_restart_policies_are_refused() -> None:
+@pytest.mark.parametrize(
+    ("declared", "in_template", "runs", "source"),
+    [
+        ("Never", "OnFailure", RestartPolicy.NEVER, "restartPolicy Never"),
+        ("OnFailure", "Never", RestartPolicy.ON_FAILURE, "restartPolicy OnFailure"),
+        (None, "OnFailure", RestartPolicy.NEVER, "default restartPolicy Never"),
+        (None, "Always", RestartPolicy.NEVER, "default restartPolicy Never"),
+    ],
+)
+def test_the_kubeflow_replica_restart_policy_overrides_the_template_with_a_warning(
+    declared: str | None, in_template: str, runs: RestartPolicy, source: str
+) -> None:
+    """As Kubeflow's training operator did: the replica's policy (default Never) runs."""
     doc = kubeflow(local=True)
     worker = doc["spec"]["mxReplicaSpecs"]["Worker"]
-    worker["restartPolicy"] = "Never"
-    worker["template"]["spec"]["restartPolicy"] = "OnFailure"
-    assert problems(doc) == {
-        "spec.mxReplicaSpecs.Worker.template.spec.restartPolicy": (
-            "OnFailure contradicts the replica's restartPolicy Never; set only one"
+    if declared is not None:
+        worker["restartPolicy"] = declared
+    worker["template"]["spec"]["restartPolicy"] = in_template
+    job = from_manifest(doc)
+    assert job.replica_specs[0].restart_policy is runs
+    assert [(w.field_path, w.message) for w in job.warnings] == [
+        (
+            "spec.mxReplicaSpecs.Worker.template.spec.restartPolicy",
+            f"{in_template} is overridden: the replica's {source} is what runs, as in "
+            "Kubeflow's training operator; remove it from the template or set the "
+            "replica's restartPolicy",
         )
-    }
+    ]
+
+
+def test_exit_code_runs_as_never_so_a_never_template_is_no_override() -> None:
+    doc = kubeflow(local=True)
+    worker = doc["spec"]["mxReplicaSpecs"]["Worker"]
+    worker["restartPolicy"] = "ExitCode"
+    worker["template"]["spec"]["restartPolicy"] = "Never"
+    job = from_manifest(doc)
+    assert job.replica_specs[0].restart_policy is RestartPolicy.EXIT_CODE
+    assert job.warnings == ()
 
 
 def test_agreeing_restart_policies_are_fine() -> None:

@@ -10,7 +10,11 @@ separated list of ``VERBS[/RESOURCES]:ACTION=VALUE`` rules.
 * ``RESOURCES`` (optional): plural resource names joined with ``+``
   (``jobs+services``) or ``*``.
 * ``ACTION=VALUE``: ``500=P``, ``503=P``, ``429=P`` (with ``Retry-After``),
-  ``drop=P`` (the connection is closed without a response) where ``P`` is a
+  ``drop=P`` (the connection is closed without a response, before the server
+  acts), ``lose=P`` (the server acts, then the connection is closed without its
+  response: a response lost on the way back), ``hang=P`` (the request is read
+  and never answered until the server stops or :meth:`Faults.configure` is
+  called again; :attr:`Faults.hanging` is set when one hangs) where ``P`` is a
   probability in [0, 1]; ``delay=Nms`` (always) or ``delay=Nms@P``.
 
 Example: ``write:500=0.05,write:503=0.05,write/jobs:429=0.05,write:drop=0.05,*:delay=5ms``.
@@ -37,7 +41,7 @@ from .errors import ApiError
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 READ_VERBS = frozenset({"get", "list", "watch"})
 ALL_VERBS = WRITE_VERBS | READ_VERBS
-ACTIONS = ("500", "503", "429", "drop", "delay")
+ACTIONS = ("500", "503", "429", "drop", "lose", "hang", "delay")
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class Decision:
     delay_ms: float = 0.0
     error: ApiError | None = None
     drop: bool = False
+    lose: bool = False
+    hang: bool = False
 
 
 def fault_error(action: str, retry_after: int) -> ApiError:
@@ -141,14 +147,31 @@ class Faults:
 
     def __init__(self, spec: str = "", seed: int = 0, retry_after: int = 1) -> None:
         self._lock = threading.Lock()
+        self.hanging = threading.Event()  # set once a request hangs
+        self._release = threading.Event()
         self.configure(spec, seed, retry_after)
 
     def configure(self, spec: str = "", seed: int = 0, retry_after: int = 1) -> None:
         rules = parse_spec(spec)
+        self.release_hung()
         with self._lock:
             self.spec, self.seed, self.retry_after = spec, seed, retry_after
             self.rules = rules
             self._random = random.Random(seed)
+
+    def release_hung(self) -> None:
+        """Let every hanging request go (its connection is then closed unanswered)."""
+        with self._lock:
+            self._release.set()
+            self._release = threading.Event()
+            self.hanging.clear()
+
+    def hang(self) -> None:
+        """Called by a request that hangs: block until released."""
+        with self._lock:
+            release = self._release
+            self.hanging.set()
+        release.wait()
 
     def decide(self, verb: str, resource: str) -> Decision:
         decision = Decision()
@@ -161,9 +184,9 @@ class Faults:
                     continue
                 if rule.action == "delay":
                     decision.delay_ms += rule.delay_ms
-                elif decision.error is None and not decision.drop:
-                    if rule.action == "drop":
-                        decision.drop = True
+                elif decision.error is None and not (decision.drop or decision.lose):
+                    if rule.action in ("drop", "lose", "hang"):
+                        setattr(decision, rule.action, True)
                     else:
                         decision.error = fault_error(rule.action, self.retry_after)
         return decision

@@ -29,6 +29,7 @@ with ``_``), are never subject to faults and never appear in the request log:
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import socket
 import threading
@@ -100,6 +101,7 @@ class KubeAPIServer(ThreadingHTTPServer):
     def stop(self) -> None:
         """Stop serving, end watches and close every open connection."""
         self.store.close()
+        self.faults.release_hung()
         self.shutdown()
         self.server_close()
         with self._connections_lock:
@@ -240,11 +242,18 @@ class Handler(BaseHTTPRequestHandler):
                 decision = self.server.faults.decide(route.verb, route.res.plural)
                 if decision.delay_ms:
                     time.sleep(decision.delay_ms / 1000)
-                if decision.drop:
-                    entry.update(fault="drop", dropped=True)
+                if decision.hang:
+                    entry.update(fault="hang", dropped=True)
+                    self._record(0)
+                    self.server.faults.hang()
+                if decision.drop or decision.hang:
+                    entry.update(fault=entry["fault"] or "drop", dropped=True)
                     self._record(0)
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if decision.lose:
+                    self._lose(method, url.path, route, query, body)
                     return
                 if decision.error is not None:
                     entry["fault"] = str(decision.error.code)
@@ -257,6 +266,22 @@ class Handler(BaseHTTPRequestHandler):
             pass
         finally:
             self._record(0)
+
+    def _lose(
+        self, method: str, path: str, route: Route, query: dict[str, str], body: bytes
+    ) -> None:
+        """Act on the request, then close the connection instead of answering."""
+        assert self._entry is not None
+        self._entry.update(fault="lose", dropped=True)
+        answer, self.wfile = self.wfile, io.BytesIO()
+        try:
+            self._handle(method, path, route, query, body)
+        except ApiError as err:
+            self._send_error(err)
+        finally:
+            self.wfile = answer
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def _handle(
         self, method: str, path: str, route: Route | None, query: dict[str, str], body: bytes

@@ -1,0 +1,267 @@
+"""The MxJob model: what every API version of a training job is read into.
+
+Every manifest dialect and version (see `mxgitops.dialects`) converts into one
+`MxJob`, as a CRD conversion would convert into its storage version; the rules
+(`spec.py`), rendering (`trainer/`), planning and reports see only this model.
+The spec hash derived from it decides whether a live job is unchanged or must
+be replaced, so it covers what shapes the objects and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+from mxgitops.errors import ManifestError
+
+NAMESPACE = "default"
+SEED_API_VERSION = "mxnet.mlkube.io/v1beta1"
+SEED_KIND = "MxJob"
+KUBEFLOW_API_VERSION = "kubeflow.org/v1"
+KUBEFLOW_KIND = "MXJob"
+
+CONTAINER_NAME = "mxnet"
+DEFAULT_PS_ROOT_PORT = 9091
+KUBEFLOW_PORT_NAME = "mxjob-port"
+ON_CHANGE_ANNOTATION = "mxgitops.io/on-change"
+RESERVED_ENV_PREFIX = "DMLC_"
+RESERVED_ENV_NAMES = frozenset({"MX_CONFIG"})
+
+MAX_NAME_LENGTH = 63
+# A bound on every replica count, checked (schema and model) before any work per
+# replica: one object per replica index is derived, listed and planned.
+MAX_REPLICAS = 10_000
+# The seed drew 4 random characters. A runtime id is derived from the spec hash
+# instead: the whole 256-bit hash reduced modulo 36**5, so every one of the
+# 60,466,176 ids is equally likely and a changed spec keeps the old id (and
+# names, which would defeat a replace) with a chance of 1 in 60,466,176.
+RUNTIME_ID_LENGTH = 5
+
+Path = tuple[str | int, ...]
+
+
+class Dialect(StrEnum):
+    """Every API version of a training job mxgitops reads (each has one kind)."""
+
+    SEED = SEED_API_VERSION  # the seed's list of replica specs
+    KUBEFLOW = KUBEFLOW_API_VERSION  # Kubeflow's map of replica specs, current
+    MLKUBE_V1BETA1 = "mlkube.io/v1beta1"  # the seed's form under its first group
+    KUBEFLOW_V1ALPHA1 = "kubeflow.org/v1alpha1"  # the list form under Kubeflow's group
+    KUBEFLOW_V1ALPHA2 = "kubeflow.org/v1alpha2"  # the first map form
+    KUBEFLOW_V1BETA1 = "kubeflow.org/v1beta1"
+
+
+class ReplicaType(StrEnum):
+    SCHEDULER = "SCHEDULER"
+    SERVER = "SERVER"
+    WORKER = "WORKER"
+
+    @property
+    def role(self) -> str:
+        """The lower-case name used in object names and `DMLC_ROLE`."""
+        return self.value.lower()
+
+
+# Kubeflow spells the replica types in title case.
+KUBEFLOW_REPLICA_TYPES = {t.value.title(): t for t in ReplicaType}
+
+
+class JobMode(StrEnum):
+    LOCAL = "local"
+    DIST = "dist"
+
+
+class RestartPolicy(StrEnum):
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    EXIT_CODE = "ExitCode"  # Kubeflow: Never plus a pod failure policy on exit codes
+
+
+class CleanPodPolicy(StrEnum):
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class OnChange(StrEnum):
+    REPLACE = "replace"  # a changed spec replaces the job even while it runs
+    WAIT = "wait"  # a changed or removed job waits until it has finished
+
+
+class SuccessPolicy(StrEnum):
+    SCHEDULER = ""  # the seed's rule: a dist job succeeds with its scheduler
+    ALL_WORKERS = "AllWorkers"
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """One thing wrong with a manifest, at a field path such as spec.replicaSpecs[0]."""
+
+    path: Path
+    message: str
+
+    @property
+    def field_path(self) -> str:
+        return format_path(self.path)
+
+
+class SpecError(ManifestError):
+    """A manifest breaks the model's rules; `problems` says where and why."""
+
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        super().__init__("; ".join(f"{p.field_path}: {p.message}" for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    type: ReplicaType
+    replicas: int
+    restart_policy: RestartPolicy
+    template: Mapping[str, Any]  # a PodTemplateSpec, as written
+    ps_root_port: int = DEFAULT_PS_ROOT_PORT
+    path: Path = ()  # where it stands in the manifest, for error messages
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    clean_pod_policy: CleanPodPolicy | None = None
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    suspend: bool = False
+
+
+@dataclass(frozen=True)
+class MxJob:
+    name: str
+    namespace: str
+    mode: JobMode
+    replica_specs: tuple[ReplicaSpec, ...]  # ordered SCHEDULER, SERVER, WORKER
+    run_policy: RunPolicy = RunPolicy()
+    success_policy: SuccessPolicy = SuccessPolicy.SCHEDULER
+    on_change: OnChange = OnChange.REPLACE
+    dialect: Dialect = Dialect.SEED
+    source_path: str = field(default="", compare=False)
+    # What is valid but deserves a word (an older API version, an overridden
+    # restart policy...); never part of the spec hash.
+    warnings: tuple[FieldProblem, ...] = field(default=(), compare=False)
+
+    def replica(self, replica_type: ReplicaType) -> ReplicaSpec | None:
+        return next((r for r in self.replica_specs if r.type is replica_type), None)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies a job across syncs: (namespace, name)."""
+        return (self.namespace, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; `from_dict` gives back an equal job."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MxJob:
+        policy = data["run_policy"]
+        clean = policy["clean_pod_policy"]
+        return cls(
+            name=data["name"],
+            namespace=data["namespace"],
+            mode=JobMode(data["mode"]),
+            replica_specs=tuple(
+                ReplicaSpec(
+                    type=ReplicaType(r["type"]),
+                    replicas=r["replicas"],
+                    restart_policy=RestartPolicy(r["restart_policy"]),
+                    template=r["template"],
+                    ps_root_port=r["ps_root_port"],
+                    path=tuple(r["path"]),
+                )
+                for r in data["replica_specs"]
+            ),
+            run_policy=RunPolicy(
+                **{**policy, "clean_pod_policy": CleanPodPolicy(clean) if clean else None}
+            ),
+            success_policy=SuccessPolicy(data["success_policy"]),
+            on_change=OnChange(data["on_change"]),
+            dialect=Dialect(data["dialect"]),
+            source_path=data["source_path"],
+            warnings=tuple(
+                FieldProblem(tuple(w["path"]), w["message"]) for w in data.get("warnings", ())
+            ),
+        )
+
+    @cached_property
+    def spec_hash(self) -> str:
+        """sha256 of everything that shapes the job's objects.
+
+        The dialect, the on-change annotation and the source path are left out:
+        rewriting a manifest in the other dialect, or moving it, changes nothing.
+        """
+        return hashlib.sha256(_canonical_json(self).encode()).hexdigest()
+
+    @cached_property
+    def runtime_id(self) -> str:
+        number = int(self.spec_hash, 16) % 36**RUNTIME_ID_LENGTH  # uniform, see above
+        return _base36(number).rjust(RUNTIME_ID_LENGTH, "0")
+
+
+def format_path(path: Path) -> str:
+    """('spec', 'replicaSpecs', 0, 'template') -> 'spec.replicaSpecs[0].template'."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or "(document)"
+
+
+def mxnet_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    containers = (template.get("spec") or {}).get("containers") or []
+    return next((c for c in mappings(containers) if c.get("name") == CONTAINER_NAME), None)
+
+
+def mappings(items: Any) -> Iterator[Mapping[str, Any]]:
+    """The mapping items of a list; Kubernetes' schema lets list items be null."""
+    return (item for item in items if isinstance(item, Mapping))
+
+
+# -- hashing ------------------------------------------------------------------
+
+
+def _canonical_json(job: MxJob) -> str:
+    shape = {
+        "name": job.name,
+        "namespace": job.namespace,
+        "mode": job.mode.value,
+        "replicas": [
+            {
+                "type": r.type.value,
+                "replicas": r.replicas,
+                "restartPolicy": r.restart_policy.value,
+                "psRootPort": r.ps_root_port,
+                "template": r.template,
+            }
+            for r in job.replica_specs
+        ],
+        "runPolicy": {
+            "cleanPodPolicy": job.run_policy.clean_pod_policy,
+            "ttlSecondsAfterFinished": job.run_policy.ttl_seconds_after_finished,
+            "activeDeadlineSeconds": job.run_policy.active_deadline_seconds,
+            "backoffLimit": job.run_policy.backoff_limit,
+            "suspend": job.run_policy.suspend,
+        },
+        "successPolicy": job.success_policy.value,
+    }
+    return json.dumps(shape, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while number:
+        number, remainder = divmod(number, 36)
+        text = digits[remainder] + text
+    return text or "0"

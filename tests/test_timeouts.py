@@ -1,0 +1,169 @@
+"""No request hangs the sync: timeouts on every API call, and SIGTERM honoured at once.
+
+The API double's `hang` fault accepts a request and never answers it (until the
+double stops). A sync against it must end with exit 4 within its
+--request-timeout, and a SIGTERM while writes hang must stop the process within
+a few seconds, with the Lease released. The SIGTERM tests run the real CLI in a
+subprocess, as a CronJob's pod would; they wait on the double's `hanging` event,
+never on time passing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mxgitops import cluster
+from mxgitops.cli import main
+from mxgitops.errors import ClusterUnreachable
+from tests.kubeapi.harness import KubeAPI
+from tests.test_reconcile_e2e import INSTANCE, NS, mxjob, write
+
+TIMEOUT = 0.3
+
+
+def sync_args(api: KubeAPI, repo: Path, *extra: str) -> list[str]:
+    return [
+        "sync",
+        "--repo",
+        str(repo),
+        "--kubeconfig",
+        str(api.kubeconfig),
+        "--namespace",
+        NS,
+        "--instance",
+        INSTANCE,
+        "--no-notes",
+        *extra,
+    ]
+
+
+def test_a_call_to_an_api_server_that_never_answers_fails_within_the_timeout(
+    kubeapi: KubeAPI,
+) -> None:
+    kubeapi.faults("*:hang=1")
+    api = cluster.connect(kubeconfig=kubeapi.kubeconfig, request_timeout=TIMEOUT)
+    started = time.monotonic()
+    with pytest.raises(ClusterUnreachable, match=r"did not answer GET .* within 0.3 s"):
+        api.list_live("a=b")
+    assert time.monotonic() - started < TIMEOUT + 1.5
+    assert kubeapi.server.faults.hanging.is_set()
+
+
+def test_retries_stop_at_the_deadline(kubeapi: KubeAPI) -> None:
+    """A server that keeps failing is given up on when the next retry would start too
+    late, however many attempts the policy allows."""
+    kubeapi.faults("*:503=1")
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    api = cluster.connect(
+        kubeconfig=kubeapi.kubeconfig,
+        retry=cluster.RetryPolicy(attempts=100, base_delay=1, max_delay=1),
+        sleep=sleep,
+        request_timeout=5,
+    )
+    api.clock = lambda: now[0]
+    with pytest.raises(cluster.ClusterServerError):
+        api.get(cluster.ObjectRef(cluster.Kind.LEASE, NS, "x"))
+    assert sum(sleeps) < 5
+    assert len(kubeapi.request_log) == len(sleeps) + 1 == 5
+
+
+def test_sync_against_a_hung_api_server_exits_4_within_the_timeout(
+    kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    repo = write(tmp_path / "repo", mxjob("resnet"))
+    kubeapi.faults("*:hang=1")
+    started = time.monotonic()
+    result = CliRunner().invoke(main, sync_args(kubeapi, repo, "--request-timeout", str(TIMEOUT)))
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 4, result.output
+    assert "did not answer" in result.output and "--request-timeout" in result.output
+    assert elapsed < TIMEOUT + 2
+    print(f"\nhung API: sync exited 4 after {elapsed:.2f} s (--request-timeout {TIMEOUT})")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "3601", "soon"])
+def test_a_request_timeout_out_of_bounds_is_a_usage_error(
+    kubeapi: KubeAPI, tmp_path: Path, value: str
+) -> None:
+    repo = write(tmp_path / "repo", mxjob("resnet"))
+    result = CliRunner().invoke(main, sync_args(kubeapi, repo, "--request-timeout", value))
+    assert result.exit_code == 2, result.output
+    assert "--request-timeout" in result.output
+
+
+@pytest.mark.parametrize("parallelism", [1, 4])
+def test_sigterm_with_writes_in_flight_stops_at_once_and_releases_the_lease(
+    kubeapi: KubeAPI, tmp_path: Path, parallelism: int
+) -> None:
+    repo = write(tmp_path / "repo", mxjob("resnet", servers=2, workers=3))
+    kubeapi.faults("create/jobs:hang=1")
+    args = sync_args(kubeapi, repo, "--parallelism", str(parallelism))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MXGITOPS_")}
+    env["MXGITOPS_CACHE_DIR"] = str(tmp_path / "cache")
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from mxgitops.cli import main; main()", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert kubeapi.server.faults.hanging.wait(timeout=60), "no write reached the server"
+        held = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+        assert held is not None and held["spec"]["holderIdentity"]
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=15)
+        elapsed = time.monotonic() - started
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert elapsed < 5
+    assert "Stopped by SIGTERM" in stderr
+    assert len([line for line in stderr.splitlines() if line.strip()]) == 1, stderr
+    lease = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+    assert lease is not None and not lease["spec"].get("holderIdentity")
+    print(f"\nSIGTERM with writes in flight (parallelism {parallelism}): exit in {elapsed:.2f} s")
+
+
+def test_the_double_releases_hung_requests_when_told(kubeapi: KubeAPI) -> None:
+    """The `hang` fault itself: configure() lets hung requests go, unanswered."""
+    kubeapi.faults("get:hang=1")
+    api = cluster.connect(
+        kubeconfig=kubeapi.kubeconfig,
+        retry=cluster.RetryPolicy(attempts=1),
+        request_timeout=60,
+    )
+    errors: list[Exception] = []
+
+    def call() -> None:
+        try:
+            api.get(cluster.ObjectRef(cluster.Kind.LEASE, NS, "x"))
+        except Exception as exc:  # the unanswered request's error, checked below
+            errors.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    assert kubeapi.server.faults.hanging.wait(timeout=30)
+    kubeapi.faults("")
+    caller.join(timeout=30)
+    assert not caller.is_alive()
+    assert [type(e) for e in errors] == [ClusterUnreachable]
+    assert [(e["fault"], e["dropped"]) for e in kubeapi.request_log] == [("hang", True)]
