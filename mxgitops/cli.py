@@ -203,8 +203,9 @@ def max_file_size_option(command: F) -> F:
 @namespace_option
 @max_file_size_option
 @output_option
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
 def validate(
-    paths: tuple[str, ...], namespace: str | None, max_file_size: int, output: str
+    paths: tuple[str, ...], namespace: str | None, max_file_size: int, output: str, strict: bool
 ) -> ExitCode:
     """Check job manifests without touching a cluster.
 
@@ -212,8 +213,10 @@ def validate(
     directory; hidden files and directories are skipped), checks each MxJob
     against the schema of its dialect and the rules of mxgitops, and prints
     one line per problem: FILE:LINE: job NAME: field.path: message.
-    Documents of other kinds are listed as ignored. Exits 1 if any manifest
-    is invalid.
+    Warnings (an older API version, a field mxgitops cannot honour) read
+    FILE:LINE: job NAME: field.path: warning: message. Documents of other
+    kinds are listed as ignored. Exits 1 if any manifest is invalid, or with
+    --strict if there is any warning.
 
     \b
     Examples:
@@ -227,12 +230,12 @@ def validate(
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
-        for problem in result.problems:
-            click.echo(str(problem))
+        for finding in sorted([*result.problems, *result.warnings], key=lambda p: (p.file, p.line)):
+            click.echo(str(finding))
         for ignored in result.ignored:
             click.echo(str(ignored))
         click.echo(result.summary())
-    return ExitCode.OK if result.ok else ExitCode.FAILED
+    return ExitCode.OK if result.passes(strict=strict) else ExitCode.FAILED
 
 
 _SYNC_EXAMPLES = """

@@ -80,6 +80,7 @@ def _encode(result: LoadResult) -> dict[str, Any]:
         "invalid_keys": sorted(result.invalid_keys),
         "invalid_manifests": result.invalid_manifests,
         "unnamed_invalid": result.unnamed_invalid,
+        "warnings": [asdict(w) for w in result.warnings],
     }
 
 
@@ -91,4 +92,5 @@ def _decode(data: dict[str, Any]) -> LoadResult:
         invalid_keys=frozenset((ns, name) for ns, name in data["invalid_keys"]),
         invalid_manifests=data["invalid_manifests"],
         unnamed_invalid=data["unnamed_invalid"],
+        warnings=[Problem(**w) for w in data["warnings"]],
     )

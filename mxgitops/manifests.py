@@ -21,14 +21,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mxgitops.dialects import VERSIONS, Version, version_of
 from mxgitops.errors import ConfigError
 from mxgitops.schema import describe, schema_problems
 from mxgitops.spec import (
+    KUBEFLOW_API_VERSION,
+    KUBEFLOW_KIND,
     NAMESPACE,
-    Dialect,
+    SEED_API_VERSION,
+    SEED_KIND,
+    FieldProblem,
     MxJob,
     SpecError,
-    dialect_of,
     format_path,
     from_manifest,
     refusals,
@@ -51,6 +55,7 @@ class Problem:
     job: str | None
     field: str  # "" when it concerns no field
     message: str
+    warning: bool = False  # a warning never makes a manifest invalid (unless --strict)
 
     def __str__(self) -> str:
         parts = [f"{self.file}:{self.line}" if self.line else self.file]
@@ -58,7 +63,16 @@ class Problem:
             parts.append(f"job {self.job}")
         if self.field:
             parts.append(self.field)
-        return ": ".join([*parts, self.message])
+        return ": ".join([*parts, f"warning: {self.message}" if self.warning else self.message])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "job": self.job,
+            "field": self.field,
+            "message": self.message,
+        }
 
 
 @dataclass(frozen=True)
@@ -84,17 +98,24 @@ class LoadResult:
     invalid_keys: frozenset[Key]  # jobs whose manifests are invalid (name known)
     invalid_manifests: int  # documents (or whole files) with at least one problem
     unnamed_invalid: int  # of those, how many name no job: a sync cannot tell which
+    warnings: list[Problem] = field(default_factory=list)  # each with warning=True
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
+    def passes(self, *, strict: bool = False) -> bool:
+        """Valid; with `strict`, also without warnings."""
+        return self.ok and not (strict and self.warnings)
+
     def summary(self) -> str:
+        warnings = [_count(len(self.warnings), "warning")] if self.warnings else []
         return ", ".join(
             [
                 _count(len(self.jobs), "job") + " valid",
                 _count(self.invalid_manifests, "invalid manifest"),
                 _count(len(self.problems), "problem"),
+                *warnings,
                 _count(len(self.ignored), "document") + " ignored",
             ]
         )
@@ -113,16 +134,8 @@ class LoadResult:
                 }
                 for job in self.jobs
             ],
-            "problems": [
-                {
-                    "file": p.file,
-                    "line": p.line,
-                    "job": p.job,
-                    "field": p.field,
-                    "message": p.message,
-                }
-                for p in self.problems
-            ],
+            "problems": [p.to_json() for p in self.problems],
+            "warnings": [w.to_json() for w in self.warnings],
             "ignored": [
                 {
                     "file": i.file,
@@ -268,6 +281,7 @@ class _Named:
     index: int  # of the document in its file
     line: int
     job: MxJob | None  # None when its manifest is invalid
+    refused: str = ""  # why, when the document is of a kind or mode mxgitops does not run
 
 
 @dataclass
@@ -276,6 +290,7 @@ class _Loader:
     max_file_size: int
     named: list[_Named] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     invalid: set[tuple[str, int]] = field(default_factory=set)
     unnamed_invalid: int = 0
@@ -308,13 +323,16 @@ class _Loader:
             self._report(name, document, None, None, [Issue((), problem)])
             return
         job_name, key = self._identity(data)
-        dialect = dialect_of(data)
-        if dialect is None:
+        version = version_of(data)
+        if version is None:
             self._other_kind(name, document, job_name, key)
             return
-        problems = document.problems + [Issue(p.path, p.message) for p in refusals(data)]
+        refused = refusals(data)
+        problems = document.problems + [Issue(p.path, p.message) for p in refused]
         if not problems:
-            problems = schema_problems(dialect, data)
+            # `status: {}` alone is no `kubectl get` output: from_manifest warns about it.
+            checked = {k: v for k, v in data.items() if k != "status"}
+            problems = _hinted(version, data, schema_problems(version.dialect, checked))
         job = None
         if not problems:
             try:
@@ -323,11 +341,15 @@ class _Loader:
                 problems = [Issue(p.path, p.message) for p in error.problems]
         if problems:
             self._report(name, document, job_name, key, problems)
+            note = version.older_version_note()
+            self._warn(name, document, job_name, [note] if note else [])
         elif job is not None:
             job = replace(job, source_path=name)
+            self._warn(name, document, job_name, list(job.warnings))
         if key is not None:
             line = document.line_of(("metadata", "name"))
-            self.named.append(_Named(key, name, document.index, line, job))
+            reason = refused[0].message.split(":")[0] if refused else ""
+            self.named.append(_Named(key, name, document.index, line, job, reason))
 
     def _identity(self, data: Mapping[str, Any]) -> tuple[str | None, Key | None]:
         """The job's name and key, when the manifest says them plainly enough."""
@@ -347,19 +369,24 @@ class _Loader:
         data = document.data
         kind, api_version = data.get("kind"), data.get("apiVersion")
         if isinstance(kind, str) and kind.lower() == "mxjob":
-            known = {d.value for d in Dialect}
-            where = (
-                "kind" if isinstance(api_version, str) and api_version in known else "apiVersion"
-            )
-            message = (
-                f"apiVersion {api_version!r} with kind {kind!r} is not an MxJob dialect: use "
-                "apiVersion mxnet.mlkube.io/v1beta1 with kind MxJob, "
-                "or apiVersion kubeflow.org/v1 with kind MXJob"
+            by_api = {v.api_version: v for v in VERSIONS.values()}
+            if isinstance(api_version, str) and api_version in by_api:
+                where = "kind"
+                message = f"apiVersion {api_version} takes kind {by_api[api_version].kind}"
+            else:
+                where = "apiVersion"
+                message = f"apiVersion {api_version!r} with kind {kind!r} is not an MxJob dialect"
+            message += (
+                f": use apiVersion {KUBEFLOW_API_VERSION} with kind {KUBEFLOW_KIND}, or "
+                f"apiVersion {SEED_API_VERSION} with kind {SEED_KIND} (also read: "
+                + ", ".join(f"{v.api_version} {v.kind}" for v in VERSIONS.values() if not v.current)
+                + ")"
             )
             self._report(name, document, job_name, key, [Issue((where,), message)])
             if key is not None:
                 line = document.line_of(("metadata", "name"))
-                self.named.append(_Named(key, name, document.index, line, None))
+                refused = f"{api_version} {kind} is not an MxJob dialect"
+                self.named.append(_Named(key, name, document.index, line, None, refused))
             return
         self.ignored.append(
             Ignored(
@@ -386,6 +413,15 @@ class _Loader:
             line = document.line_for(issue)
             self.problems.append(Problem(name, line, job_name, _field(issue.path), issue.message))
 
+    def _warn(
+        self, name: str, document: Document, job_name: str | None, found: list[FieldProblem]
+    ) -> None:
+        for warning in found:
+            line = document.line_of(warning.path)
+            self.warnings.append(
+                Problem(name, line, job_name, _field(warning.path), warning.message, warning=True)
+            )
+
     def _file_problem(self, problem: Problem) -> None:
         self.invalid.add((problem.file, -1))
         self.unnamed_invalid += 1
@@ -403,7 +439,11 @@ class _Loader:
                 continue
             invalid_keys.add(key)
             for entry in entries if len(entries) > 1 else []:
-                others = ", ".join(f"{o.file}:{o.line}" for o in entries if o is not entry)
+                others = ", ".join(
+                    f"{o.file}:{o.line}" + (f", which is refused: {o.refused}" if o.refused else "")
+                    for o in entries
+                    if o is not entry
+                )
                 self.problems.append(
                     Problem(
                         entry.file,
@@ -416,12 +456,32 @@ class _Loader:
                 self.invalid.add((entry.file, entry.index))
         return LoadResult(
             jobs=sorted(jobs, key=lambda job: job.key),
-            problems=sorted(self.problems, key=lambda p: (p.file, p.line, p.field, p.message)),
+            problems=sorted(self.problems, key=_order),
+            warnings=sorted(self.warnings, key=_order),
             ignored=self.ignored,
             invalid_keys=frozenset(invalid_keys),
             invalid_manifests=len(self.invalid),
             unnamed_invalid=self.unnamed_invalid,
         )
+
+
+def _order(problem: Problem) -> tuple[str, int, str, str]:
+    return (problem.file, problem.line, problem.field, problem.message)
+
+
+def _hinted(version: Version, data: Mapping[str, Any], problems: list[Issue]) -> list[Issue]:
+    """Schema problems, with a hint where the manifest mixes the list and map forms."""
+    spec = data.get("spec")
+    if version.replicas_field != "mxReplicaSpecs" or not isinstance(spec, Mapping):
+        return problems
+    if not isinstance(spec.get("replicaSpecs"), list):
+        return problems
+    hint = (
+        'unknown field "replicaSpecs": a list of replica specs is the seed dialect\'s form '
+        f"(apiVersion {SEED_API_VERSION}, kind {SEED_KIND}); {version.api_version} "
+        "takes mxReplicaSpecs, a map of Scheduler, Server and Worker"
+    )
+    return [Issue(i.path, hint, i.at) if i.at == ("spec", "replicaSpecs") else i for i in problems]
 
 
 def _field(path: FieldPath) -> str:

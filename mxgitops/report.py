@@ -70,6 +70,7 @@ class Summary:
     problems: tuple[str, ...] = ()
     prune_refused: str | None = None
     dry_run: bool = False
+    warnings: tuple[str, ...] = ()  # valid manifests' warnings; never make a sync fail
 
     @property
     def ok(self) -> bool:
@@ -104,6 +105,7 @@ class Summary:
             problems=tuple(data.get("problems", ())),
             prune_refused=data.get("prune_refused"),
             dry_run=bool(data.get("dry_run", False)),
+            warnings=tuple(data.get("warnings", ())),
         )
 
 
@@ -112,6 +114,7 @@ def summarize(
     changeset: ChangeSet | None,
     *,
     problems: Sequence[str] = (),
+    warnings: Sequence[str] = (),
     commit: str = "",
     instance: str = "",
     dry_run: bool = False,
@@ -122,7 +125,9 @@ def summarize(
         jobs.append(_job_summary(change, result.errors if result is not None else ()))
     if changeset is not None and changeset.ledger_error:
         problems = [*problems, changeset.ledger_error]
-    return Summary(commit, instance, tuple(jobs), tuple(problems), plan.prune_refused, dry_run)
+    return Summary(
+        commit, instance, tuple(jobs), tuple(problems), plan.prune_refused, dry_run, tuple(warnings)
+    )
 
 
 def _job_summary(change: Change, errors: Iterable[str]) -> JobSummary:
@@ -233,6 +238,7 @@ def _title(summary: Summary) -> str:
 
 def _extra(summary: Summary) -> list[str]:
     extra = [f"invalid: {p}" for p in summary.problems]
+    extra += list(summary.warnings)  # each reads "FILE:LINE: ... warning: ..."
     if summary.prune_refused:
         extra.append(f"pruning refused: {summary.prune_refused}")
     return ["", *extra] if extra else []

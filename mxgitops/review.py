@@ -35,6 +35,7 @@ class Review:
     unchanged: int = 0
     broken: list[Problem] = field(default_factory=list)  # problems HEAD has and BASE had not
     still_broken: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # warnings HEAD has and BASE had not
 
     @property
     def ok(self) -> bool:
@@ -45,6 +46,7 @@ def review(base: LoadResult, head: LoadResult) -> Review:
     before = {job.key: job for job in base.jobs}
     after = {job.key: job for job in head.jobs}
     known_before = {(p.file, p.field, p.message) for p in base.problems}
+    warned_before = {(w.file, w.field, w.message) for w in base.warnings}
     result = Review(
         added=[_change(j) for k, j in sorted(after.items()) if k not in before],
         changed=[
@@ -62,6 +64,7 @@ def review(base: LoadResult, head: LoadResult) -> Review:
         ),
         broken=[p for p in head.problems if (p.file, p.field, p.message) not in known_before],
         still_broken=[p for p in head.problems if (p.file, p.field, p.message) in known_before],
+        warnings=[w for w in head.warnings if (w.file, w.field, w.message) not in warned_before],
     )
     return result
 
@@ -97,6 +100,7 @@ def render_text(result: Review) -> str:
     lines += [f"  - {c.qualified_name} ({c.source})" for c in result.removed]
     lines += [f"  ! {p}" for p in result.broken]
     lines += [f"  ! (already before) {p}" for p in result.still_broken]
+    lines += [f"  ? {w}" for w in result.warnings]
     return "\n".join(lines)
 
 
@@ -121,6 +125,9 @@ def render_markdown(result: Review) -> str:
         ]
         lines += [f"- `{p}`" for p in result.broken]
         lines += [f"- `{p}` (already before this change)" for p in result.still_broken]
+    if result.warnings:
+        lines += ["", f"**{len(result.warnings)} new warnings** (valid, but worth a look):", ""]
+        lines += [f"- `{w}`" for w in result.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -145,6 +152,7 @@ def render_json(result: Review) -> str:
             "unchanged": result.unchanged,
             "broken": problems(result.broken),
             "still_broken": problems(result.still_broken),
+            "warnings": problems(result.warnings),
         },
         indent=2,
     )

@@ -328,7 +328,7 @@ def test_mxjob_kind_with_an_unknown_api_version(tmp_path: Path) -> None:
     result = load(tmp_path)
     problem = only_problem(result)
     assert (problem.line, problem.field) == (2, "kind")
-    assert "is not an MxJob dialect" in problem.message
+    assert problem.message.startswith("apiVersion kubeflow.org/v1 takes kind MXJob: use ")
     assert result.invalid_keys == {("default", "train")}
 
 
