@@ -35,7 +35,14 @@ from click.core import ParameterSource
 from mxgitops import __version__, report, review
 from mxgitops.cluster import MAX_REQUEST_TIMEOUT
 from mxgitops.commands import diff_commits, read_status
-from mxgitops.config import SyncConfig, from_options, read_repo_config
+from mxgitops.config import (
+    FILE_SIZE_BOUNDS,
+    MAX_PARALLELISM,
+    SyncConfig,
+    from_options,
+    read_repo_settings,
+    with_problems,
+)
 from mxgitops.console import configure_logging, progress_display, stopped_cleanly_on_sigterm
 from mxgitops.errors import (
     ClusterError,
@@ -182,7 +189,10 @@ class ByteSize(_IntParamType):
         unit = match.group(2).lower() if match else ""
         if match is None or unit not in self._UNITS or int(match.group(1)) == 0:
             self.fail(f"{value!r} is not a size such as 1048576, 512KiB or 1MiB", param, ctx)
-        return int(match.group(1)) * self._UNITS[unit]
+        size = int(match.group(1)) * self._UNITS[unit]
+        if not FILE_SIZE_BOUNDS[0] <= size <= FILE_SIZE_BOUNDS[1]:
+            self.fail(f"{value!r} is not between 1KiB and 64MiB", param, ctx)
+        return size
 
 
 def max_file_size_option(command: F) -> F:
@@ -224,9 +234,12 @@ def validate(
       mxgitops validate jobs/vision/resnet.yaml
       mxgitops validate --namespace ml-training -o json .
     """
-    # Like a sync of this repository: its .mxgitops.yaml names the default namespace.
-    namespace = namespace or read_repo_config(Path(".")).get("namespace", NAMESPACE)
-    result = load(paths or ["."], default_namespace=namespace, max_file_size=max_file_size)
+    # Like a sync of this repository: its .mxgitops.yaml names the default namespace,
+    # and what it may not set is reported with the manifests' problems.
+    repo_file = read_repo_settings(Path("."))
+    namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
+    loaded = load(paths or ["."], default_namespace=namespace, max_file_size=max_file_size)
+    result = with_problems(loaded, repo_file.refused)
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -250,9 +263,10 @@ Examples:
 \b
 Every option can also be set by an MXGITOPS_* environment variable (the option
 name in upper case, dashes as underscores: --max-prune-share is
-MXGITOPS_MAX_PRUNE_SHARE) and, except the repository, ref, cache, cluster and
-credential options, by the jobs repository's .mxgitops.yaml. Flags win over the
-environment, the environment over the file. An HTTPS token is read from
+MXGITOPS_MAX_PRUNE_SHARE). The jobs repository's .mxgitops.yaml may set --path,
+--namespace and --prune (and accelerators); the others are the operator's, and a
+repository that sets one gets an error (the README has the table). Flags win over
+the environment, the environment over the file. An HTTPS token is read from
 MXGITOPS_GIT_TOKEN only, so it never shows in a process list.
 
 \b
@@ -324,8 +338,14 @@ def repo_options(command: F) -> F:
     "--namespace",
     "-n",
     metavar="NAME",
-    help="Namespace of manifests that name none, and home of the Lease and ledger.  "
-    "[default: default]",
+    help="Namespace of manifests that name none.  [default: the jobs repository's "
+    ".mxgitops.yaml, else default]",
+)
+@_opt(
+    "--state-namespace",
+    metavar="NAME",
+    help="Namespace of mxgitops' own Lease and ledger.  [default: the namespace the "
+    "pod runs in, else --namespace as given by flag or environment, else default]",
 )
 @_opt(
     "--instance",
@@ -356,7 +376,7 @@ def repo_options(command: F) -> F:
 @_opt("--notes/--no-notes", help="Write the status as a git note and push it.  [default: notes]")
 @_opt(
     "--parallelism",
-    type=click.IntRange(1, 256),
+    type=click.IntRange(1, MAX_PARALLELISM),
     metavar="N",
     help="Concurrent writes to the API server.  [default: 8]",
 )

@@ -40,11 +40,12 @@ def diff_commits(
         results = []
         for name, rev in (("base", base), ("head", head)):
             tree = source.export_tree(repo, rev, Path(scratch) / name)
-            repo_config = settings.read_repo_config(tree)
-            directory = path or repo_config.get("path", ".")
-            default_namespace = namespace or repo_config.get("namespace", NAMESPACE)
+            repo_file = settings.read_repo_settings(tree)
+            directory = path or repo_file.values.get("path", ".")
+            default_namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
             # A commit without the directory simply has no jobs (e.g. the first one).
             target = tree / directory
             target.mkdir(parents=True, exist_ok=True)
-            results.append(manifests.load([target], default_namespace=default_namespace))
+            loaded = manifests.load([target], default_namespace=default_namespace)
+            results.append(settings.with_problems(loaded, repo_file.refused))
         return review(results[0], results[1])

@@ -4,8 +4,14 @@ Precedence is flags over environment over the jobs repository's
 `.mxgitops.yaml` over built-in defaults. Click resolves flags and
 environment (every option has an `MXGITOPS_*` envvar) and tells which
 values were left at their default; the file is read only after the
-repository is checked out, so it cannot choose the repository, the ref,
-the cache or the cluster credentials.
+repository is checked out, and may set only what describes its jobs
+(`repofile`): who mxgitops is and what it may do is the operator's.
+
+Each setting means one thing. `namespace` is where jobs whose manifest
+names none go; `state_namespace` is where mxgitops keeps its Lease and
+ledger: the namespace the pod runs in (its service account's namespace
+file), else the operator's `namespace`, never the repository's. Every
+bound is checked here, whoever set the value.
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import yaml
-
+from mxgitops import repofile
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
+from mxgitops.manifests import LoadResult, Problem
 from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 
-REPO_CONFIG_FILE = ".mxgitops.yaml"
+# Where Kubernetes mounts the namespace of a pod's service account.
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+MAX_PARALLELISM = 256  # each write holds a connection of the client's pool
+FILE_SIZE_BOUNDS = (1 << 10, 64 << 20)  # of --max-file-size: 1 KiB to 64 MiB
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
 
@@ -39,6 +48,7 @@ class SyncConfig:
     ref: str | None = None
     path: str = "."
     namespace: str = NAMESPACE
+    state_namespace: str = ""  # "": the namespace given above (operator settings only)
     instance: str = "default"
     kubeconfig: Path | None = None
     context: str | None = None
@@ -61,8 +71,12 @@ class SyncConfig:
     accelerators: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.parallelism < 1:
-            raise ConfigError(f"parallelism must be at least 1, not {self.parallelism}")
+        if not self.state_namespace:
+            object.__setattr__(self, "state_namespace", self.namespace)
+        if not 1 <= self.parallelism <= MAX_PARALLELISM:
+            raise ConfigError(
+                f"parallelism must be between 1 and {MAX_PARALLELISM}, not {self.parallelism}"
+            )
         if not 0 < self.request_timeout <= MAX_REQUEST_TIMEOUT:
             raise ConfigError(
                 f"request-timeout must be more than 0 and at most {MAX_REQUEST_TIMEOUT:g} "
@@ -72,11 +86,19 @@ class SyncConfig:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"
             )
-        if not is_dns1123_label(self.namespace):
+        if not FILE_SIZE_BOUNDS[0] <= self.max_file_size <= FILE_SIZE_BOUNDS[1]:
             raise ConfigError(
-                f"namespace {self.namespace!r} is not a valid namespace name "
-                "(lower-case letters, digits and '-', at most 63 characters)"
+                f"max-file-size must be between 1 KiB and 64 MiB, not {self.max_file_size} bytes"
             )
+        for what, value in (
+            ("namespace", self.namespace),
+            ("state namespace", self.state_namespace),
+        ):
+            if not is_dns1123_label(value):
+                raise ConfigError(
+                    f"{what} {value!r} is not a valid namespace name "
+                    "(lower-case letters, digits and '-', at most 63 characters)"
+                )
         # The instance names the Lease (mxgitops-…) and the ledger (mxgitops-ledger-…)
         # and is a label value: a DNS-1123 label short enough for both names.
         if not is_dns1123_label(self.instance, MAX_INSTANCE_LENGTH):
@@ -86,77 +108,54 @@ class SyncConfig:
             )
 
 
-# Keys of .mxgitops.yaml -> SyncConfig field, with the type a value must have.
-REPO_CONFIG_KEYS: dict[str, tuple[str, type | tuple[type, ...]]] = {
-    "path": ("path", str),
-    "namespace": ("namespace", str),
-    "instance": ("instance", str),
-    "prune": ("prune", bool),
-    "maxPruneShare": ("max_prune_share", (int, float)),
-    "notes": ("notes", bool),
-    "notesRef": ("notes_ref", str),
-    "parallelism": ("parallelism", int),
-    "maxFileSize": ("max_file_size", int),
-    "accelerators": ("accelerators", dict),
-}
-
-
 def from_options(options: Mapping[str, Any]) -> SyncConfig:
-    """A config from the options that were given (None = not given: keep the default)."""
+    """A config from the options that were given (None = not given: keep the default).
+
+    The state namespace, when not given, is the pod's own namespace if there is one."""
     names = {f.name for f in fields(SyncConfig)}
     unknown = set(options) - names
     if unknown:
         raise ConfigError(f"unknown settings: {', '.join(sorted(unknown))}")
-    return SyncConfig(**{k: v for k, v in options.items() if v is not None})
+    given = {k: v for k, v in options.items() if v is not None}
+    if "state_namespace" not in given:
+        given["state_namespace"] = pod_namespace() or given.get("namespace", "")
+    return SyncConfig(**given)
+
+
+def pod_namespace() -> str | None:
+    """The namespace this pod runs in, from its service account; None outside a pod."""
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def apply_repo_settings(
+    config: SyncConfig, explicit: set[str], root: Path
+) -> tuple[SyncConfig, tuple[Problem, ...]]:
+    """Fill in from the repository's .mxgitops.yaml what flags and environment left unset;
+    also return the operator's settings it tried to set (ignored), to be reported."""
+    found = repofile.read(root)
+    values = {k: v for k, v in found.values.items() if k not in explicit}
+    return replace(config, **values), found.refused
 
 
 def with_repo_file(config: SyncConfig, explicit: set[str], root: Path) -> SyncConfig:
-    """Fill in from the repository's .mxgitops.yaml what flags and environment left unset."""
-    values = read_repo_config(root)
-    return replace(config, **{k: v for k, v in values.items() if k not in explicit})
+    return apply_repo_settings(config, explicit, root)[0]
+
+
+def read_repo_settings(root: Path) -> repofile.RepoFile:
+    """What the repository's .mxgitops.yaml sets, and what it may not set."""
+    return repofile.read(root)
 
 
 def read_repo_config(root: Path) -> dict[str, Any]:
-    path = root / REPO_CONFIG_FILE
-    if not path.is_file():
-        return {}
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{REPO_CONFIG_FILE}: not valid YAML: {_first_line(exc)}") from exc
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{REPO_CONFIG_FILE}: must be a mapping of settings")
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in REPO_CONFIG_KEYS:
-            allowed = ", ".join(REPO_CONFIG_KEYS)
-            raise ConfigError(
-                f"{REPO_CONFIG_FILE}: {key}: not a setting of the jobs repository "
-                f"(allowed: {allowed})"
-            )
-        attribute, expected = REPO_CONFIG_KEYS[key]
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise ConfigError(
-                f"{REPO_CONFIG_FILE}: {key}: expected {_type_name(expected)}, got {value!r}"
-            )
-        values[attribute] = float(cast(float, value)) if attribute == "max_prune_share" else value
-    return values
+    """What the repository's .mxgitops.yaml sets (SyncConfig field -> value)."""
+    return repofile.read(root).values
 
 
-def _type_name(expected: type | tuple[type, ...]) -> str:
-    names = {
-        bool: "true or false",
-        str: "a string",
-        int: "a whole number",
-        dict: "a mapping",
-        float: "a number",
-    }
-    if isinstance(expected, tuple):
-        return "a number"
-    return names.get(expected, expected.__name__)
-
-
-def _first_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:200]
+def with_problems(loaded: LoadResult, problems: tuple[Problem, ...]) -> LoadResult:
+    """The verdict on the manifests, with the problems of .mxgitops.yaml first."""
+    if not problems:
+        return loaded
+    return replace(loaded, problems=[*problems, *loaded.problems])

@@ -78,9 +78,9 @@ def sync(
     notices: list[str] = []
     progress.phase("fetching the jobs repository")
     workspace = open_workspace(config, notices)
-    config = settings.with_repo_file(config, set(explicit), workspace.root)
+    config, refused = settings.apply_repo_settings(config, set(explicit), workspace.root)
     progress.phase("validating manifests")
-    loaded = _load_manifests(workspace, config)
+    loaded = settings.with_problems(_load_manifests(workspace, config), refused)
     options = PlanOptions(
         instance=config.instance,
         commit=workspace.commit,
@@ -229,7 +229,7 @@ def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:
     if cluster is None:
         return LiveObjects(), ledger.Ledger()
     live = cluster.list_live(ownership_selector(config.instance))
-    ref = ledger.config_map_ref(config.instance, config.namespace)
+    ref = ledger.config_map_ref(config.instance, config.state_namespace)
     return live, ledger.from_config_map(cluster.get(ref))
 
 
@@ -257,7 +257,10 @@ def _apply_under_lease(
     and plan again if it moved, apply, and record finished jobs in the ledger."""
     progress.phase("taking the lease")
     with lease.held(
-        cluster, instance=config.instance, namespace=config.namespace, holder=lease.default_holder()
+        cluster,
+        instance=config.instance,
+        namespace=config.state_namespace,
+        holder=lease.default_holder(),
     ) as holding:
 
         def written(_: WriteResult) -> None:
@@ -287,7 +290,7 @@ def _moved(now: _State, before: _State) -> bool:
 def _write_ledger(
     cluster: kube.Cluster, config: SyncConfig, book: ledger.Ledger, changeset: ChangeSet
 ) -> ChangeSet:
-    obj = ledger.to_config_map(book, instance=config.instance, namespace=config.namespace)
+    obj = ledger.to_config_map(book, instance=config.instance, namespace=config.state_namespace)
     try:
         if book.resource_version is None:
             cluster.create_strict(obj)

@@ -188,7 +188,7 @@ def test_invalid_manifest_exits_1(remote: GitRemote, kubeapi: KubeAPI, tmp_path:
     [
         (["--parallelism", "0"], None, "parallelism"),
         ([], "nmespace: typo\n", "nmespace"),
-        ([], "parallelism: many\n", "parallelism"),
+        ([], "prune: many\n", "prune"),
     ],
 )
 def test_usage_and_config_errors_exit_2(
