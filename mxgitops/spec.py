@@ -389,13 +389,16 @@ def _warnings(doc: Mapping[str, Any], version: Version, job: MxJob) -> list[Fiel
     if doc.get("status") == {}:
         found.append(FieldProblem(("status",), "an empty status is ignored; a manifest has none"))
     metadata: Mapping[str, Any] = doc.get("metadata") or {}
-    found += _scheduling_keys(metadata, ("metadata",), "onto nothing mxgitops creates")
+    found += _scheduling_keys(
+        metadata, ("metadata",), "mxgitops carries it onto none of the objects it creates"
+    )
     for replica in job.replica_specs:
         template_meta: Mapping[str, Any] = replica.template.get("metadata") or {}
         found += _scheduling_keys(
             template_meta,
             (*replica.path, "template", "metadata"),
-            "onto the pods only, not onto the batch Jobs a batch scheduler admits",
+            "mxgitops carries it onto the pods only, not onto the batch Jobs a batch scheduler "
+            "admits",
         )
         found += _removed_resources(replica)
     return found
@@ -409,9 +412,9 @@ def _scheduling_keys(metadata: Mapping[str, Any], path: Path, carried: str) -> l
                 found.append(
                     FieldProblem(
                         (*path, field_name, key),
-                        f"mxgitops carries this scheduling {field_name[:-1]} {carried}: "
-                        "its scheduler (Kueue, Volcano, scheduler-plugins) never sees the "
-                        "job, which runs unqueued",
+                        f"a scheduling {field_name[:-1]}, but {carried}: its scheduler "
+                        "(Kueue, Volcano, scheduler-plugins) never sees the job, which runs "
+                        "unqueued",
                     )
                 )
     return found

@@ -131,8 +131,8 @@ def test_an_invalid_older_manifest_still_says_what_it_was_read_as(tmp_path: Path
 @pytest.mark.parametrize(
     ("where", "carried"),
     [
-        ("metadata", "onto nothing mxgitops creates"),
-        ("template", "onto the pods only, not onto the batch Jobs a batch scheduler admits"),
+        ("metadata", "but mxgitops carries it onto none of the objects it creates"),
+        ("template", "but mxgitops carries it onto the pods only, not onto the batch Jobs"),
     ],
 )
 def test_scheduling_labels_are_not_silently_dropped(
@@ -148,7 +148,7 @@ def test_scheduling_labels_are_not_silently_dropped(
         )
     write(tmp_path, "queued.yaml", text)
     warning = only_warning(load(tmp_path))
-    assert "labels.kueue.x-k8s.io/queue-name: warning: mxgitops carries this scheduling " in warning
+    assert "labels.kueue.x-k8s.io/queue-name: warning: a scheduling label, " in warning
     assert carried in warning and "runs unqueued" in warning
 
 

@@ -40,8 +40,8 @@ RUN_POLICY_FIELDS = {
 }
 
 _GANG_FIELDS = {
-    "minAvailable": "minAvailable {value} is not enforced: pods are scheduled one by one",
-    "queue": "queue {value!r} is not used: no PodGroup is created, so no queue admits the job",
+    "minAvailable": "minAvailable {value} is not enforced, pods start one by one",
+    "queue": "queue {value!r} is not used, no queue admits the job",
     "minResources": "minResources are not reserved before the pods start",
     "scheduleTimeoutSeconds": "scheduleTimeoutSeconds {value} is not enforced",
 }
@@ -177,7 +177,7 @@ def _scheduling_policy(spec: Mapping[str, Any], nested: bool, reading: Reading) 
                 FieldProblem(
                     (*where, name),
                     message.format(value=policy[name])
-                    + ": mxgitops runs each replica as a batch Job without a gang scheduler "
+                    + ": mxgitops runs each replica as a batch Job, without a gang scheduler "
                     "(no Volcano or scheduler-plugins PodGroup)",
                 )
             )

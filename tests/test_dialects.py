@@ -1,0 +1,166 @@
+"""Each API version converts into the one MxJob as a CRD conversion would.
+
+The strongest check: a manifest of an older version and the kubeflow.org/v1
+manifest it converts to give the same job (the same spec hash), so moving to
+the current version never replaces a running job.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from mxgitops.dialects import VERSIONS, version_of
+from mxgitops.spec import (
+    CleanPodPolicy,
+    Dialect,
+    FieldProblem,
+    MxJob,
+    RestartPolicy,
+    SpecError,
+    from_manifest,
+)
+
+
+def pod(**extra: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "mxnet", "image": "mxnet:1.9", **extra}]}}
+
+
+def map_form(api_version: str, **spec: Any) -> dict[str, Any]:
+    replicas = {
+        t: {"replicas": n, "restartPolicy": "Never", "template": pod()}
+        for t, n in (("Scheduler", 1), ("Server", 1), ("Worker", 2))
+    }
+    return {
+        "apiVersion": api_version,
+        "kind": "MXJob",
+        "metadata": {"name": "train"},
+        "spec": {"mxReplicaSpecs": replicas, **spec},
+    }
+
+
+def list_form(api_version: str, kind: str = "MxJob", **spec: Any) -> dict[str, Any]:
+    replicas = [
+        {"mxReplicaType": t, "replicas": n, "template": pod()}
+        for t, n in (("SCHEDULER", 1), ("SERVER", 1), ("WORKER", 2))
+    ]
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "train"},
+        "spec": {"replicaSpecs": replicas, **spec},
+    }
+
+
+def same_job(a: MxJob, b: MxJob) -> None:
+    assert a.spec_hash == b.spec_hash
+    assert a.runtime_id == b.runtime_id
+
+
+def test_every_version_is_known_by_its_api_version_and_kind() -> None:
+    assert {(v.api_version, v.kind) for v in VERSIONS.values()} == {
+        ("mxnet.mlkube.io/v1beta1", "MxJob"),
+        ("mlkube.io/v1beta1", "MxJob"),
+        ("kubeflow.org/v1alpha1", "MXJob"),
+        ("kubeflow.org/v1alpha2", "MXJob"),
+        ("kubeflow.org/v1beta1", "MXJob"),
+        ("kubeflow.org/v1", "MXJob"),
+    }
+    assert version_of({"apiVersion": "kubeflow.org/v1beta1", "kind": "MxJob"}) is None
+    assert [v.dialect for v in VERSIONS.values() if v.current] == [Dialect.SEED, Dialect.KUBEFLOW]
+
+
+def test_v1alpha2_is_v1_with_the_old_ttl_spelling_and_its_default_clean_pod_policy() -> None:
+    old = from_manifest(map_form("kubeflow.org/v1alpha2", ttlSecondsAfterFinishing=60))
+    assert old.dialect is Dialect.KUBEFLOW_V1ALPHA2
+    assert old.run_policy.ttl_seconds_after_finished == 60
+    assert old.run_policy.clean_pod_policy is CleanPodPolicy.RUNNING  # that operator's default
+    current = map_form(
+        "kubeflow.org/v1", runPolicy={"ttlSecondsAfterFinished": 60, "cleanPodPolicy": "Running"}
+    )
+    same_job(old, from_manifest(current))
+
+
+def test_v1beta1_defaults_clean_pod_policy_to_all_and_keeps_success_policy() -> None:
+    old = from_manifest(
+        map_form("kubeflow.org/v1beta1", jobMode="MXTrain", successPolicy="AllWorkers")
+    )
+    assert old.run_policy.clean_pod_policy is CleanPodPolicy.ALL
+    current = map_form(
+        "kubeflow.org/v1",
+        jobMode="MXTrain",
+        successPolicy="AllWorkers",
+        runPolicy={"cleanPodPolicy": "All"},
+    )
+    same_job(old, from_manifest(current))
+
+
+def test_mlkube_v1beta1_is_the_seed_under_its_first_group_any_case() -> None:
+    seed = from_manifest(list_form("mxnet.mlkube.io/v1beta1", jobMode="dist"))
+    doc = list_form("mlkube.io/v1beta1", jobMode="dist")
+    scheduler = doc["spec"]["replicaSpecs"][0]
+    scheduler["psRootPort"] = 9091
+    scheduler["MXREPLICATYPE"] = scheduler.pop("mxReplicaType")
+    old = from_manifest(doc)
+    same_job(old, seed)
+    assert [w.field_path for w in old.warnings] == [
+        "apiVersion",
+        "spec.replicaSpecs[0].psRootPort",
+        "spec.replicaSpecs[0].MXREPLICATYPE",
+    ]
+
+
+def test_two_spellings_of_one_field_are_a_problem() -> None:
+    doc = list_form("mlkube.io/v1beta1")
+    doc["spec"]["replicaSpecs"][2]["Replicas"] = 3
+    with pytest.raises(SpecError) as caught:
+        from_manifest(doc)
+    assert caught.value.problems == [
+        FieldProblem(
+            ("spec", "replicaSpecs", 2, "Replicas"), '"Replicas" and "replicas" both set replicas'
+        )
+    ]
+
+
+def test_v1alpha1_converts_its_own_fields() -> None:
+    doc = list_form(
+        "kubeflow.org/v1alpha1",
+        "MXJob",
+        cleanupPodPolicy="None",
+        schedulerName="kube-batch",
+        mxImage="mxjob/mxnet:gpu",
+        terminationPolicy={"chief": {"replicaName": "SCHEDULER", "replicaIndex": 0}},
+    )
+    del doc["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["image"]
+    job = from_manifest(doc)
+    assert job.run_policy.clean_pod_policy is CleanPodPolicy.NONE
+    assert {r.template["spec"]["schedulerName"] for r in job.replica_specs} == {"kube-batch"}
+    images = [r.template["spec"]["containers"][0]["image"] for r in job.replica_specs]
+    assert images == ["mxnet:1.9", "mxjob/mxnet:gpu", "mxnet:1.9"]
+    assert [r.restart_policy for r in job.replica_specs] == [RestartPolicy.ON_FAILURE] * 3
+    assert [w.field_path for w in job.warnings] == ["apiVersion"]
+
+
+def test_v1alpha1_an_unused_mx_image_is_said() -> None:
+    job = from_manifest(list_form("kubeflow.org/v1alpha1", "MXJob", mxImage="unused:1"))
+    assert [(w.field_path, w.message) for w in job.warnings][1] == (
+        "spec.mxImage",
+        "unused:1 is not used: every mxnet container names its own image",
+    )
+
+
+def test_the_template_scheduler_name_wins_over_v1alpha1_scheduler_name() -> None:
+    doc = list_form("kubeflow.org/v1alpha1", "MXJob", schedulerName="kube-batch")
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["schedulerName"] = "default-scheduler"
+    job = from_manifest(doc)
+    assert job.replica_specs[0].template["spec"]["schedulerName"] == "default-scheduler"
+    assert job.warnings[1].field_path == "spec.replicaSpecs[0].template.spec.schedulerName"
+
+
+def test_conversion_never_mutates_the_manifest() -> None:
+    doc = list_form("kubeflow.org/v1alpha1", "MXJob", schedulerName="s", mxImage="i")
+    before = copy.deepcopy(doc)
+    from_manifest(doc)
+    assert doc == before
