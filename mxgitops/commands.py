@@ -6,6 +6,8 @@ render, so tests drive them without a subprocess.
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -35,17 +37,35 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary 
 def diff_commits(
     repo: Path, base: str, head: str, *, path: str | None, namespace: str | None
 ) -> Review:
-    """Load the manifests of two commits of a checkout and compare them."""
+    """Load the manifests of two commits of a checkout and compare them.
+
+    Each commit is written from Git's objects, as a sync reads it, into the same
+    scratch directory in turn, so that both are read alike (down to messages that
+    name the directory). The manifests' directory must stay inside it, whoever
+    names it: the flag, or the pull request's .mxgitops.yaml.
+    """
     with tempfile.TemporaryDirectory(prefix="mxgitops-diff-") as scratch:
         results = []
-        for name, rev in (("base", base), ("head", head)):
-            tree = source.export_tree(repo, rev, Path(scratch) / name)
+        tree = Path(scratch) / "tree"
+        for rev in (base, head):
+            shutil.rmtree(tree, ignore_errors=True)
+            source.export_tree(repo, rev, tree)
             repo_file = settings.read_repo_settings(tree)
             directory = path or repo_file.values.get("path", ".")
             default_namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
+            target = _manifest_dir(tree, directory, rev)
             # A commit without the directory simply has no jobs (e.g. the first one).
-            target = tree / directory
-            target.mkdir(parents=True, exist_ok=True)
-            loaded = manifests.load([target], default_namespace=default_namespace)
+            roots = [target] if target.exists() else []
+            loaded = manifests.load(roots, default_namespace=default_namespace)
             results.append(settings.with_problems(loaded, repo_file.refused))
         return review(results[0], results[1])
+
+
+def _manifest_dir(tree: Path, directory: str, rev: str) -> Path:
+    """`tree / directory` with symlinks resolved; refused when it leads out of the tree."""
+    target = Path(os.path.realpath(tree / directory))
+    if not target.is_relative_to(os.path.realpath(tree)):
+        raise ConfigError(
+            f"path {directory!r} leads out of the jobs repository at {rev}; nothing is read"
+        )
+    return target

@@ -7,6 +7,11 @@ back, so `mxgitops status` shows the same thing any later reader sees.
 
 A note must only change when something happened: a job that is merely
 "unchanged" keeps the action recorded by the sync that last acted on it.
+
+Names, problems and errors come from the jobs repository, so no rendering
+lets them add a line (`markdown.visible`), and the markdown one keeps them in
+code spans. The machine-readable block is the note's last line, right after a
+line that is exactly the marker: text above it cannot forge or hide it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mxgitops.apply import ChangeSet
+from mxgitops.markdown import code, text, visible
 from mxgitops.plan import Action, Change, Plan
 
 NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"
@@ -192,25 +198,36 @@ def render_plan(summary: Summary, *, verbose: bool = False) -> str:
     if summary.prune_refused:
         lines.append(f"Pruning refused: {summary.prune_refused}")
     lines += [f"Invalid: {p}" for p in summary.problems]
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def render_table(summary: Summary) -> str:
     """The readable part of a note: one row per job."""
-    rows = _rows(summary)
+    rows = [tuple(visible(c) for c in row) for row in _rows(summary)]
     widths = [max(len(c) for c in column) for column in zip(*rows, strict=True)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
-    return "\n".join([_title(summary), "", *lines, *_extra(summary)])
+    extra = [visible(line) for line in _extra(summary)]
+    return "\n".join([visible(_title(summary)), "", *lines, *extra])
 
 
 def render_markdown(summary: Summary) -> str:
     """The same table for a pull-request or chat message."""
     header, *body = _rows(summary)
     lines = [_markdown_row(header), "|" + "---|" * len(header)]
-    lines += [_markdown_row(tuple(c.replace("|", r"\|") for c in row)) for row in body]
-    return "\n".join([f"**{_title(summary)}**", "", *lines, *_extra(summary)]) + "\n"
+    lines += [
+        _markdown_row((code(name, table=True), *(text(c, table=True) for c in cells)))
+        for name, *cells in body
+    ]
+    commit = code(summary.commit[:12]) if summary.commit else "a working tree"
+    title = f"**mxgitops status of {commit}**"
+    title += f" (instance {code(summary.instance)})" if summary.instance else ""
+    extra = [f"- invalid: {code(p)}" for p in summary.problems]
+    extra += [f"- {code(w)}" for w in summary.warnings]
+    if summary.prune_refused:
+        extra.append(f"- pruning refused: {code(summary.prune_refused)}")
+    return "\n".join([title, "", *lines, *(["", *extra] if extra else [])]) + "\n"
 
 
 def _markdown_row(cells: tuple[str, ...]) -> str:
@@ -253,10 +270,15 @@ def render_note(summary: Summary) -> str:
     return f"{render_table(summary)}\n\n{NOTE_MARKER}\n{machine}\n"
 
 
-def parse_note(text: str) -> Summary | None:
-    """The summary in a note written by `render_note`, or None if it has none."""
-    _, marker, machine = text.partition(NOTE_MARKER)
-    if not marker:
+def parse_note(note: str) -> Summary | None:
+    """The summary in a note written by `render_note`, or None if it has none.
+
+    Read from the end: the last line is the JSON (which never spans lines) and the
+    one before it must be the marker, so a marker quoted in the table above (a
+    field name, an error) changes nothing.
+    """
+    *_, marker, machine = ["", "", *note.rstrip("\n").split("\n")]
+    if marker != NOTE_MARKER:
         return None
     try:
         return Summary.from_dict(json.loads(machine))

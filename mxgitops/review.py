@@ -3,7 +3,9 @@
 Compares the manifests of two commits without a cluster: which jobs the
 change adds, changes (their spec hash moves, so a sync would replace them)
 and removes (a sync would prune them), and which manifests it breaks. The
-markdown rendering is meant for a pull-request comment.
+markdown rendering is meant for a pull-request comment: every name and
+message in it comes from the pull request, so each goes through `markdown`
+and cannot add a line, a heading or a link to the comment.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from mxgitops.manifests import LoadResult, Problem
+from mxgitops.markdown import code, text, visible
 from mxgitops.spec import MxJob
 
 
@@ -101,7 +104,7 @@ def render_text(result: Review) -> str:
     lines += [f"  ! {p}" for p in result.broken]
     lines += [f"  ! (already before) {p}" for p in result.still_broken]
     lines += [f"  ? {w}" for w in result.warnings]
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def render_markdown(result: Review) -> str:
@@ -112,8 +115,9 @@ def render_markdown(result: Review) -> str:
         lines += ["| | job | manifest | what happens on sync |", "|---|---|---|---|"]
         effect = {"added": "created", "changed": "replaced (new runtime)", "removed": "deleted"}
         for kind, c in rows:
-            detail = f"{effect[kind]}: {c.detail}" if c.detail else effect[kind]
-            lines.append(f"| {kind} | `{c.qualified_name}` | `{c.source}` | {detail} |")
+            detail = f"{effect[kind]}: {text(c.detail, table=True)}" if c.detail else effect[kind]
+            name, source = code(c.qualified_name, table=True), code(c.source, table=True)
+            lines.append(f"| {kind} | {name} | {source} | {detail} |")
     else:
         lines.append("No job is added, changed or removed.")
     if result.broken or result.still_broken:
@@ -123,11 +127,11 @@ def render_markdown(result: Review) -> str:
             "(invalid manifests are never applied):",
             "",
         ]
-        lines += [f"- `{p}`" for p in result.broken]
-        lines += [f"- `{p}` (already before this change)" for p in result.still_broken]
+        lines += [f"- {code(str(p))}" for p in result.broken]
+        lines += [f"- {code(str(p))} (already before this change)" for p in result.still_broken]
     if result.warnings:
         lines += ["", f"**{len(result.warnings)} new warnings** (valid, but worth a look):", ""]
-        lines += [f"- `{w}`" for w in result.warnings]
+        lines += [f"- {code(str(w))}" for w in result.warnings]
     return "\n".join(lines) + "\n"
 
 

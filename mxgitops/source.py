@@ -20,15 +20,17 @@ What callers can rely on:
 - Notes are never lost: a rejected push fetches the remote's notes, merges them with
   ``git notes merge -s ours`` (notes on other commits are kept; for the same commit
   this writer wins) and retries.
+- Trees are read as Git stores them, by sync and diff alike: the repository's own
+  ``.gitattributes`` (export-ignore, ident, eol, working-tree-encoding, filters) change
+  nothing a sync applies or a pull request's diff shows.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
+import os
 import re
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -56,6 +58,11 @@ _LAST_SYNCED = "refs/mxgitops/last-synced/"
 _HEX_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
 _BAD_REV = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|^-")
 _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
+# $GIT_DIR/info/attributes outranks every .gitattributes in the tree: with these, a
+# checkout writes each blob byte for byte, as `export_tree` does.
+_VERBATIM = "* -text -eol -crlf -ident -filter -working-tree-encoding\n"
+_SYMLINK_MODE = b"120000"
+_MAX_SYMLINK_HOPS = 40
 
 
 @dataclass(frozen=True)
@@ -89,25 +96,69 @@ def resolve(repo_path: Path, rev: str) -> str:
 def export_tree(repo_path: Path, commit: str, dest: Path, *, subpath: str = "") -> Path:
     """Write the files of `commit` (only `subpath`, if given) under `dest`; return the dir.
 
-    Used to compare two commits of a checkout without touching its work tree.
+    Used to compare two commits of a checkout without touching its work tree. Every
+    blob is written from Git's objects as stored, the way a sync's checkout has it (no
+    attribute applies: export-ignore hides nothing); symlinks are written as symlinks,
+    whatever they point to (the manifest loader does not follow one out of the
+    directory it reads, and reports it); submodules are left out. Nothing is written
+    outside `dest`.
     """
     runner = _local_git(repo_path)
     sha = resolve(repo_path, commit)
     sub = _clean_subpath(subpath)
     _require_directory(runner, sha, sub, where=str(repo_path))
-    archive = runner.raw("archive", "--format=tar", sha, *([sub] if sub else []))
-    _extract(archive, dest)
+    listing = runner.raw("ls-tree", "-r", "-z", "--full-tree", sha, *(["--", sub] if sub else []))
+    entries = [_tree_entry(record) for record in listing.split(b"\0") if record]
+    blobs = [(mode, oid, name) for mode, kind, oid, name in entries if kind == b"blob"]
+    contents = _read_blobs(runner, {oid for _, oid, _ in blobs})
+    dest.mkdir(parents=True, exist_ok=True)
+    top = Path(os.path.realpath(dest))
+    for mode, oid, name in blobs:
+        target = _beneath(top, name)
+        if mode == _SYMLINK_MODE:
+            os.symlink(os.fsdecode(contents[oid]), target)
+        else:
+            target.write_bytes(contents[oid])
     return dest / sub if sub else dest
 
 
-def _extract(archive: bytes, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    try:
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            # The "data" filter refuses absolute paths and links leaving `dest`.
-            tar.extractall(dest, filter="data")
-    except tarfile.TarError as exc:
-        raise GitError(f"cannot materialise the commit into {dest}: {exc}") from exc
+def _tree_entry(record: bytes) -> tuple[bytes, bytes, str, str]:
+    """(mode, type, oid, path) of one `ls-tree -z` record."""
+    meta, _, name = record.partition(b"\t")
+    mode, kind, oid = meta.split()
+    return mode, kind, oid.decode(), os.fsdecode(name)
+
+
+def _read_blobs(runner: _Runner, oids: set[str]) -> dict[str, bytes]:
+    """The contents of `oids`, through one `git cat-file --batch`."""
+    if not oids:
+        return {}
+    ordered = sorted(oids)
+    output = runner.raw("cat-file", "--batch", stdin=("\n".join(ordered) + "\n").encode())
+    contents: dict[str, bytes] = {}
+    position = 0
+    for oid in ordered:
+        end = output.index(b"\n", position)
+        header = output[position:end].split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise GitError(f"git cat-file: object {oid} is not a blob")
+        size = int(header[2])
+        contents[oid] = output[end + 1 : end + 1 + size]
+        position = end + 1 + size + 1
+    return contents
+
+
+def _beneath(top: Path, name: str) -> Path:
+    """`top / name`, its directories created; refused unless it stays under `top`
+    without passing through a symlink (a crafted tree can hold any path)."""
+    parts = PurePosixPath(name).parts
+    if not parts or PurePosixPath(name).is_absolute() or {"..", ".", ".git"} & set(parts):
+        raise GitError(f"refusing to write {name!r}: not a plain path inside the repository")
+    target = top.joinpath(*parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if Path(os.path.realpath(target.parent)) != target.parent or target.is_symlink():
+        raise GitError(f"refusing to write {name!r}: it would pass through a symlink")
+    return target
 
 
 class Repository:
@@ -144,9 +195,18 @@ class Repository:
         return self._check_out(ref, sub, cloned=True, reason=reason)
 
     def tree_id(self, commit: str, subpath: str = "") -> str | None:
-        """The id of the tree at `subpath` of `commit`: equal ids, identical files."""
-        sub = _clean_subpath(subpath)
-        status, sha = self._git().attempt("rev-parse", "--verify", "--quiet", f"{commit}:{sub}")
+        """The id of what a sync reads at `subpath` of `commit`: equal ids, identical files.
+
+        Symlinks along `subpath` are followed inside the commit, as the file system
+        follows them in the checkout: the id is that of the directory they lead to,
+        never of a link (whose blob stays the same when its target's files change).
+        None when the path leads out of the commit or to nothing.
+        """
+        runner = self._git()
+        resolved = _follow_links(runner, commit, _clean_subpath(subpath))
+        if resolved is None:
+            return None
+        status, sha = runner.attempt("rev-parse", "--verify", "--quiet", f"{commit}:{resolved}")
         return sha if status == 0 and sha else None
 
     def state_file(self, name: str) -> Path:
@@ -236,6 +296,8 @@ class Repository:
             return f"the cache clones another remote ({redact(origin)})"
         if runner.commit_of("HEAD") is None:
             return "HEAD does not point to a commit (interrupted clone?)"
+        if _read_file(self.path / ".git" / "info" / "attributes") != _VERBATIM:
+            return "its work tree may have been checked out through the repository's .gitattributes"
         return None
 
     def _clone(self) -> None:
@@ -246,6 +308,9 @@ class Repository:
         try:
             runner = self._git(partial)
             runner("init", "--quiet")
+            info = partial / ".git" / "info"
+            info.mkdir(parents=True, exist_ok=True)
+            (info / "attributes").write_text(_VERBATIM, encoding="utf-8")
             runner("remote", "add", _REMOTE, self._remote.url)
             self._fetch(runner, fresh=True)
             self._refresh_default_branch(runner)
@@ -395,6 +460,45 @@ def _clean_subpath(subpath: str) -> str:
     return "" if str(pure) == "." else str(pure)
 
 
+def _follow_links(runner: _Runner, commit: str, path: str) -> str | None:
+    """`path` in `commit` with every symlink along it followed (relative targets only,
+    at most 40): what the file system does in a checkout. None when it leaves the
+    commit, goes nowhere or loops."""
+    pending = list(PurePosixPath(path).parts) if path else []
+    done: list[str] = []
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part == "..":
+            if not done:
+                return None
+            done.pop()
+            continue
+        if part == ".":
+            continue
+        candidate = "/".join([*done, part])
+        listing = runner.raw("ls-tree", "-z", "--full-tree", commit, "--", candidate)
+        if not listing:
+            return None
+        mode, _, oid, _ = _tree_entry(listing.rstrip(b"\0"))
+        if mode != _SYMLINK_MODE:
+            done.append(part)
+            continue
+        hops += 1
+        target = PurePosixPath(os.fsdecode(_read_blobs(runner, {oid})[oid]))
+        if hops > _MAX_SYMLINK_HOPS or target.is_absolute():
+            return None
+        pending = [*target.parts, *pending]
+    return "/".join(done)
+
+
+def _read_file(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _require_directory(runner: _Runner, commit: str, sub: str, *, where: str) -> None:
     # Tree lookups do not follow symlinks, so a directory found here is inside the repo.
     if sub and runner.attempt("cat-file", "-t", f"{commit}:{sub}") != (0, "tree"):
@@ -460,11 +564,17 @@ class _Runner:
         with self._failures(args):
             return self._git.execute([_executable(), *args], istream=stdin)
 
-    def raw(self, *args: str) -> bytes:
+    def raw(self, *args: str, stdin: bytes | None = None) -> bytes:
         """Stdout as bytes, exactly as git wrote it."""
-        with self._failures(args):
+        with tempfile.TemporaryFile() as stream, self._failures(args):
+            if stdin is not None:
+                stream.write(stdin)
+                stream.seek(0)
             return self._git.execute(
-                [_executable(), *args], stdout_as_string=False, strip_newline_in_stdout=False
+                [_executable(), *args],
+                istream=stream if stdin is not None else None,
+                stdout_as_string=False,
+                strip_newline_in_stdout=False,
             )
 
     def attempt(self, *args: str) -> tuple[int, str]:

@@ -109,8 +109,8 @@ def test_render_markdown_is_a_table_with_escaped_cells() -> None:
     markdown = report.render_markdown(dataclasses.replace(summary, jobs=(broken,)))
     lines = markdown.splitlines()
     assert lines[2:4] == ["| JOB | STATE | REPLICAS | ACTION | ERRORS |", "|---|---|---|---|---|"]
-    assert lines[4].startswith(f"| {broken.qualified_name} |") and r"a\|b" in lines[4]
-    assert "invalid: jobs/e.yaml:3" in markdown
+    assert lines[4].startswith(f"| `{broken.qualified_name}` |") and r"`a\|b`" in lines[4]
+    assert "invalid: `jobs/e.yaml:3" in markdown
 
 
 def unchanged(name: str, spec_hash: str = "h", errors: tuple[str, ...] = ()) -> JobSummary:
