@@ -206,8 +206,13 @@ class MxJob:
 
     @cached_property
     def runtime_id(self) -> str:
-        number = int(self.spec_hash, 16) % 36**RUNTIME_ID_LENGTH  # uniform, see above
-        return _base36(number).rjust(RUNTIME_ID_LENGTH, "0")
+        return runtime_id_of(self.spec_hash)
+
+
+def runtime_id_of(spec_hash: str) -> str:
+    """The runtime id of a spec hash (also how a live object's labels are cross-checked)."""
+    number = int(spec_hash, 16) % 36**RUNTIME_ID_LENGTH  # uniform, see above
+    return _base36(number).rjust(RUNTIME_ID_LENGTH, "0")
 
 
 def format_path(path: Path) -> str:
