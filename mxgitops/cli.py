@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import click
 from click.core import ParameterSource
 
-from mxgitops import __version__, report, review
+from mxgitops import __version__, convert, report, review
 from mxgitops.cluster import MAX_REQUEST_TIMEOUT
 from mxgitops.commands import diff_commits, read_status
 from mxgitops.config import (
@@ -123,6 +123,7 @@ Examples:
                                          reconcile the cluster with the repository
   mxgitops status --repo URL             the status note of the branch tip
   mxgitops diff origin/main HEAD         what a pull request does to the jobs
+  mxgitops convert -w jobs/old.yaml      rewrite an older manifest as kubeflow.org/v1
   mxgitops --debug sync ...              show a traceback if something unexpected breaks
 
 Each command has its own --help, with more examples.
@@ -545,6 +546,46 @@ def diff(
     }
     click.echo(renderers[output](result))
     return ExitCode.OK if result.ok else ExitCode.FAILED
+
+
+@main.command(name="convert")
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(list(convert.TARGETS)),
+    default="kubeflow",
+    show_default=True,
+    help="kubeflow: kubeflow.org/v1 MXJob; seed: mxnet.mlkube.io/v1beta1 MxJob.",
+)
+@click.option("--write", "-w", is_flag=True, help="Rewrite the files instead of printing them.")
+def convert_command(files: tuple[Path, ...], target: str, write: bool) -> ExitCode:
+    """Rewrite manifests of any MXJob API version in kubeflow.org/v1 (or the seed dialect).
+
+    Comments, key order and quoting are kept wherever the YAML library allows;
+    `kubectl get` output is cleaned. Each job is listed on stderr, with a note
+    when its spec changes (a sync then replaces it once). Documents of other
+    kinds are left as they are. Exits 1, writing nothing, if a manifest is
+    invalid or cannot be expressed in the target.
+
+    \b
+    Examples:
+      mxgitops convert jobs/old-mxjob.yaml            print it as kubeflow.org/v1
+      mxgitops convert -w jobs/*.yaml                 rewrite the files in place
+      mxgitops convert --to seed jobs/local.yaml
+    """
+    dialect = convert.TARGETS[target]
+    results = convert.convert_files(files, dialect)
+    if write:
+        convert.write(results)
+    else:
+        click.echo(convert.render(results), nl=False)
+    for result in results:
+        for line in result.describe(dialect):
+            click.echo(line, err=True)
+    return ExitCode.OK
 
 
 if __name__ == "__main__":  # pragma: no cover

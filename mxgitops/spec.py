@@ -83,6 +83,7 @@ __all__ = [
     "SuccessPolicy",
     "derived_names",
     "dialect_of",
+    "dump_fields",
     "format_path",
     "from_manifest",
     "is_dns1123_label",

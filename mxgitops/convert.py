@@ -1,0 +1,327 @@
+"""`mxgitops convert FILE...`: rewrite manifests in kubeflow.org/v1 (or the seed dialect).
+
+A manifest of any version is read into the one `MxJob` exactly as `validate`
+reads it, and written back in the target version: the conversion goes through
+the model, so what the converted manifest runs is what the original ran, and
+each document says whether its spec hash (the job's identity on the cluster)
+stays the same or a sync would replace the job.
+
+Files are edited with ruamel.yaml's round-trip mode, so comments, key order and
+quoting survive wherever a node survives: the top of the document, metadata and
+every pod template (their nodes are moved, not rebuilt). What a version cannot
+express is refused with the reason, never dropped: the seed dialect has no run
+policy, success policy, ExitCode restart policy or scheduling policy.
+`kubectl get` output is cleaned (status and server-set metadata go).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from mxgitops.dialects import VERSIONS, version_of
+from mxgitops.errors import ManifestError
+from mxgitops.schema import schema_problems
+from mxgitops.spec import (
+    DEFAULT_PS_ROOT_PORT,
+    KUBEFLOW_PORT_NAME,
+    CleanPodPolicy,
+    Dialect,
+    MxJob,
+    ReplicaType,
+    RestartPolicy,
+    RunPolicy,
+    SpecError,
+    SuccessPolicy,
+    dump_fields,
+    format_path,
+    from_manifest,
+)
+
+TARGETS = {"kubeflow": Dialect.KUBEFLOW, "seed": Dialect.SEED}
+_RUN_POLICY_NAMES = {
+    "clean_pod_policy": "cleanPodPolicy",
+    "ttl_seconds_after_finished": "ttlSecondsAfterFinished",
+    "active_deadline_seconds": "activeDeadlineSeconds",
+    "backoff_limit": "backoffLimit",
+    "suspend": "suspend",
+}
+
+
+@dataclass(frozen=True)
+class ConvertedJob:
+    name: str
+    source: Dialect
+    same_spec: bool  # the converted manifest gives the same spec hash (no replace on sync)
+
+
+@dataclass(frozen=True)
+class Converted:
+    file: str
+    text: str  # the whole file, converted
+    jobs: list[ConvertedJob] = field(default_factory=list)
+
+    def describe(self, target: Dialect) -> list[str]:
+        """One line per converted job, for people."""
+        return [
+            f"{self.file}: job {job.name}: {job.source} -> {target}"
+            + (
+                ""
+                if job.same_spec
+                else " (the spec changes: a sync replaces this job once; see the diff)"
+            )
+            for job in self.jobs
+        ]
+
+
+def convert_files(paths: Iterable[Path], target: Dialect) -> list[Converted]:
+    """Every file converted (nothing written); ManifestError if one cannot be."""
+    converted = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ManifestError(f"{path}: cannot read: {error}") from error
+        converted.append(convert_text(text, target, name=str(path)))
+    return converted
+
+
+def write(converted: Iterable[Converted]) -> None:
+    """Rewrite each file in place (after every file converted: all or nothing is written)."""
+    for result in converted:
+        Path(result.file).write_text(result.text, encoding="utf-8")
+
+
+def render(converted: Sequence[Converted]) -> str:
+    """The converted files as one YAML stream, for stdout."""
+    return "---\n".join(result.text for result in converted)
+
+
+def convert_text(text: str, target: Dialect, *, name: str = "<text>") -> Converted:
+    yaml = _yaml()
+    try:
+        documents = list(yaml.load_all(text))
+    except YAMLError as error:
+        raise ManifestError(f"{name}: not YAML: {error}") from error
+    jobs = []
+    for document in documents:
+        if isinstance(document, CommentedMap) and version_of(_plain(document)) is not None:
+            jobs.append(_convert_document(document, target, name))
+    out = io.StringIO()
+    yaml.dump_all(documents, out)
+    return Converted(name, out.getvalue(), jobs)
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap a long line
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> ConvertedJob:
+    _clean_dump(doc)
+    plain = _plain(doc)
+    job = _job(plain, name)
+    if target is Dialect.SEED:
+        _refuse_for_seed(job, plain, name)
+    version = VERSIONS[target]
+    doc["apiVersion"] = version.api_version
+    doc["kind"] = version.kind
+    metadata = doc.get("metadata")
+    if isinstance(metadata, CommentedMap):
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, CommentedMap):
+            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    old_spec = doc["spec"]
+    doc["spec"] = (
+        _seed_spec(job, old_spec)
+        if target is Dialect.SEED
+        else _kubeflow_spec(job, old_spec, plain)
+    )
+    converted = _job(_plain(doc), name)
+    return ConvertedJob(job.name, job.dialect, converted.spec_hash == job.spec_hash)
+
+
+def _clean_dump(doc: CommentedMap) -> None:
+    """What `kubectl get` adds goes: status, and the metadata the server sets."""
+    for dump_field in dump_fields(_plain(doc)):
+        if dump_field == "status":
+            del doc["status"]
+        else:
+            del doc["metadata"][dump_field.removeprefix("metadata.")]
+    if doc.get("status") == {}:
+        del doc["status"]
+
+
+def _job(plain: dict[str, Any], name: str) -> MxJob:
+    version = version_of(plain)
+    assert version is not None
+    problems = [(p.path, p.message) for p in schema_problems(version.dialect, plain)]
+    if not problems:
+        try:
+            return from_manifest(plain)
+        except SpecError as error:
+            problems = [(p.path, p.message) for p in error.problems]
+    job_name = (plain.get("metadata") or {}).get("name", "?")
+    details = "; ".join(f"{format_path(tuple(path))}: {message}" for path, message in problems)
+    raise ManifestError(
+        f"{name}: job {job_name} is invalid, fix it first (mxgitops validate): {details}"
+    )
+
+
+def _refuse_for_seed(job: MxJob, plain: Mapping[str, Any], name: str) -> None:
+    lost = []
+    if job.run_policy != RunPolicy():
+        lost.append("a run policy")
+    if job.success_policy is not SuccessPolicy.SCHEDULER:
+        lost.append(f"successPolicy {job.success_policy}")
+    if any(r.restart_policy is RestartPolicy.EXIT_CODE for r in job.replica_specs):
+        lost.append("restartPolicy ExitCode")
+    spec = plain.get("spec") or {}
+    if spec.get("schedulingPolicy") or (spec.get("runPolicy") or {}).get("schedulingPolicy"):
+        lost.append("a scheduling policy")
+    if lost:
+        raise ManifestError(
+            f"{name}: job {job.name} has {', '.join(lost)}, which the seed dialect cannot "
+            "express: convert it to kubeflow.org/v1 instead"
+        )
+
+
+def _node(root: Any, path: Sequence[str | int]) -> Any:
+    """The ruamel node at a field path, by the model's spelling (older ones matched too)."""
+    node = root
+    for part in path:
+        if isinstance(node, Mapping) and isinstance(part, str) and part not in node:
+            part = next((k for k in node if str(k).lower() == part.lower()), part)
+        node = node[part]
+    return node
+
+
+def _template(doc_spec: Any, replica_path: Sequence[str | int], wanted: Mapping[str, Any]) -> Any:
+    """The replica's template node, made equal to what the model runs, comments kept."""
+    relative = list(replica_path[1:])  # ("spec", ...) -> within spec
+    try:
+        node = _node(doc_spec, [*relative, "template"])
+    except (KeyError, IndexError, TypeError):
+        return _plain(wanted)
+    return _update(node, wanted)
+
+
+def _update(node: Any, wanted: Any) -> Any:
+    """`node` changed in place into `wanted`, keeping the nodes (and comments) that stay."""
+    if isinstance(node, CommentedMap) and isinstance(wanted, Mapping):
+        for key in [k for k in node if k not in wanted]:
+            del node[key]
+        for key, value in wanted.items():
+            node[key] = _update(node[key], value) if key in node else value
+        return node
+    if isinstance(node, CommentedSeq) and isinstance(wanted, list) and len(node) == len(wanted):
+        for index, value in enumerate(wanted):
+            node[index] = _update(node[index], value)
+        return node
+    return node if _plain(node) == wanted else wanted
+
+
+def _kubeflow_spec(job: MxJob, old_spec: Any, plain: Mapping[str, Any]) -> CommentedMap:
+    spec = CommentedMap()
+    spec["jobMode"] = "MXTrain"
+    if job.success_policy is not SuccessPolicy.SCHEDULER:
+        spec["successPolicy"] = job.success_policy.value
+    run_policy = CommentedMap()
+    for attribute, written in _RUN_POLICY_NAMES.items():
+        value = getattr(job.run_policy, attribute)
+        if value is not None and value is not False:
+            run_policy[written] = value.value if isinstance(value, CleanPodPolicy) else value
+    old = plain.get("spec") or {}
+    scheduling = (old.get("runPolicy") or {}).get("schedulingPolicy") or old.get("schedulingPolicy")
+    if scheduling:
+        run_policy["schedulingPolicy"] = scheduling
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    replicas = CommentedMap()
+    for replica in job.replica_specs:
+        wanted = dict(replica.template)
+        priority = (scheduling or {}).get("priorityClass")
+        wanted = _without_injected(wanted, "priorityClassName", priority, old_spec, replica.path)
+        if replica.type is ReplicaType.SCHEDULER and replica.ps_root_port != DEFAULT_PS_ROOT_PORT:
+            wanted = _with_port(wanted, replica.ps_root_port)
+        entry = CommentedMap()
+        entry["replicas"] = replica.replicas
+        entry["restartPolicy"] = replica.restart_policy.value
+        entry["template"] = _template(old_spec, replica.path, wanted)
+        replicas[replica.type.value.title()] = entry
+    spec["mxReplicaSpecs"] = replicas
+    return spec
+
+
+def _without_injected(
+    template: dict[str, Any], key: str, value: Any, old_spec: Any, path: Sequence[str | int]
+) -> dict[str, Any]:
+    """The template without a field the conversion put there from a policy still written."""
+    pod_spec = template.get("spec") or {}
+    if value is None or pod_spec.get(key) != value:
+        return template
+    try:
+        written = _plain(_node(old_spec, [*path[1:], "template", "spec"]))
+    except (KeyError, IndexError, TypeError):
+        return template
+    if key in written:
+        return template
+    return {**template, "spec": {k: v for k, v in pod_spec.items() if k != key}}
+
+
+def _with_port(template: dict[str, Any], port: int) -> dict[str, Any]:
+    """The scheduler's port, which Kubeflow reads from the mxnet container's `mxjob-port`."""
+    pod_spec = dict(template.get("spec") or {})
+    containers = [
+        dict(c) if isinstance(c, Mapping) else c for c in pod_spec.get("containers") or []
+    ]
+    for container in containers:
+        if isinstance(container, dict) and container.get("name") == "mxnet":
+            ports = [p for p in container.get("ports") or [] if p.get("name") != KUBEFLOW_PORT_NAME]
+            container["ports"] = [*ports, {"name": KUBEFLOW_PORT_NAME, "containerPort": port}]
+    return {**template, "spec": {**pod_spec, "containers": containers}}
+
+
+def _seed_spec(job: MxJob, old_spec: Any) -> CommentedMap:
+    spec = CommentedMap()
+    spec["jobMode"] = job.mode.value
+    replicas = CommentedSeq()
+    for replica in job.replica_specs:
+        wanted = dict(replica.template)
+        pod_spec = wanted.get("spec") or {}
+        if replica.restart_policy is not RestartPolicy(pod_spec.get("restartPolicy", "OnFailure")):
+            wanted = {**wanted, "spec": {**pod_spec, "restartPolicy": replica.restart_policy.value}}
+        entry = CommentedMap()
+        entry["mxReplicaType"] = replica.type.value
+        entry["replicas"] = replica.replicas
+        if replica.ps_root_port != DEFAULT_PS_ROOT_PORT:
+            entry["PsRootPort"] = replica.ps_root_port
+        entry["template"] = _template(old_spec, replica.path, wanted)
+        replicas.append(entry)
+    spec["replicaSpecs"] = replicas
+    return spec
+
+
+def _plain(node: Any) -> Any:
+    """ruamel's round-trip types as plain JSON values (what the schemas and rules read)."""
+    if isinstance(node, Mapping):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    return str(node)
