@@ -45,12 +45,14 @@ from mxgitops.config import (
 )
 from mxgitops.console import configure_logging, progress_display, stopped_cleanly_on_sigterm
 from mxgitops.errors import (
+    CacheBusyError,
     ClusterError,
     ConfigError,
     GitError,
     LeaseHeldError,
     ManifestError,
     MxGitOpsError,
+    StateDamagedError,
 )
 from mxgitops.manifests import MAX_FILE_SIZE, load
 from mxgitops.spec import NAMESPACE
@@ -63,7 +65,8 @@ class ExitCode(IntEnum):
     USAGE = 2  # a usage or configuration error
     GIT = 3  # git failed: clone, fetch, checkout, notes
     CLUSTER = 4  # the cluster is unreachable or refused us
-    LEASE_HELD = 5  # another sync holds the lease
+    LEASE_HELD = 5  # another sync holds the lease (or the Git cache)
+    STATE_DAMAGED = 6  # mxgitops' own ledger or Lease cannot be read: repair it
     INTERNAL = 70  # a bug in mxgitops (sysexits' EX_SOFTWARE); run with --debug
 
 
@@ -74,6 +77,8 @@ ERROR_CODES: tuple[tuple[type[MxGitOpsError], ExitCode], ...] = (
     (GitError, ExitCode.GIT),
     (ClusterError, ExitCode.CLUSTER),
     (LeaseHeldError, ExitCode.LEASE_HELD),
+    (CacheBusyError, ExitCode.LEASE_HELD),
+    (StateDamagedError, ExitCode.STATE_DAMAGED),
 )
 
 
@@ -132,6 +137,7 @@ Each command has its own --help, with more examples.
 Exit codes:
   0 OK   1 invalid manifest or failed job   2 usage or configuration error
   3 git error   4 cluster unreachable or forbidden   5 another sync holds the lease
+  6 mxgitops' ledger or Lease is damaged (the message says how to repair it)
 """
 
 
@@ -274,7 +280,8 @@ MXGITOPS_GIT_TOKEN only, so it never shows in a process list.
 Exit codes:
   0 in sync   1 a job failed to apply or a manifest is invalid
   2 usage or configuration error   3 git error
-  4 cluster unreachable or forbidden   5 another sync holds the lease
+  4 cluster unreachable or forbidden   5 another sync holds the lease or the cache
+  6 the ledger or Lease is damaged (the message says how to repair it)
 """
 
 

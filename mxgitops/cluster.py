@@ -133,8 +133,9 @@ class Cluster:
             pods=tuple(self.list_all(Kind.POD, selector)),
         )
 
-    def list_all(self, kind: Kind, selector: str) -> list[KubeObject]:
-        body = self._request("GET", _path(kind), query={"labelSelector": selector})
+    def list_all(self, kind: Kind, selector: str, namespace: str | None = None) -> list[KubeObject]:
+        """One LIST of the objects matching `selector`, in `namespace` or in all."""
+        body = self._request("GET", _path(kind, namespace), query={"labelSelector": selector})
         items: list[KubeObject] = body.get("items") or []
         for item in items:  # typed lists leave kind and apiVersion off their items
             item.setdefault("kind", kind.value)

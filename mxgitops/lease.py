@@ -5,6 +5,13 @@ finds it held by someone else and not expired stops with `LeaseHeldError`
 (exit 5) and writes nothing; an expired Lease (its holder died) is taken over.
 Creating and replacing with a resourceVersion makes the take-over atomic: of
 two syncs racing for the same Lease, the API server lets exactly one win.
+
+A response can be lost after the server acted (a dropped connection): the
+client's retry then meets a 409 caused by its own write. So after every 409
+the Lease is read again, and a Lease that carries this sync's own holder and
+acquire time is recognised as ours, not blamed on another sync. A Lease that
+cannot be read (no `spec`, a duration that is not a number) is reported as
+damaged with how to repair it (`StateDamagedError`), never guessed at.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from mxgitops.errors import ClusterClientError, ClusterError, LeaseHeldError
+from mxgitops.errors import ClusterClientError, ClusterError, LeaseHeldError, StateDamagedError
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
 DEFAULT_DURATION_SECONDS = 600
@@ -51,10 +58,13 @@ class HeldLease:
         self.lease = lease
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()  # writes finish on several threads
+        self.released = False
 
     def renew_if_due(self) -> None:
         """Renew once a third of the lease's duration has passed since the last renewal."""
         with self._lock:
+            if self.released:
+                return
             spec = self.lease["spec"]
             now = self._clock()
             renewed = _parse_time(spec.get("renewTime"))
@@ -65,7 +75,13 @@ class HeldLease:
             # A failed renewal is tried again at the next write; the lease is still ours
             # for two more thirds of its duration.
             with suppress(ClusterError):
-                self.lease = self._api.replace(fresh)
+                self.lease = _write(self._api, self._api.replace, fresh)
+
+    def release(self) -> None:
+        """Not under the lock: a renewal stuck in a request must not hold up a SIGTERM;
+        `release` settles a race with it through the 409."""
+        self.released = True
+        release(self._api, self.lease)
 
 
 @contextmanager
@@ -95,7 +111,7 @@ def held(
     try:
         yield held_lease
     finally:
-        release(api, held_lease.lease)  # the latest version: renewals moved it on
+        held_lease.release()  # the latest version: renewals moved it on
 
 
 def acquire(
@@ -110,34 +126,102 @@ def acquire(
     now = now or datetime.now(UTC)
     ref = lease_ref(instance, namespace)
     current = api.get(ref)
+    if current is not None:
+        _check(current, ref)
     spec = {
         "holderIdentity": holder,
         "leaseDurationSeconds": duration_seconds,
         "acquireTime": _micro_time(now),
         "renewTime": _micro_time(now),
     }
-    try:
-        if current is None:
-            return api.create_strict(_lease(ref, instance, spec))
-        if not is_free(current, now):
-            raise LeaseHeldError(describe_holder(current))
-        spec["leaseTransitions"] = int(current["spec"].get("leaseTransitions") or 0) + 1
-        taken = _lease(ref, instance, spec)
-        taken["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        return api.replace(taken)
-    except ClusterClientError as exc:
-        if exc.status == 409:  # another sync created or took it a moment ago
-            raise LeaseHeldError(describe_holder(api.get(ref))) from exc
-        raise
+    if current is None:
+        return _write(api, api.create_strict, _lease(ref, instance, spec), held_by=describe_holder)
+    if not is_free(current, now):
+        raise LeaseHeldError(describe_holder(current))
+    spec["leaseTransitions"] = int(current["spec"].get("leaseTransitions") or 0) + 1
+    taken = _lease(ref, instance, spec)
+    taken["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+    return _write(api, api.replace, taken, held_by=describe_holder)
 
 
 def release(api: LeaseAPI, lease: KubeObject) -> None:
-    """Give the Lease up by clearing its holder, so the next sync need not wait."""
-    released = {**lease, "spec": {**lease["spec"], "holderIdentity": None}}
-    # A ClusterClientError means someone took over an expired lease of ours; any
-    # other failure leaves the lease to expire, and must not hide what the sync did.
-    with suppress(ClusterError):
-        api.replace(released)
+    """Give the Lease up by clearing its holder, so the next sync need not wait.
+
+    After a 409, a Lease still held by us (a renewal moved it on) is released in
+    its newer version; one held by someone else (who took over an expired lease of
+    ours) is left alone. Any other failure leaves the lease to expire, and must not
+    hide what the sync did."""
+    ours = lease
+    for _ in range(2):
+        released = {**ours, "spec": {**ours["spec"], "holderIdentity": None}}
+        try:
+            api.replace(released)
+            return
+        except ClusterClientError as exc:
+            if exc.status != 409:
+                return
+            with suppress(ClusterError):
+                current = api.get(ObjectRef.of(lease))
+                if current is not None and _holds(current, ours):
+                    ours = current
+                    continue
+            return
+        except ClusterError:
+            return
+
+
+def _write(
+    api: LeaseAPI,
+    send: Callable[[KubeObject], KubeObject],
+    lease: KubeObject,
+    *,
+    held_by: Callable[[KubeObject | None], str] | None = None,
+) -> KubeObject:
+    """Create or replace the Lease; after a 409, read it: if it now says exactly what
+    we sent, the 409 answered the retry of our own write, whose response was lost.
+    Otherwise another sync got there first (LeaseHeldError if `held_by` names it)."""
+    try:
+        return send(lease)
+    except ClusterClientError as exc:
+        if exc.status != 409:
+            raise
+        current = api.get(ObjectRef.of(lease))
+        if current is not None and _spec(current) == _spec(lease):
+            return current
+        if held_by is None:
+            raise
+        raise LeaseHeldError(held_by(current)) from exc
+
+
+def _spec(lease: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec as the API server stores it: unset fields are left out."""
+    return {k: v for k, v in (lease.get("spec") or {}).items() if v is not None}
+
+
+def _holds(current: Mapping[str, Any], ours: Mapping[str, Any]) -> bool:
+    """Whether `current` is still held by the holder of `ours`, since the same take."""
+    mine, now = _spec(ours), _spec(current)
+    keys = ("holderIdentity", "acquireTime")
+    return bool(now.get("holderIdentity")) and all(now.get(k) == mine.get(k) for k in keys)
+
+
+def _check(lease: KubeObject, ref: ObjectRef) -> None:
+    """A Lease this module cannot read is reported, with how to repair it."""
+    spec = lease.get("spec")
+    problem = None
+    if not isinstance(spec, dict):
+        problem = "it has no spec"
+    else:
+        for key in ("leaseDurationSeconds", "leaseTransitions"):
+            value = spec.get(key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                problem = f"spec.{key} is {value!r}, not a whole number"
+    if problem is not None:
+        raise StateDamagedError(
+            f"the Lease {ref.namespace}/{ref.name} is damaged ({problem}); when no sync is "
+            f"running, delete it (kubectl -n {ref.namespace} delete lease {ref.name}) and "
+            "the next sync creates it again"
+        )
 
 
 def is_free(lease: Mapping[str, Any], now: datetime) -> bool:

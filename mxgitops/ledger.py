@@ -2,23 +2,41 @@
 
 A finished job must never run again unless its spec changes, even after the
 TTL controller or a clean-pod policy deleted its objects. The objects cannot
-remember that, so each instance keeps one ConfigMap of finished pairs in its
-home namespace. This module is pure: it encodes and decodes that ConfigMap;
-the sync reads and writes it through `cluster.py`.
+remember that, so each instance keeps its finished pairs in ConfigMaps in its
+home namespace. Nothing is ever dropped to make room: the entries are spread
+over shards (`mxgitops-ledger-{instance}`, `….1`, `….2`, …: a dot, which no
+instance name has, so two instances never want the same name; a job's shard is a
+hash of its name modulo the shard count, a power of two that doubles when a
+shard would pass 900 KiB), and all shards are read with one LIST, so a sync
+costs the same number of requests with 10 or 100,000 finished jobs. A ledger
+of one shard is exactly the single ConfigMap of earlier versions.
+
+Which entries are kept or dropped is the planner's decision (`plan.py`).
+This module encodes and decodes the shards, refuses to guess at a damaged one
+(`StateDamagedError`, with how to repair it), and writes the shards that
+changed through a small API (`cluster.py` in production). A write whose
+response was lost is recognised by reading the shard back.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from mxgitops.errors import ClusterClientError, StateDamagedError
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
 DATA_KEY = "finished.json"
-# A ConfigMap holds at most 1 MiB; stay well below it. An entry is ~150 bytes.
+SHARDS_KEY = "shards"  # the shard count the ConfigMap was written with (absent: 1)
+# A ConfigMap holds at most 1 MiB; stay well below it. An entry is ~170 bytes.
 MAX_BYTES = 900 * 1024
+MAX_SHARDS = 1024  # ~5 million finished jobs
+STATES = ("Succeeded", "Failed")
+_FIELDS = ("namespace", "name", "spec_hash", "state", "finished_at")
 
 JobKey = tuple[str, str]
 
@@ -30,6 +48,7 @@ class Finished:
     spec_hash: str
     state: str  # Succeeded or Failed
     finished_at: str  # RFC 3339, when this sync first saw it finished
+    unseen_since: str = ""  # RFC 3339: since when neither a manifest nor objects name it
 
     @property
     def key(self) -> JobKey:
@@ -37,66 +56,201 @@ class Finished:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """One shard as the cluster holds it: what to compare with, and the version to replace."""
+
+    name: str
+    resource_version: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Ledger:
     entries: Mapping[JobKey, Finished] = field(default_factory=dict)
-    resource_version: str | None = None  # None: the ConfigMap does not exist yet
+    stored: tuple[Stored, ...] = ()  # the shards as read; () when none exists yet
+    shards: int = 1  # the largest shard count found: the layout never shrinks
 
     def finished(self, key: JobKey, spec_hash: str) -> Finished | None:
         entry = self.entries.get(key)
         return entry if entry is not None and entry.spec_hash == spec_hash else None
 
-    def updated(self, record: Iterable[Finished], keep: set[JobKey]) -> Ledger:
-        """A ledger with `record` added, keeping only the jobs in `keep`: a job whose
-        manifest is gone and whose objects are gone is forgotten."""
-        entries = {k: v for k, v in self.entries.items() if k in keep}
-        entries.update((f.key, f) for f in record)
-        return Ledger(entries, self.resource_version)
+    def with_entries(self, entries: Mapping[JobKey, Finished]) -> Ledger:
+        """The same stored shards, holding `entries` once written."""
+        return Ledger(dict(entries), self.stored, self.shards)
+
+
+class LedgerAPI(Protocol):
+    def get(self, ref: ObjectRef) -> KubeObject | None: ...
+
+    def create_strict(self, obj: KubeObject) -> KubeObject: ...
+
+    def replace(self, obj: KubeObject) -> KubeObject: ...
+
+
+def shard_name(instance: str, index: int) -> str:
+    base = f"mxgitops-ledger-{instance}"
+    return base if index == 0 else f"{base}.{index}"
 
 
 def config_map_ref(instance: str, namespace: str) -> ObjectRef:
-    return ObjectRef(Kind.CONFIG_MAP, namespace, f"mxgitops-ledger-{instance}")
+    """The first shard: the whole ledger while it fits in one ConfigMap."""
+    return ObjectRef(Kind.CONFIG_MAP, namespace, shard_name(instance, 0))
+
+
+def is_shard(name: str, instance: str) -> bool:
+    return re.fullmatch(rf"mxgitops-ledger-{re.escape(instance)}(\.[1-9][0-9]*)?", name) is not None
+
+
+def shard_of(key: JobKey, shards: int) -> int:
+    return zlib.crc32(f"{key[0]}/{key[1]}".encode()) % shards
+
+
+# -- decoding ---------------------------------------------------------------------
+
+
+def from_config_maps(objects: Iterable[Mapping[str, Any]]) -> Ledger:
+    """The ledger held by these shards. A job found in two shards (a layout change cut
+    short) keeps its newest entry: the union never forgets a finished job."""
+    entries: dict[JobKey, Finished] = {}
+    stored, shards = [], 1
+    for obj in sorted(objects, key=lambda o: str(o["metadata"]["name"])):
+        rows, count = _decode(obj)
+        shards = max(shards, count)
+        stored.append(
+            Stored(
+                obj["metadata"]["name"],
+                str(obj["metadata"].get("resourceVersion") or ""),
+                (obj.get("data") or {}).get(DATA_KEY) or "",
+            )
+        )
+        for entry in rows:
+            known = entries.get(entry.key)
+            if known is None or (known.finished_at, known.spec_hash) < (
+                entry.finished_at,
+                entry.spec_hash,
+            ):
+                entries[entry.key] = entry
+    return Ledger(entries, tuple(stored), shards)
 
 
 def from_config_map(obj: Mapping[str, Any] | None) -> Ledger:
-    if obj is None:
-        return Ledger()
-    raw = json.loads((obj.get("data") or {}).get(DATA_KEY) or "[]")
-    entries = {(e["namespace"], e["name"]): Finished(**e) for e in raw}
-    return Ledger(entries, obj["metadata"].get("resourceVersion"))
+    return from_config_maps([obj] if obj is not None else [])
 
 
-def to_config_map(ledger: Ledger, *, instance: str, namespace: str) -> KubeObject:
-    ref = config_map_ref(instance, namespace)
-    metadata: dict[str, Any] = {
-        "name": ref.name,
-        "namespace": namespace,
-        "labels": ownership_labels(instance),
-    }
-    if ledger.resource_version is not None:
-        metadata["resourceVersion"] = ledger.resource_version
+def _decode(obj: Mapping[str, Any]) -> tuple[list[Finished], int]:
+    data = obj.get("data") or {}
+    try:
+        count = int(data.get(SHARDS_KEY) or 1)
+        if not 1 <= count <= MAX_SHARDS:
+            raise ValueError(f"{SHARDS_KEY} is {count}")
+        raw = json.loads(data.get(DATA_KEY) or "[]")
+        if not isinstance(raw, list):
+            raise ValueError(f"{DATA_KEY} is not a list")
+        return [_row(index, row) for index, row in enumerate(raw)], count
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise _damaged(obj, str(exc)) from exc
+
+
+def _row(index: int, row: Any) -> Finished:
+    if not isinstance(row, dict):
+        raise ValueError(f"entry {index} is not an object")
+    unknown = sorted(set(row) - {*_FIELDS, "unseen_since"})
+    missing = [name for name in _FIELDS if name not in row]
+    if unknown or missing:
+        what = f"unknown field {unknown[0]!r}" if unknown else f"no {missing[0]!r}"
+        raise ValueError(f"entry {index} has {what}")
+    if not all(isinstance(value, str) for value in row.values()) or row["state"] not in STATES:
+        raise ValueError(f"entry {index} has a value that is not a string, or a bad state")
+    return Finished(**row)
+
+
+def _damaged(obj: Mapping[str, Any], problem: str) -> StateDamagedError:
+    name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace", "")
+    return StateDamagedError(
+        f"the ledger ConfigMap {namespace}/{name} is damaged ({' '.join(problem.split())}); "
+        "nothing was applied, so no finished job runs again; repair it with "
+        f"`kubectl -n {namespace} edit configmap {name}` or restore it from a backup "
+        "(deleting it makes the finished jobs it records run again)"
+    )
+
+
+# -- encoding ---------------------------------------------------------------------
+
+
+def to_config_maps(book: Ledger, *, instance: str, namespace: str) -> list[KubeObject]:
+    """Every shard of the layout `book` needs, fresh objects (no resourceVersion)."""
+    shards = book.shards
+    while True:
+        texts = _texts(book.entries.values(), shards)
+        if all(len(t.encode()) <= MAX_BYTES for t in texts) or shards >= MAX_SHARDS:
+            break
+        shards *= 2
+    if any(len(t.encode()) > MAX_BYTES for t in texts):
+        raise StateDamagedError(f"the ledger needs more than {MAX_SHARDS} ConfigMaps")
+    return [
+        _config_map(shard_name(instance, index), namespace, instance, text, shards)
+        for index, text in enumerate(texts)
+    ]
+
+
+def to_config_map(book: Ledger, *, instance: str, namespace: str) -> KubeObject:
+    """The first shard (all of a ledger that fits in one ConfigMap)."""
+    return to_config_maps(book, instance=instance, namespace=namespace)[0]
+
+
+def _texts(entries: Iterable[Finished], shards: int) -> list[str]:
+    rows: list[list[dict[str, str]]] = [[] for _ in range(shards)]
+    for e in sorted(entries, key=lambda e: (e.finished_at, e.key), reverse=True):
+        row = {name: getattr(e, name) for name in _FIELDS}
+        if e.unseen_since:
+            row["unseen_since"] = e.unseen_since
+        rows[shard_of(e.key, shards)].append(row)
+    return [json.dumps(r, sort_keys=True, separators=(",", ":")) for r in rows]
+
+
+def _config_map(name: str, namespace: str, instance: str, text: str, shards: int) -> KubeObject:
+    data = {DATA_KEY: text}
+    if shards > 1:
+        data[SHARDS_KEY] = str(shards)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata,
-        "data": {DATA_KEY: _encode(ledger.entries.values())},
+        "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(instance)},
+        "data": data,
     }
 
 
-def _encode(entries: Iterable[Finished]) -> str:
-    """Newest first, dropping the oldest entries if the ConfigMap would overflow."""
-    ordered = sorted(entries, key=lambda e: (e.finished_at, e.key), reverse=True)
-    rows = [
-        {
-            "namespace": e.namespace,
-            "name": e.name,
-            "spec_hash": e.spec_hash,
-            "state": e.state,
-            "finished_at": e.finished_at,
-        }
-        for e in ordered
-    ]
-    text = json.dumps(rows, sort_keys=True, separators=(",", ":"))
-    while len(text.encode()) > MAX_BYTES and rows:
-        rows = rows[: len(rows) * 9 // 10]
-        text = json.dumps(rows, sort_keys=True, separators=(",", ":"))
-    return text
+# -- writing ----------------------------------------------------------------------
+
+
+def save(api: LedgerAPI, book: Ledger, *, instance: str, namespace: str) -> int:
+    """Write the shards whose content changed (new shards first, so an entry moving
+    to a new shard is never absent from both); return how many were written."""
+    stored = {s.name: s for s in book.stored}
+    creates, replaces = [], []
+    for obj in to_config_maps(book, instance=instance, namespace=namespace):
+        known = stored.get(obj["metadata"]["name"])
+        if known is None:
+            creates.append(obj)
+        elif known.text != obj["data"][DATA_KEY]:
+            # A shard whose rows stay put keeps an older shard count: readers take the largest.
+            obj["metadata"]["resourceVersion"] = known.resource_version
+            replaces.append(obj)
+    for obj in creates:
+        _write(api, api.create_strict, obj)
+    for obj in replaces:
+        _write(api, api.replace, obj)
+    return len(creates) + len(replaces)
+
+
+def _write(api: LedgerAPI, send: Callable[[KubeObject], KubeObject], obj: KubeObject) -> None:
+    """Create or replace one shard; a 409 is our own write if the shard now holds
+    exactly what we sent (the response to it was lost and the client retried)."""
+    try:
+        send(obj)
+    except ClusterClientError as exc:
+        if exc.status != 409:
+            raise
+        current = api.get(ObjectRef.of(obj))
+        if current is None or (current.get("data") or {}) != obj["data"]:
+            raise

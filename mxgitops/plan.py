@@ -10,13 +10,28 @@ The GitOps rules live here: unchanged specs write nothing, missing pieces are
 repaired, changed specs replace (or wait, if the manifest asks), removed
 manifests prune (within the safety limits), invalid manifests protect their
 live job, and finished jobs never run again unless their spec changes.
+
+Half-done work and hand edits have their rules too. Leftovers of an
+interrupted replace or prune (a Service without its batch Jobs) are no running
+job: `on-change: wait` does not hold them, and the replace or prune goes on. A
+job with objects that no longer add up (a label moved or removed by hand) is
+held, all of it, and the objects are named, until they are put right. And a
+scheduler Service is created before the batch Jobs that dial it, which are not
+started unless it is ours.
+
+The ledger of finished jobs changes here too, each change with a reason
+(`LedgerChange`): a job seen finished is recorded; its entry is forgotten only
+when its manifest was removed and its objects pruned (put back by
+`Plan.ledger_after` if the prune failed), or after `ledger_retention` during
+which no manifest (valid or not) and no object named it. An invalid,
+unparseable, held or unlisted manifest therefore never costs an entry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from mxgitops.ledger import Finished, JobKey, Ledger
@@ -35,6 +50,7 @@ from mxgitops.trainer import (
 )
 
 DEFAULT_MAX_PRUNE_SHARE = 0.5
+DEFAULT_LEDGER_RETENTION = timedelta(days=90)
 FINISHED = (State.SUCCEEDED, State.FAILED)
 
 
@@ -69,6 +85,31 @@ class Change:
     def writes(self) -> bool:
         return bool(self.creates or self.deletes)
 
+    @property
+    def first(self) -> tuple[ObjectRef, ...]:
+        """Creates that must succeed before the others are written: the scheduler's
+        Service. If another owner holds its name, the batch Jobs are not started, or
+        every process would dial that stranger's Service."""
+        return tuple(ObjectRef.of(o) for o in self.creates if o["kind"] == Kind.SERVICE)
+
+
+class LedgerAction(StrEnum):
+    RECORD = "record"  # seen finished: it will not run again
+    UNSEEN = "unseen"  # no manifest or object names it: the retention starts
+    SEEN = "seen"  # named again: the retention stops
+    FORGET = "forget"  # pruned, or unnamed for longer than the retention
+
+
+@dataclass(frozen=True)
+class LedgerChange:
+    action: LedgerAction
+    entry: Finished  # the entry as it will be; for FORGET, the one forgotten
+    reason: str
+
+    @property
+    def key(self) -> JobKey:
+        return self.entry.key
+
 
 @dataclass(frozen=True)
 class PlanOptions:
@@ -79,6 +120,7 @@ class PlanOptions:
     max_prune_share: float = DEFAULT_MAX_PRUNE_SHARE
     force_prune: bool = False
     now: datetime | None = None  # when finished jobs are recorded in the ledger
+    ledger_retention: timedelta = DEFAULT_LEDGER_RETENTION
 
     def render_context(self) -> RenderContext:
         return RenderContext(
@@ -91,9 +133,20 @@ class PlanOptions:
 @dataclass(frozen=True)
 class Plan:
     changes: tuple[Change, ...]
-    ledger: Ledger  # the ledger as it should be after this sync
+    ledger: Ledger = field(default_factory=Ledger)  # as it should be after this sync
     ledger_changed: bool = False
     prune_refused: str | None = None  # why deletions were held back, if they were
+    ledger_changes: tuple[LedgerChange, ...] = ()
+
+    def ledger_after(self, failed: Collection[JobKey]) -> Ledger:
+        """The ledger to write once applied: an entry forgotten because its job was
+        pruned stays if that prune (a job in `failed`) did not go through."""
+        back = {
+            c.key: c.entry
+            for c in self.ledger_changes
+            if c.action is LedgerAction.FORGET and c.key in failed
+        }
+        return self.ledger.with_entries({**self.ledger.entries, **back}) if back else self.ledger
 
     @property
     def writes(self) -> bool:
@@ -127,12 +180,26 @@ def plan(
     refused = _prune_refusal(changes, len(live_jobs), len(desired), unnamed_invalid, options)
     if refused:
         changes = [_hold_delete(c, refused) if c.action is Action.DELETE else c for c in changes]
-    new_ledger, ledger_changed = _record_finished(ledger, changes, live_jobs, options)
-    return Plan(tuple(sorted(changes, key=lambda c: c.key)), new_ledger, ledger_changed, refused)
+    book = _ledger_changes(ledger, changes, live_jobs, invalid, options)
+    entries = dict(ledger.entries)
+    for change in book:
+        if change.action is LedgerAction.FORGET:
+            del entries[change.key]
+        else:
+            entries[change.key] = change.entry
+    return Plan(
+        tuple(sorted(changes, key=lambda c: c.key)),
+        ledger.with_entries(entries) if book else ledger,
+        bool(book),
+        refused,
+        tuple(book),
+    )
 
 
 def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext) -> Change:
     base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
+    if live is not None and live.strays:
+        return _left_alone(base, live)
     finished = ledger.finished(job.key, job.spec_hash)
     if finished is not None and live is not None and not (live.jobs or live.services):
         live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
@@ -238,19 +305,47 @@ def _finished_reason(state: str) -> str:
 def _changed_spec(
     job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: _Base
 ) -> Change:
-    if state not in FINISHED and job.on_change is OnChange.WAIT:
+    """Replace: the objects of other specs go, those of this one that are missing come.
+
+    A job waits (on-change: wait) only while it is a whole runtime of another spec
+    that has not finished. Leftovers of an interrupted replace or prune, and a
+    replace under way (objects of this spec exist), are no running job.
+    """
+    leftover = live.incomplete()
+    current = set(live.refs_of(job.spec_hash))
+    waits = state not in FINISHED and job.on_change is OnChange.WAIT
+    if waits and leftover is None and not current:
         return base.change(
             Action.HOLD,
             f"spec changed; waiting for the {state.lower()} job "
             f"to finish ({ON_CHANGE_ANNOTATION}: wait)",
             state=state,
         )
+    reason = f"spec changed (runtime {live.runtime_id or 'mixed'} -> {job.runtime_id})"
+    if current:
+        reason = f"finishing an interrupted replace (runtime -> {job.runtime_id})"
+    elif waits and leftover is not None:
+        reason += f"; not held: {leftover}, which is no running job"
     return base.change(
         Action.REPLACE,
-        f"spec changed (runtime {live.runtime_id} -> {job.runtime_id})",
+        reason,
         state=State.RUNNING,
-        deletes=tuple(live.refs()),
-        creates=tuple(render_job(job, ctx)),
+        deletes=tuple(ref for ref in live.refs() if ref not in current),
+        creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) not in current),
+    )
+
+
+def _left_alone(base: _Base, live: LiveJob, why: str = "") -> Change:
+    """Objects whose name, labels and spec hash disagree were edited by hand. Nothing of
+    their job is written until they add up again or are deleted: acting on a guess would
+    restart the wrong job, or create again, every sync, what exists."""
+    state, replicas = live.status()
+    strays = "; ".join(str(s) for s in live.strays)
+    return replace(base, replicas=tuple(replicas)).change(
+        Action.HOLD,
+        f"{why}objects that do not add up are left alone: {strays}; restore their labels "
+        "and annotations, or delete them",
+        state=state,
     )
 
 
@@ -287,21 +382,32 @@ def _orphan_changes(
             change = base.change(
                 Action.HOLD, "its manifest is invalid; the live job is left as is", state=state
             )
+        elif live.strays:
+            change = _left_alone(base, live, "manifest removed; ")
         elif not options.prune:
             change = base.change(Action.HOLD, "manifest removed; pruning is off", state=state)
-        elif state not in FINISHED and _on_change(live) is OnChange.WAIT:
-            change = base.change(
+        else:
+            change = _prune(base, live, state)
+        changes.append(change)
+    return changes
+
+
+def _prune(base: _Base, live: LiveJob, state: State) -> Change:
+    """Delete a job whose manifest is gone, unless it runs and asks to finish first;
+    leftovers of an interrupted replace or prune are no running job."""
+    leftover = live.incomplete()
+    if state not in FINISHED and _on_change(live) is OnChange.WAIT:
+        if leftover is None:
+            return base.change(
                 Action.HOLD,
                 f"manifest removed; waiting for the "
                 f"{state.lower()} job to finish ({ON_CHANGE_ANNOTATION}: wait)",
                 state=state,
             )
-        else:
-            change = base.change(
-                Action.DELETE, "manifest removed", state=state, deletes=tuple(live.refs())
-            )
-        changes.append(change)
-    return changes
+        reason = f"manifest removed; not held: {leftover}, which is no running job"
+    else:
+        reason = "manifest removed"
+    return base.change(Action.DELETE, reason, state=state, deletes=tuple(live.refs()))
 
 
 def _on_change(live: LiveJob) -> OnChange:
@@ -351,22 +457,56 @@ def _hold_delete(change: Change, why: str) -> Change:
     )
 
 
-def _record_finished(
+def _ledger_changes(
     ledger: Ledger,
     changes: Sequence[Change],
     live_jobs: Mapping[JobKey, LiveJob],
+    invalid: frozenset[JobKey],
     options: PlanOptions,
-) -> tuple[Ledger, bool]:
-    """Remember every job seen finished; forget jobs known neither to Git nor the cluster."""
-    now = (options.now or datetime.now().astimezone()).isoformat(timespec="seconds")
-    record = [
-        Finished(c.namespace, c.name, live_jobs[c.key].spec_hash or "", str(c.state), now)
-        for c in changes
-        if c.key in live_jobs
-        and c.state in FINISHED
-        and live_jobs[c.key].spec_hash
-        and ledger.finished(c.key, live_jobs[c.key].spec_hash or "") is None
-    ]
-    keep = {c.key for c in changes}
-    updated = ledger.updated(record, keep)
-    return updated, bool(record) or set(updated.entries) != set(ledger.entries)
+) -> list[LedgerChange]:
+    """Record every job seen finished; forget only pruned jobs and, after the retention,
+    jobs that no manifest and no object names any more."""
+    now = options.now or datetime.now().astimezone()
+    stamp = now.isoformat(timespec="seconds")
+    book = []
+    for c in changes:
+        spec_hash = live_jobs[c.key].spec_hash if c.key in live_jobs else None
+        if (
+            spec_hash
+            and c.state in FINISHED
+            and c.action is not Action.DELETE
+            and ledger.finished(c.key, spec_hash) is None
+        ):
+            entry = Finished(c.namespace, c.name, spec_hash, str(c.state), stamp)
+            book.append(LedgerChange(LedgerAction.RECORD, entry, f"seen {c.state.lower()}"))
+    recorded = {c.key for c in book}
+    pruned = {c.key for c in changes if c.action is Action.DELETE}
+    named = {c.key for c in changes} | invalid
+    days = options.ledger_retention.days
+    for key, entry in sorted(ledger.entries.items()):
+        if key in recorded:
+            continue
+        if key in pruned:
+            book.append(
+                LedgerChange(LedgerAction.FORGET, entry, "manifest removed and its objects pruned")
+            )
+        elif key in named:
+            if entry.unseen_since:
+                seen = replace(entry, unseen_since="")
+                book.append(LedgerChange(LedgerAction.SEEN, seen, "named again"))
+        elif not entry.unseen_since:
+            unseen = replace(entry, unseen_since=stamp)
+            why = f"no manifest or object names it; forgotten after {days} days unless one does"
+            book.append(LedgerChange(LedgerAction.UNSEEN, unseen, why))
+        elif _before(entry.unseen_since, now - options.ledger_retention):
+            why = f"named by nothing since {entry.unseen_since}, longer than {days} days"
+            book.append(LedgerChange(LedgerAction.FORGET, entry, why))
+    return book
+
+
+def _before(stamp: str, moment: datetime) -> bool:
+    """Whether the RFC 3339 `stamp` is before `moment` (an unreadable stamp is not)."""
+    try:
+        return datetime.fromisoformat(stamp) < moment
+    except (ValueError, TypeError):
+        return False

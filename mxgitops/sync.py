@@ -22,7 +22,7 @@ from mxgitops import lease, ledger, loadcache, manifests, report, source
 from mxgitops.apply import ChangeSet, apply
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError
-from mxgitops.objects import LiveObjects, WriteResult, ownership_selector
+from mxgitops.objects import Kind, LiveObjects, WriteResult, ownership_selector
 from mxgitops.plan import Plan, PlanOptions, plan
 from mxgitops.trainer import parse_accelerators
 
@@ -228,9 +228,12 @@ _State = tuple[LiveObjects, ledger.Ledger]
 def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:
     if cluster is None:
         return LiveObjects(), ledger.Ledger()
-    live = cluster.list_live(ownership_selector(config.instance))
-    ref = ledger.config_map_ref(config.instance, config.state_namespace)
-    return live, ledger.from_config_map(cluster.get(ref))
+    selector = ownership_selector(config.instance)
+    live = cluster.list_live(selector)
+    # All shards of the ledger in one LIST, however many there are.
+    found = cluster.list_all(Kind.CONFIG_MAP, selector, config.state_namespace)
+    shards = [o for o in found if ledger.is_shard(o["metadata"]["name"], config.instance)]
+    return live, ledger.from_config_maps(shards)
 
 
 def _plan(
@@ -276,7 +279,7 @@ def _apply_under_lease(
         try:
             changeset = apply(fresh, cluster, on_done=written)
             if fresh.ledger_changed:
-                changeset = _write_ledger(cluster, config, fresh.ledger, changeset)
+                changeset = _write_ledger(cluster, config, fresh, changeset)
         except (SystemExit, KeyboardInterrupt):
             cluster.stop()  # SIGTERM: no further write; the Lease is released at once
             raise
@@ -288,14 +291,12 @@ def _moved(now: _State, before: _State) -> bool:
 
 
 def _write_ledger(
-    cluster: kube.Cluster, config: SyncConfig, book: ledger.Ledger, changeset: ChangeSet
+    cluster: kube.Cluster, config: SyncConfig, done: Plan, changeset: ChangeSet
 ) -> ChangeSet:
-    obj = ledger.to_config_map(book, instance=config.instance, namespace=config.state_namespace)
+    """Record finished jobs; a job whose prune failed keeps its entry."""
+    book = done.ledger_after({r.change.key for r in changeset.failed})
     try:
-        if book.resource_version is None:
-            cluster.create_strict(obj)
-        else:
-            cluster.replace(obj)
+        ledger.save(cluster, book, instance=config.instance, namespace=config.state_namespace)
     except ClusterError as exc:
         return replace(changeset, ledger_error=f"recording finished jobs failed: {exc}")
     return changeset

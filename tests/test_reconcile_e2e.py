@@ -206,8 +206,7 @@ def assert_no_op(api: KubeAPI) -> None:
     assert not writes(api), writes(api)
     lists = Counter(e["resource"] for e in log if e["verb"] == "list")
     assert set(lists.values()) <= {1}, lists
-    gets = [e for e in log if e["verb"] == "get"]
-    assert [e["resource"] for e in gets] == ["configmaps"], gets
+    assert not [e for e in log if e["verb"] == "get"], log  # the ledger comes in one LIST
     assert len(log) <= 4
 
 

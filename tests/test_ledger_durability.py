@@ -1,0 +1,423 @@
+"""Finished jobs are never forgotten: the ledger under hostile trees, damage and scale.
+
+End to end against the API double (plain directories, or a bare Git remote over
+file:// where history is rewritten). A job "runs again" when a sync POSTs its
+batch Jobs after it finished and its objects were deleted (as by a TTL); every
+test asserts on the double's request log that this never happens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from mxgitops import cluster, ledger
+from mxgitops.cli import main
+from mxgitops.config import SyncConfig
+from mxgitops.errors import StateDamagedError
+from mxgitops.ledger import Finished, Ledger
+from mxgitops.objects import LiveObjects, ownership_labels
+from mxgitops.sync import SyncOutcome, sync
+from tests.gitfixtures import GitRemote
+from tests.kubeapi.harness import KubeAPI
+from tests.test_reconcile_e2e import (
+    INSTANCE,
+    NS,
+    RETRY,
+    Syncer,
+    delete,
+    finish,
+    job_objects,
+    mxjob,
+    remove,
+    repo,
+    run,
+    summary_of,
+    write,
+    writes,
+)
+
+LEDGER = f"mxgitops-ledger-{INSTANCE}"
+__all__ = ["repo", "run"]  # fixtures shared with the end-to-end tests
+
+
+def expire(api: KubeAPI, *jobs: str) -> None:
+    """What ttlSecondsAfterFinished does: the finished job's objects go."""
+    for job in jobs:
+        for kind in ("jobs", "services"):
+            for obj in job_objects(api, job, kind):
+                delete(api, kind, obj["metadata"]["name"])
+        assert not job_objects(api, job)
+
+
+def job_posts(api: KubeAPI) -> list[str]:
+    return [e["path"] for e in writes(api) if e["method"] == "POST" and e["resource"] == "jobs"]
+
+
+def book(api: KubeAPI) -> Ledger:
+    shards = [
+        o for o in api.objects("configmaps", NS) if ledger.is_shard(o["metadata"]["name"], INSTANCE)
+    ]
+    return ledger.from_config_maps(shards)
+
+
+def finished_and_expired(api: KubeAPI, run: Callable[[], SyncOutcome], *jobs: str) -> None:
+    """Sync the jobs, let them succeed, record them, and let the TTL take their objects."""
+    run()
+    for job in jobs:
+        finish(api, job, "worker")
+    run()
+    assert set(book(api).entries) == {(NS, j) for j in jobs}
+    expire(api, *jobs)
+
+
+# -- entries survive what is not a deletion --------------------------------------------
+
+
+def test_a_yaml_typo_then_the_fix_reruns_nothing(kubeapi: KubeAPI, repo: Path, run: Syncer) -> None:
+    write(repo, mxjob("once", servers=0), mxjob("other", servers=0))
+    finished_and_expired(kubeapi, run, "once")
+    good = (repo / "once.yaml").read_text()
+    (repo / "once.yaml").write_text(good.replace("kind: MXJob", "kind: MXJob\n  : ["))
+    kubeapi.clear_log()
+    broken = run()
+    assert broken.summary.problems
+    assert (NS, "once") in book(kubeapi).entries
+    (repo / "once.yaml").write_text(good)
+    kubeapi.clear_log()
+    fixed = run()
+    assert not job_posts(kubeapi)
+    assert (summary_of(fixed, "once").action, summary_of(fixed, "once").state) == (
+        "unchanged",
+        "Succeeded",
+    )
+    assert not book(kubeapi).entries[(NS, "once")].unseen_since
+
+
+def test_an_invalid_manifest_keeps_the_entry(kubeapi: KubeAPI, repo: Path, run: Syncer) -> None:
+    write(repo, mxjob("once", servers=0))
+    finished_and_expired(kubeapi, run, "once")
+    bad = mxjob("once", servers=0)
+    bad["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = "many"
+    write(repo, bad)
+    assert run().summary.problems
+    write(repo, mxjob("once", servers=0))
+    kubeapi.clear_log()
+    run()
+    assert not job_posts(kubeapi)
+
+
+def test_a_tiny_max_file_size_reruns_nothing(kubeapi: KubeAPI, repo: Path, run: Syncer) -> None:
+    big = mxjob("once", servers=0, annotations={"note": "x" * 2000})
+    write(repo, big)
+    finished_and_expired(kubeapi, run, "once")
+    assert run(max_file_size=1024).summary.problems  # the file is reported, not read
+    kubeapi.clear_log()
+    run()
+    assert not job_posts(kubeapi)
+
+
+def test_a_force_push_to_a_tree_without_manifests_and_back_reruns_nothing(
+    kubeapi: KubeAPI, make_git_remote: Callable[..., GitRemote], tmp_path: Path
+) -> None:
+    files = {f"jobs/{n}.yaml": yaml.safe_dump(mxjob(n, servers=0)) for n in ("a", "b", "c")}
+    remote = make_git_remote("jobs", files=files)
+    good = remote.rev()
+    connect = functools.partial(cluster.connect, retry=RETRY, sleep=lambda _: None)
+
+    def run() -> SyncOutcome:
+        config = SyncConfig(
+            repo=remote.url,
+            path="jobs",
+            namespace=NS,
+            instance=INSTANCE,
+            cache_dir=tmp_path / "cache",
+            kubeconfig=kubeapi.kubeconfig,
+        )
+        return sync(config, explicit=frozenset({"namespace", "instance"}), connect=connect)
+
+    run()
+    for job in ("a", "b", "c"):
+        finish(kubeapi, job, "worker")
+    run()
+    expire(kubeapi, "a", "b")  # c's objects are still there
+    # Force-push a history whose tree has no manifests at all.
+    remote.git("checkout", "--quiet", "--orphan", "wiped")
+    remote.git("rm", "--quiet", "-r", "-f", ".")
+    (remote.work / "jobs").mkdir()
+    (remote.work / "jobs" / "README.md").write_text("nothing here\n")
+    remote.git("add", "--all")
+    remote.git("commit", "--quiet", "-m", "wiped")
+    remote.push(force=True)
+    emptied = run()
+    assert emptied.summary.prune_refused  # c is live: pruning everything is refused
+    assert set(book(kubeapi).entries) == {(NS, "a"), (NS, "b"), (NS, "c")}
+    remote.git("reset", "--quiet", "--hard", good)
+    remote.push(force=True)
+    kubeapi.clear_log()
+    restored = run()
+    assert not job_posts(kubeapi)
+    assert {j.name: j.state for j in restored.summary.jobs} == dict.fromkeys("abc", "Succeeded")
+
+
+def test_an_entry_goes_only_when_the_prune_went_through(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    write(repo, mxjob("done", servers=0), mxjob("k1", servers=0), mxjob("k2", servers=0))
+    run()
+    finish(kubeapi, "done", "worker")
+    run()
+    remove(repo, "done")
+    kubeapi.faults("delete/jobs:500=1")
+    failed = run()
+    assert failed.changeset is not None and failed.changeset.failed
+    assert (NS, "done") in book(kubeapi).entries  # its objects are still there
+    kubeapi.faults("")
+    pruned = run()
+    assert pruned.ok and summary_of(pruned, "done").action == "delete"
+    assert (NS, "done") not in book(kubeapi).entries
+    assert not job_objects(kubeapi, "done")
+
+
+# -- scale: shards, never a dropped entry -------------------------------------------
+
+
+def entries(count: int, *, unseen: str = "") -> dict[tuple[str, str], Finished]:
+    made = (
+        Finished(NS, f"job-{i:06d}", f"{i:064x}", "Succeeded", "2026-01-01T00:00:00+00:00", unseen)
+        for i in range(count)
+    )
+    return {e.key: e for e in made}
+
+
+# Entries no manifest names, well within the retention (which is measured from now).
+RECENTLY = datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def seed(api: KubeAPI, book_: Ledger) -> None:
+    for obj in ledger.to_config_maps(book_, instance=INSTANCE, namespace=NS):
+        api.create(obj, NS)
+
+
+def test_shards_hold_every_entry_and_the_layout_only_grows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ledger, "MAX_BYTES", 8 * 1024)
+    many = entries(1_000)
+    objs = ledger.to_config_maps(Ledger(many), instance=INSTANCE, namespace=NS)
+    assert len(objs) >= 16 and len(objs) & (len(objs) - 1) == 0  # a power of two
+    assert all(len(o["data"][ledger.DATA_KEY].encode()) <= 8 * 1024 for o in objs)
+    assert [o["metadata"]["name"] for o in objs[:2]] == [LEDGER, f"{LEDGER}.1"]
+    read = ledger.from_config_maps(objs)
+    assert read.entries == many and read.shards == len(objs)
+    fewer = ledger.to_config_maps(read.with_entries(entries(10)), instance=INSTANCE, namespace=NS)
+    assert len(fewer) == len(objs)  # no shard is left behind with stale rows
+
+
+def test_a_layout_change_cut_short_loses_nothing() -> None:
+    """Entries in two shards (new written, old not yet trimmed): the newest wins."""
+    old = Finished(NS, "a", "h1", "Succeeded", "2026-01-01T00:00:00+00:00")
+    new = Finished(NS, "a", "h2", "Failed", "2026-02-01T00:00:00+00:00")
+    first = ledger.to_config_maps(Ledger({old.key: old}), instance=INSTANCE, namespace=NS)[0]
+    second = ledger.to_config_maps(Ledger({new.key: new}), instance=INSTANCE, namespace=NS)[0]
+    second["metadata"]["name"] = f"{LEDGER}.1"
+    assert ledger.from_config_maps([first, second]).entries == {new.key: new}
+    assert ledger.from_config_maps([second, first]).entries == {new.key: new}
+
+
+def test_one_more_finished_job_beyond_a_full_config_map_drops_nothing(
+    kubeapi: KubeAPI, repo: Path, run: Syncer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ledger, "MAX_BYTES", 16 * 1024)
+    seed(kubeapi, Ledger(entries(80, unseen=RECENTLY)))
+    write(repo, mxjob("last", servers=0))
+    run()
+    finish(kubeapi, "last", "worker")
+    run()
+    kept = book(kubeapi)
+    assert len(kept.entries) == 81 and kept.shards > 1
+    kubeapi.clear_log()
+    run()  # a no-op, however many shards (bench/bench_ledger.py: 100,000 jobs)
+    assert [(e["verb"], e["resource"]) for e in kubeapi.request_log] == [
+        ("list", "jobs"),
+        ("list", "services"),
+        ("list", "pods"),
+        ("list", "configmaps"),
+    ]
+
+
+# -- damage is reported, never guessed at ----------------------------------------------
+
+
+def damage(api: KubeAPI, text: str) -> None:
+    delete(api, "configmaps", LEDGER)
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": LEDGER, "labels": ownership_labels(INSTANCE)},
+            "data": {ledger.DATA_KEY: text},
+        },
+        NS,
+    )
+
+
+ROW = {
+    "namespace": NS,
+    "name": "once",
+    "spec_hash": "h",
+    "state": "Succeeded",
+    "finished_at": "2026-01-01T00:00:00+00:00",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('[{"namespace": "ml",', "Expecting"),
+        (json.dumps([{**ROW, "colour": "red"}]), "unknown field 'colour'"),
+        (json.dumps([{**ROW, "state": "Running"}]), "bad state"),
+        (json.dumps({"once": ROW}), "not a list"),
+    ],
+)
+def test_a_damaged_ledger_stops_the_sync_before_any_write(
+    kubeapi: KubeAPI, repo: Path, run: Syncer, text: str, problem: str
+) -> None:
+    write(repo, mxjob("once", servers=0), mxjob("other", servers=0))
+    finished_and_expired(kubeapi, run, "once")
+    damage(kubeapi, text)
+    kubeapi.clear_log()
+    with pytest.raises(StateDamagedError, match=problem) as caught:
+        run()
+    assert not writes(kubeapi)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"kubectl -n {NS} edit configmap {LEDGER}" in message
+    result = CliRunner().invoke(
+        main,
+        [
+            *("sync", "--repo", str(repo), "--kubeconfig", str(kubeapi.kubeconfig)),
+            *("--namespace", NS, "--instance", INSTANCE, "--no-notes"),
+        ],
+    )
+    assert result.exit_code == 6, result.output
+    assert result.output.startswith("Error: the ledger ConfigMap")
+    assert not job_posts(kubeapi)
+
+
+def test_a_lease_without_spec_is_reported_with_its_repair(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    write(repo, mxjob("a", servers=0))
+    kubeapi.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": f"mxgitops-{INSTANCE}"},
+        },
+        NS,
+    )
+    with pytest.raises(StateDamagedError, match="has no spec") as caught:
+        run()
+    assert f"kubectl -n {NS} delete lease mxgitops-{INSTANCE}" in str(caught.value)
+    assert not job_posts(kubeapi)
+
+
+# -- lost responses ----------------------------------------------------------------------
+
+
+def test_a_lost_response_to_the_lease_create_is_recognised(kubeapi: KubeAPI, repo: Path) -> None:
+    write(repo, mxjob("a", servers=0))
+    kubeapi.faults("create/leases:lose=1")
+    run = Syncer(kubeapi, repo)
+    run.sleeps = _Lift(kubeapi)
+    outcome = run()
+    assert outcome.ok and summary_of(outcome, "a").action == "create"
+    posts = [(e["status"], e["fault"]) for e in kubeapi.request_log if e["resource"] == "leases"]
+    assert posts[:3] == [(404, None), (201, "lose"), (409, None)]
+    lease = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+    assert lease is not None and not lease["spec"].get("holderIdentity")  # released
+    write(repo, mxjob("b", servers=0))
+    assert summary_of(run(), "b").action == "create"  # the next sync is not locked out
+
+
+def test_a_lost_response_to_the_ledger_create_does_not_fail_the_sync(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    write(repo, mxjob("once", servers=0))
+    run = Syncer(kubeapi, repo)
+    run()
+    finish(kubeapi, "once", "worker")
+    kubeapi.faults("create/configmaps:lose=1")
+    run.sleeps = _Lift(kubeapi)
+    outcome = run()
+    assert outcome.ok, outcome.changeset
+    assert [e["status"] for e in kubeapi.request_log if e["verb"] == "create"][-2:] == [201, 409]
+    assert set(book(kubeapi).entries) == {(NS, "once")}
+
+
+class _Lift(list[float]):
+    """The retry policy's sleep (it appends): lifts every fault before the retry, so a
+    response lost once is followed by a retry that meets the server's 409."""
+
+    def __init__(self, api: KubeAPI) -> None:
+        super().__init__()
+        self._api = api
+
+    def append(self, seconds: float) -> None:
+        self._api.faults("")
+        super().append(seconds)
+
+
+# -- the planner's ledger decisions, each with a reason ---------------------------------
+
+
+def test_retention_starts_when_nothing_names_a_job_and_forgets_only_after_it() -> None:
+    from mxgitops.plan import LedgerAction, PlanOptions, plan
+    from tests.test_plan import OPTIONS
+
+    gone = Finished(NS, "gone", "h", "Succeeded", "2025-01-01T00:00:00+00:00")
+    first = plan([], LiveObjects(), Ledger({gone.key: gone}), OPTIONS)
+    (change,) = first.ledger_changes
+    assert change.action is LedgerAction.UNSEEN and "forgotten after 90 days" in change.reason
+    marked = first.ledger.entries[gone.key]
+    assert marked.unseen_since == "2026-01-02T03:04:05+00:00"
+
+    start = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    later = dataclasses.replace(OPTIONS, now=start + timedelta(days=89))
+    assert not plan([], LiveObjects(), first.ledger, later).ledger_changed
+    expired = dataclasses.replace(OPTIONS, now=start + timedelta(days=91))
+    forgot = plan([], LiveObjects(), first.ledger, expired)
+    assert [c.action for c in forgot.ledger_changes] == [LedgerAction.FORGET]
+    assert forgot.ledger.entries == {}
+
+    # Named again (here by an invalid manifest) before then: the retention stops.
+    back = plan([], LiveObjects(), first.ledger, later, invalid=frozenset({gone.key}))
+    assert [c.action for c in back.ledger_changes] == [LedgerAction.SEEN]
+    assert back.ledger.entries[gone.key].unseen_since == ""
+    short = PlanOptions(instance="t1", now=OPTIONS.now, ledger_retention=timedelta(days=1))
+    (marking,) = plan([], LiveObjects(), Ledger({gone.key: gone}), short).ledger_changes
+    assert "after 1 days" in marking.reason
+
+
+def test_a_pruned_job_is_forgotten_unless_its_prune_failed() -> None:
+    from mxgitops.plan import Action, LedgerAction, plan
+    from tests.test_plan import OPTIONS, job, live
+
+    done, other = job("done"), job("other")
+    entry = Finished(NS, "done", done.spec_hash, "Succeeded", "2026-01-01T00:00:00+00:00")
+    result = plan([other], live(done, other), Ledger({entry.key: entry}), OPTIONS)
+    assert {c.name: c.action for c in result.changes}["done"] is Action.DELETE
+    (forget,) = result.ledger_changes
+    assert forget.action is LedgerAction.FORGET and "pruned" in forget.reason
+    assert result.ledger.entries == {}
+    assert result.ledger_after(set()).entries == {}
+    assert result.ledger_after({entry.key}).entries == {entry.key: entry}
