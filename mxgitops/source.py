@@ -32,14 +32,15 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 import git
 
+from mxgitops import cachelock
 from mxgitops.errors import GitError
 from mxgitops.gitauth import GIT_IDENTITY, Remote, git_environment
 from mxgitops.gitauth import Credentials as Credentials  # re-exported: part of this API
@@ -176,6 +177,13 @@ class Repository:
     def url(self) -> str:
         """The remote's URL, safe to print."""
         return self._remote.display
+
+    def locked(
+        self, *, timeout: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> AbstractContextManager[None]:
+        """This process alone uses the cache in the `with` (see `cachelock`): the lock is
+        on the cache directory, which a re-clone of this clone never replaces."""
+        return cachelock.held(self.path.parent, timeout=timeout, on_wait=on_wait)
 
     def sync(self, ref: str | None = None, *, subpath: str = "") -> Checkout:
         """Bring the cache to the remote's `ref` (None: its default branch) and check it out.

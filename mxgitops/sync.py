@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -75,44 +76,46 @@ def sync(
     """Run one sync. `explicit` names the settings given by flag or environment,
     which the jobs repository's .mxgitops.yaml must not override."""
     progress = progress or Progress()
-    notices: list[str] = []
-    progress.phase("fetching the jobs repository")
-    workspace = open_workspace(config, notices)
-    config, refused = settings.apply_repo_settings(config, set(explicit), workspace.root)
-    progress.phase("validating manifests")
-    loaded = settings.with_problems(_load_manifests(workspace, config), refused)
-    options = PlanOptions(
-        instance=config.instance,
-        commit=workspace.commit,
-        accelerators=parse_accelerators(config.accelerators),
-        prune=config.prune,
-        max_prune_share=config.max_prune_share,
-        force_prune=config.force_prune,
-    )
-    progress.phase("reading the cluster")
-    cluster = _cluster(config, connect, notices)
-    state = _read_state(cluster, config)
-    the_plan = _plan(loaded, *state, options)
-    changeset = None
-    if cluster is not None and not config.dry_run and the_plan.writes:
-        the_plan, changeset = _apply_under_lease(
-            cluster,
-            config,
-            progress,
-            (state, the_plan),
-            lambda live, known: _plan(loaded, live, known, options),
+    # The Git cache stays locked until the note is written: other syncs sharing it wait.
+    with ExitStack() as cache:
+        notices: list[str] = []
+        progress.phase("fetching the jobs repository")
+        workspace = open_workspace(config, notices, cache, progress)
+        config, refused = settings.apply_repo_settings(config, set(explicit), workspace.root)
+        progress.phase("validating manifests")
+        loaded = settings.with_problems(_load_manifests(workspace, config), refused)
+        options = PlanOptions(
+            instance=config.instance,
+            commit=workspace.commit,
+            accelerators=parse_accelerators(config.accelerators),
+            prune=config.prune,
+            max_prune_share=config.max_prune_share,
+            force_prune=config.force_prune,
         )
-    summary = report.summarize(
-        the_plan,
-        changeset,
-        problems=[str(p) for p in loaded.problems],
-        commit=workspace.commit,
-        instance=config.instance,
-        dry_run=config.dry_run,
-    )
-    _log(summary, notices)
-    summary, written = _note(workspace, config, summary, progress)
-    return SyncOutcome(config, summary, the_plan, changeset, workspace, tuple(notices), written)
+        progress.phase("reading the cluster")
+        cluster = _cluster(config, connect, notices)
+        state = _read_state(cluster, config)
+        the_plan = _plan(loaded, *state, options)
+        changeset = None
+        if cluster is not None and not config.dry_run and the_plan.writes:
+            the_plan, changeset = _apply_under_lease(
+                cluster,
+                config,
+                progress,
+                (state, the_plan),
+                lambda live, known: _plan(loaded, live, known, options),
+            )
+        summary = report.summarize(
+            the_plan,
+            changeset,
+            problems=[str(p) for p in loaded.problems],
+            commit=workspace.commit,
+            instance=config.instance,
+            dry_run=config.dry_run,
+        )
+        _log(summary, notices)
+        summary, written = _note(workspace, config, summary, progress)
+        return SyncOutcome(config, summary, the_plan, changeset, workspace, tuple(notices), written)
 
 
 def _log(summary: report.Summary, notices: list[str]) -> None:
@@ -135,9 +138,15 @@ def _log(summary: report.Summary, notices: list[str]) -> None:
             )
 
 
-def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
+def open_workspace(
+    config: SyncConfig,
+    notices: list[str],
+    cache: ExitStack | None = None,
+    progress: Progress | None = None,
+) -> Workspace:
     """A Git URL, a bare repository, or a checkout with --ref is synced through the
-    cache; any other directory (a checkout's work tree too) is read as it is."""
+    cache; any other directory (a checkout's work tree too) is read as it is. The
+    cache is locked first, until `cache` closes, waiting for another process's use."""
     kind = repository_kind(config.repo)
     if kind == "directory" or (kind == "work tree" and not config.ref):
         if config.ref:
@@ -152,6 +161,9 @@ def open_workspace(config: SyncConfig, notices: list[str]) -> Workspace:
         return Workspace(Path(config.repo).expanduser().resolve())
     credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
     repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
+    if cache is not None:
+        waiting = (progress or Progress()).phase
+        cache.enter_context(repository.locked(on_wait=lambda who: waiting(f"waiting for {who}")))
     checkout = repository.sync(config.ref)
     if checkout.recloned_reason:
         notices.append(f"the cache was cloned again: {checkout.recloned_reason}")
