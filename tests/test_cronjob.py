@@ -1,72 +1,218 @@
-"""cronjob/: the kustomization builds with the real kubectl, its settings are real
-options of `mxgitops sync`, and its RBAC grants what a sync does."""
+"""cronjob/: the base and the example overlay build with the real kubectl, every object
+passes strict schema validation for the oldest and newest Kubernetes the README supports,
+the CronJob's pod passes the Pod Security `restricted` level, the RBAC is exactly what a
+sync uses, and two instances install side by side. (tests/test_cronjob_e2e.py runs the
+CronJob's command against the API double.)"""
 
 from __future__ import annotations
 
+import copy
+import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
+from mxgitops import lease
 from mxgitops.cli import sync
+from tests.podsecurity import violations
 
-CRONJOB = Path(__file__).resolve().parents[1] / "cronjob"
-# What a sync does, per (API group, resource) — cluster.py, lease.py and sync.py.
-NEEDED = {
+ROOT = Path(__file__).resolve().parents[1]
+CRONJOB = ROOT / "cronjob"
+BASE, OVERLAY = CRONJOB / "base", CRONJOB / "overlays/example"
+# What a sync does, per (API group, resource): cluster.py, lease.py and ledger.py.
+CLUSTER_WIDE = {
     ("batch", "jobs"): {"list", "get", "create", "delete"},
     ("", "services"): {"list", "get", "create", "delete"},
     ("", "pods"): {"list"},
-    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
-    ("", "configmaps"): {"get", "create", "update"},
 }
+IN_OWN_NAMESPACE = {
+    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+    ("", "configmaps"): {"get", "list", "create", "update"},
+}
+CLUSTER_SCOPED = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding"})
+
+Docs = list[dict[str, Any]]
 
 
-@pytest.fixture(scope="module")
-def built() -> list[dict[str, Any]]:
+def kustomize(directory: Path) -> Docs:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed")
     out = subprocess.run(
-        [kubectl, "kustomize", str(CRONJOB)], check=True, capture_output=True, text=True
+        [kubectl, "kustomize", str(directory)], check=True, capture_output=True, text=True
     ).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 
 
-def test_the_kustomization_builds(built: list[dict[str, Any]]) -> None:
-    kinds = sorted(d["kind"] for d in built)
-    assert kinds == sorted(
-        [
-            "Namespace",
-            "ServiceAccount",
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-            "ConfigMap",
-            "CronJob",
-        ]
+@pytest.fixture(scope="module")
+def base() -> Docs:
+    return kustomize(BASE)
+
+
+@pytest.fixture(scope="module")
+def overlay() -> Docs:
+    return kustomize(OVERLAY)
+
+
+def only(docs: Docs, kind: str) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] == kind]
+    return found
+
+
+def pod_template(docs: Docs) -> dict[str, Any]:
+    template: dict[str, Any] = only(docs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]
+    return template
+
+
+def supported_versions() -> tuple[str, str]:
+    """The oldest and newest Kubernetes minor version README's install section names."""
+    found = re.search(r"Kubernetes (1\.\d+) to (1\.\d+)", (ROOT / "README.md").read_text())
+    assert found, "README names no supported Kubernetes versions"
+    return found.group(1), found.group(2)
+
+
+def test_the_base_and_the_overlay_build(base: Docs, overlay: Docs) -> None:
+    kinds = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
+    kinds += ["ConfigMap", "CronJob"]
+    assert sorted(d["kind"] for d in base) == sorted(kinds)
+    assert sorted(d["kind"] for d in overlay) == sorted(
+        [*kinds, "Namespace", "PersistentVolumeClaim"]
     )
-    (cronjob,) = [d for d in built if d["kind"] == "CronJob"]
-    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "mxgitops"
-    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    namespace = only(overlay, "Namespace")["metadata"]
+    assert namespace["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for doc in overlay:
+        if doc["kind"] not in CLUSTER_SCOPED:
+            assert doc["metadata"]["namespace"] == namespace["name"], doc["metadata"]
 
 
-def test_every_setting_of_the_config_is_an_option_of_sync(built: list[dict[str, Any]]) -> None:
-    (config,) = [d for d in built if d["kind"] == "ConfigMap"]
+@pytest.mark.parametrize("which", ["base", "overlay"])
+@pytest.mark.parametrize("end", ["oldest", "newest"])
+def test_every_object_passes_strict_schema_validation(
+    which: str, end: str, request: pytest.FixtureRequest
+) -> None:
+    version = supported_versions()[0 if end == "oldest" else 1] + ".0"
+    for doc in request.getfixturevalue(which):
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+@pytest.mark.parametrize("which", ["base", "overlay"])
+def test_the_pod_passes_pod_security_restricted(which: str, request: pytest.FixtureRequest) -> None:
+    assert violations(pod_template(request.getfixturevalue(which))) == []
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(template: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = template
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+        node[int(last) if last.isdigit() else last] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "rule"),
+    [
+        (_set("spec.containers.0.securityContext.allowPrivilegeEscalation", True), "allowPriv"),
+        (_set("spec.containers.0.securityContext.capabilities", {"drop": ["NET_RAW"]}), "drop ALL"),
+        (_set("spec.containers.0.securityContext.capabilities.add", ["SYS_ADMIN"]), "capabilit"),
+        (_set("spec.containers.0.securityContext.runAsNonRoot", False), "runAsNonRoot"),
+        (_set("spec.securityContext.runAsUser", 0), "runAsUser 0"),
+        (_set("spec.securityContext.seccompProfile", {"type": "Unconfined"}), "seccomp"),
+        (_set("spec.volumes.0", {"name": "h", "hostPath": {"path": "/"}}), "hostPath"),
+        (_set("spec.hostNetwork", True), "hostNetwork"),
+        (_set("spec.containers.0.securityContext.privileged", True), "privileged"),
+    ],
+)
+def test_the_check_catches_what_restricted_refuses(
+    base: Docs, change: Callable[[dict[str, Any]], None], rule: str
+) -> None:
+    template = copy.deepcopy(pod_template(base))
+    change(template)
+    assert any(rule in v for v in violations(template)), violations(template)
+
+
+def test_the_cronjob_is_hardened(base: Docs, overlay: Docs) -> None:
+    spec = only(base, "CronJob")["spec"]
+    assert spec["concurrencyPolicy"] == "Forbid"
+    assert 0 < spec["startingDeadlineSeconds"] < 300  # under the five-minute schedule
+    assert spec["successfulJobsHistoryLimit"] >= 1 and spec["failedJobsHistoryLimit"] >= 1
+    job = spec["jobTemplate"]["spec"]
+    assert job["backoffLimit"] == 0
+    assert job["activeDeadlineSeconds"] > lease.DEFAULT_DURATION_SECONDS
+    pod = job["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["resources"]["limits"]["memory"] and container["resources"]["requests"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    # Everything written goes to a volume: HOME, TMPDIR and the Git cache.
+    for variable in ("HOME", "TMPDIR", "MXGITOPS_CACHE_DIR"):
+        assert "emptyDir" in volumes[mounts[env[variable]]], variable
+    overlay_pod = pod_template(overlay)["spec"]
+    cache = next(v for v in overlay_pod["volumes"] if v["name"] == mounts["/cache"])
+    claim = only(overlay, "PersistentVolumeClaim")["metadata"]["name"]
+    assert cache == {"name": "cache", "persistentVolumeClaim": {"claimName": claim}}
+
+
+def test_every_setting_of_the_config_is_an_option_of_sync(base: Docs, overlay: Docs) -> None:
     envvars = {p.envvar for p in sync.params if getattr(p, "envvar", None)}
-    assert set(config["data"]) <= envvars, set(config["data"]) - envvars
+    for docs in (base, overlay):
+        data = only(docs, "ConfigMap")["data"]
+        assert set(data) <= envvars, set(data) - envvars
+        # Where the Lease and ledger live is the pod's namespace: no variable may move it.
+        assert "MXGITOPS_STATE_NAMESPACE" not in data and "MXGITOPS_NAMESPACE" not in data
 
 
-def test_rbac_grants_what_a_sync_does(built: list[dict[str, Any]]) -> None:
-    granted: dict[tuple[str, str], set[str]] = {}
-    for role in (d for d in built if d["kind"] in ("ClusterRole", "Role")):
+def granted(docs: Docs, kind: str) -> dict[tuple[str, str], set[str]]:
+    rules: dict[tuple[str, str], set[str]] = {}
+    for role in (d for d in docs if d["kind"] == kind):
         for rule in role["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
             for group in rule["apiGroups"]:
                 for resource in rule["resources"]:
-                    granted.setdefault((group, resource), set()).update(rule["verbs"])
-    for key, verbs in NEEDED.items():
-        assert verbs <= granted.get(key, set()), (key, verbs - granted.get(key, set()))
+                    rules.setdefault((group, resource), set()).update(rule["verbs"])
+    return rules
+
+
+@pytest.mark.parametrize("which", ["base", "overlay"])
+def test_rbac_grants_exactly_what_a_sync_uses(which: str, request: pytest.FixtureRequest) -> None:
+    docs = request.getfixturevalue(which)
+    assert granted(docs, "ClusterRole") == CLUSTER_WIDE
+    assert granted(docs, "Role") == IN_OWN_NAMESPACE
+    account = only(docs, "ServiceAccount")["metadata"]
+    for binding in (d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        (subject,) = binding["subjects"]
+        assert (subject["name"], subject["namespace"]) == (
+            account["name"],
+            account.get("namespace", "mxgitops"),
+        )
+    pod = pod_template(docs)["spec"]
+    assert pod["serviceAccountName"] == account["name"]
+
+
+def test_two_instances_install_side_by_side(overlay: Docs, tmp_path: Path) -> None:
+    """A copy of the overlay for another instance shares no cluster-scoped name with it,
+    and every cluster-scoped name carries its instance."""
+    second = tmp_path / "overlays/team-b"
+    shutil.copytree(OVERLAY, second)
+    shutil.copytree(BASE, tmp_path / "base")
+    for name in ("kustomization.yaml", "config.env", "namespace.yaml"):
+        text = (second / name).read_text().replace("example", "team-b")
+        (second / name).write_text(text)
+    other = kustomize(second)
+    for docs, instance in ((overlay, "example"), (other, "team-b")):
+        assert only(docs, "ConfigMap")["data"]["MXGITOPS_INSTANCE"] == instance
+        for doc in docs:
+            if doc["kind"] in CLUSTER_SCOPED:
+                assert doc["metadata"]["name"].endswith(f"-{instance}"), doc["metadata"]
+    names = [(d["kind"], d["metadata"]["name"]) for d in overlay + other]
+    assert len(names) == len(set(names))

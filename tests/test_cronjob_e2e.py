@@ -1,0 +1,164 @@
+"""The CronJob's exact command and environment, taken from the rendered example overlay,
+run against the API double and a real jobs repository (a bare remote, notes pushed).
+
+Only what a cluster provides differently here is substituted, each named below: the
+repository URL (a local bare remote for the example's), the volumes (directories under
+tmp_path at the same variables), the service account's credential (the double's
+kubeconfig) and its namespace file (a file holding the CronJob's namespace, as the
+kubelet mounts it). The jobs land in the repository's namespace, the Lease and ledger in
+the CronJob's, and every request the syncs make is one the rendered RBAC grants.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from mxgitops import config, ledger
+from mxgitops.cli import main
+from tests.gitfixtures import GitRemote
+from tests.kubeapi.harness import KubeAPI
+from tests.test_cronjob import OVERLAY, Docs, granted, kustomize, only, pod_template
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "jobs-repo-example"
+JOBS_NAMESPACE = "ml-training"  # jobs-repo-example/.mxgitops.yaml
+# /api/v1/... or /apis/GROUP/VERSION/..., then namespaces/NS/ or not.
+API_PATH = re.compile(r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)/(?:namespaces/(?P<ns>[^/]+)/)?")
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch: pytest.MonkeyPatch, git_isolation: None) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.startswith("MXGITOPS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    logger = logging.getLogger("mxgitops")
+    saved = (logger.handlers[:], logger.propagate, logger.level)
+    yield
+    logger.handlers[:], logger.propagate, logger.level = saved
+
+
+@pytest.fixture(scope="module")
+def rendered() -> Docs:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    return kustomize(OVERLAY)
+
+
+def example_files() -> dict[str, str]:
+    return {
+        path.relative_to(EXAMPLE).as_posix(): path.read_text()
+        for path in sorted(EXAMPLE.rglob("*"))
+        if path.is_file()
+    }
+
+
+class CronJobRun:
+    """The rendered CronJob's container, runnable in-process as the pod would run it."""
+
+    def __init__(self, docs: Docs, remote: GitRemote, kubeapi: KubeAPI, tmp_path: Path) -> None:
+        cronjob = only(docs, "CronJob")
+        self.namespace: str = cronjob["metadata"]["namespace"]
+        spec = pod_template(docs)["spec"]
+        (container,) = spec["containers"]
+        self.argv: list[str] = [*container["command"], *container["args"]]
+        mounts = {
+            m["mountPath"]: tmp_path / "volumes" / m["name"] for m in container["volumeMounts"]
+        }
+        for directory in mounts.values():
+            directory.mkdir(parents=True)
+        env = self._env(docs, container)
+        # The substitutions: repository, volumes, service account credential.
+        assert env["MXGITOPS_REPO"].startswith("https://")
+        env["MXGITOPS_REPO"] = remote.url
+        env = {k: str(mounts.get(v, v)) for k, v in env.items()}
+        env["KUBECONFIG"] = str(kubeapi.kubeconfig)
+        self.env = env
+        self.namespace_file = tmp_path / "serviceaccount/namespace"
+        self.namespace_file.parent.mkdir()
+        self.namespace_file.write_text(self.namespace)
+
+    def _env(self, docs: Docs, container: dict[str, Any]) -> dict[str, str]:
+        env: dict[str, str] = {}
+        for source in container.get("envFrom", []):
+            name = source["configMapRef"]["name"]
+            (config_map,) = [d for d in docs if d["metadata"]["name"] == name]
+            env.update(config_map["data"])
+        for item in container.get("env", []):
+            if "value" in item:
+                env[item["name"]] = item["value"]
+            else:  # an optional Secret that this test does not create: no token
+                assert item["valueFrom"]["secretKeyRef"]["optional"] is True, item
+        return env
+
+    def __call__(self, monkeypatch: pytest.MonkeyPatch) -> Result:
+        assert self.argv[0] == "mxgitops"  # the console script: mxgitops.cli:main
+        monkeypatch.setattr(config, "SERVICE_ACCOUNT_NAMESPACE", self.namespace_file)
+        return CliRunner().invoke(main, self.argv[1:], env=self.env)
+
+
+def batch_jobs(kubeapi: KubeAPI, namespace: str) -> set[str]:
+    return {o["metadata"]["name"] for o in kubeapi.objects("jobs", namespace)}
+
+
+def test_the_cronjob_syncs_the_example_repository(
+    rendered: Docs,
+    make_git_remote: Callable[..., GitRemote],
+    kubeapi: KubeAPI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    remote = make_git_remote("jobs", files=example_files())
+    run = CronJobRun(rendered, remote, kubeapi, tmp_path)
+    state = run.namespace
+    assert state != JOBS_NAMESPACE
+
+    first = run(monkeypatch)
+    assert first.exit_code == 0, first.output
+    names = batch_jobs(kubeapi, JOBS_NAMESPACE)
+    assert {re.sub(r"-[a-z]+-[0-9a-z]{5}-\d+$", "", n) for n in names} == {
+        "bert-gpu",
+        "cifar10-local",
+        "imagenet-dist",
+    }
+    assert batch_jobs(kubeapi, state) == set()
+    instance = run.env["MXGITOPS_INSTANCE"]
+    assert kubeapi.get("Lease", f"mxgitops-{instance}", state) is not None
+    assert kubeapi.objects("leases", JOBS_NAMESPACE) == []
+    note = remote.note(remote.rev())
+    assert note is not None and "cifar10-local" in note
+
+    # A job finishes: the next sync records it in the ledger, in the CronJob's namespace.
+    kubeapi.run_job_controller(JOBS_NAMESPACE)
+    (worker,) = [n for n in names if n.startswith("cifar10-local-worker-")]
+    kubeapi.kubelet(job=worker, namespace=JOBS_NAMESPACE, phase="Succeeded")
+    second = run(monkeypatch)
+    assert second.exit_code == 0, second.output
+    book = ledger.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", state))
+    assert {key[1] for key in book.entries} == {"cifar10-local"}
+    assert kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", JOBS_NAMESPACE) is None
+
+    # A manifest removed by a merged pull request: the job is pruned.
+    remote.commit({"jobs/nlp/bert-gpu.yaml": None}, "cancel bert-gpu")
+    third = run(monkeypatch)
+    assert third.exit_code == 0, third.output
+    assert not any(n.startswith("bert-gpu-") for n in batch_jobs(kubeapi, JOBS_NAMESPACE))
+
+    # Every request of the three syncs is granted by the rendered RBAC.
+    cluster_wide, own = granted(rendered, "ClusterRole"), granted(rendered, "Role")
+    for entry in kubeapi.request_log:
+        match = API_PATH.match(entry["path"])
+        assert match and entry["verb"], entry
+        key = (match.group("group") or "", entry["resource"])
+        allowed = cluster_wide.get(key, set())
+        if match.group("ns") == state:
+            allowed = allowed | own.get(key, set())
+        assert entry["verb"] in allowed, entry
