@@ -11,6 +11,14 @@ repaired, changed specs replace (or wait, if the manifest asks), removed
 manifests prune (within the safety limits), invalid manifests protect their
 live job, and finished jobs never run again unless their spec changes.
 
+Half-done work and hand edits have their rules too. Leftovers of an
+interrupted replace or prune (a Service without its batch Jobs) are no running
+job: `on-change: wait` does not hold them, and the replace or prune goes on. A
+job with objects that no longer add up (a label moved or removed by hand) is
+held, all of it, and the objects are named, until they are put right. And a
+scheduler Service is created before the batch Jobs that dial it, which are not
+started unless it is ours.
+
 The ledger of finished jobs changes here too, each change with a reason
 (`LedgerChange`): a job seen finished is recorded; its entry is forgotten only
 when its manifest was removed and its objects pruned (put back by
@@ -76,6 +84,13 @@ class Change:
     @property
     def writes(self) -> bool:
         return bool(self.creates or self.deletes)
+
+    @property
+    def first(self) -> tuple[ObjectRef, ...]:
+        """Creates that must succeed before the others are written: the scheduler's
+        Service. If another owner holds its name, the batch Jobs are not started, or
+        every process would dial that stranger's Service."""
+        return tuple(ObjectRef.of(o) for o in self.creates if o["kind"] == Kind.SERVICE)
 
 
 class LedgerAction(StrEnum):
@@ -181,9 +196,10 @@ def plan(
     )
 
 
-
 def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext) -> Change:
     base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
+    if live is not None and live.strays:
+        return _left_alone(base, live)
     finished = ledger.finished(job.key, job.spec_hash)
     if finished is not None and live is not None and not (live.jobs or live.services):
         live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
@@ -289,19 +305,47 @@ def _finished_reason(state: str) -> str:
 def _changed_spec(
     job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: _Base
 ) -> Change:
-    if state not in FINISHED and job.on_change is OnChange.WAIT:
+    """Replace: the objects of other specs go, those of this one that are missing come.
+
+    A job waits (on-change: wait) only while it is a whole runtime of another spec
+    that has not finished. Leftovers of an interrupted replace or prune, and a
+    replace under way (objects of this spec exist), are no running job.
+    """
+    leftover = live.incomplete()
+    current = set(live.refs_of(job.spec_hash))
+    waits = state not in FINISHED and job.on_change is OnChange.WAIT
+    if waits and leftover is None and not current:
         return base.change(
             Action.HOLD,
             f"spec changed; waiting for the {state.lower()} job "
             f"to finish ({ON_CHANGE_ANNOTATION}: wait)",
             state=state,
         )
+    reason = f"spec changed (runtime {live.runtime_id or 'mixed'} -> {job.runtime_id})"
+    if current:
+        reason = f"finishing an interrupted replace (runtime -> {job.runtime_id})"
+    elif waits and leftover is not None:
+        reason += f"; not held: {leftover}, which is no running job"
     return base.change(
         Action.REPLACE,
-        f"spec changed (runtime {live.runtime_id} -> {job.runtime_id})",
+        reason,
         state=State.RUNNING,
-        deletes=tuple(live.refs()),
-        creates=tuple(render_job(job, ctx)),
+        deletes=tuple(ref for ref in live.refs() if ref not in current),
+        creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) not in current),
+    )
+
+
+def _left_alone(base: _Base, live: LiveJob, why: str = "") -> Change:
+    """Objects whose name, labels and spec hash disagree were edited by hand. Nothing of
+    their job is written until they add up again or are deleted: acting on a guess would
+    restart the wrong job, or create again, every sync, what exists."""
+    state, replicas = live.status()
+    strays = "; ".join(str(s) for s in live.strays)
+    return replace(base, replicas=tuple(replicas)).change(
+        Action.HOLD,
+        f"{why}objects that do not add up are left alone: {strays}; restore their labels "
+        "and annotations, or delete them",
+        state=state,
     )
 
 
@@ -338,21 +382,32 @@ def _orphan_changes(
             change = base.change(
                 Action.HOLD, "its manifest is invalid; the live job is left as is", state=state
             )
+        elif live.strays:
+            change = _left_alone(base, live, "manifest removed; ")
         elif not options.prune:
             change = base.change(Action.HOLD, "manifest removed; pruning is off", state=state)
-        elif state not in FINISHED and _on_change(live) is OnChange.WAIT:
-            change = base.change(
+        else:
+            change = _prune(base, live, state)
+        changes.append(change)
+    return changes
+
+
+def _prune(base: _Base, live: LiveJob, state: State) -> Change:
+    """Delete a job whose manifest is gone, unless it runs and asks to finish first;
+    leftovers of an interrupted replace or prune are no running job."""
+    leftover = live.incomplete()
+    if state not in FINISHED and _on_change(live) is OnChange.WAIT:
+        if leftover is None:
+            return base.change(
                 Action.HOLD,
                 f"manifest removed; waiting for the "
                 f"{state.lower()} job to finish ({ON_CHANGE_ANNOTATION}: wait)",
                 state=state,
             )
-        else:
-            change = base.change(
-                Action.DELETE, "manifest removed", state=state, deletes=tuple(live.refs())
-            )
-        changes.append(change)
-    return changes
+        reason = f"manifest removed; not held: {leftover}, which is no running job"
+    else:
+        reason = "manifest removed"
+    return base.change(Action.DELETE, reason, state=state, deletes=tuple(live.refs()))
 
 
 def _on_change(live: LiveJob) -> OnChange:

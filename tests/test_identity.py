@@ -9,8 +9,25 @@ hand-editable `mxgitops.io/job` label: name, runtime id and spec hash must add u
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
-from mxgitops.spec import RUNTIME_ID_LENGTH, from_manifest
+import pytest
+
+from mxgitops.objects import JOB_NAME_LABEL
+from mxgitops.spec import RUNTIME_ID_LENGTH, from_manifest, scheduler_service_name
+from tests.kubeapi.clients import raw
+from tests.kubeapi.harness import KubeAPI
+from tests.test_reconcile_e2e import (
+    NS,
+    Syncer,
+    batch_job,
+    job_objects,
+    mxjob,
+    summary_of,
+    write,
+    writes,
+)
 
 ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -40,3 +57,173 @@ def test_runtime_ids_use_every_character_at_every_position() -> None:
         # leaves one under 50 or over 160 (today's leading digit is 1-3, nearly always).
         assert set(counts) == set(ALPHABET), (position, sorted(counts))
         assert min(counts.values()) > 50 and max(counts.values()) < 160, (position, counts)
+
+
+# -- live objects: identity beyond one label, half-done work ----------------------------
+
+
+@pytest.fixture
+def run(kubeapi: KubeAPI, tmp_path: Path) -> Syncer:
+    return Syncer(kubeapi, tmp_path / "repo")
+
+
+def relabel(api: KubeAPI, kind: str, name: str, job: str | None) -> None:
+    """Set (None: remove) the mxgitops.io/job label of one object, as kubectl label would."""
+    group = "/apis/batch/v1" if kind == "jobs" else "/api/v1"
+    status, _, body = raw(
+        api,
+        "PATCH",
+        f"{group}/namespaces/{NS}/{kind}/{name}",
+        {"metadata": {"labels": {JOB_NAME_LABEL: job}}},
+        "application/merge-patch+json",
+    )
+    assert status == 200, body
+
+
+def lease_requests(api: KubeAPI) -> list[dict[str, Any]]:
+    return [e for e in api.request_log if e["resource"] == "leases"]
+
+
+def names_of(api: KubeAPI, job: str, kind: str = "jobs") -> set[str]:
+    return {o["metadata"]["name"] for o in job_objects(api, job, kind)}
+
+
+@pytest.mark.parametrize("label", ["b", None], ids=["moved to another job", "removed"])
+def test_a_hand_edited_job_label_restarts_nothing_and_writes_nothing(
+    kubeapi: KubeAPI, run: Syncer, label: str | None
+) -> None:
+    write(run.repo, mxjob("a"), mxjob("b"))
+    run()
+    kubeapi.run_job_controller(NS)
+    before = {job: names_of(kubeapi, job) for job in ("a", "b")}
+    edited = batch_job(kubeapi, "a", "worker", 1)
+    relabel(kubeapi, "jobs", edited, label)
+
+    for _ in range(2):  # not once: never
+        kubeapi.clear_log()
+        outcome = run()
+        assert not writes(kubeapi), writes(kubeapi)
+        assert not lease_requests(kubeapi)
+
+    assert summary_of(outcome, "b").action == "unchanged"
+    a = summary_of(outcome, "a")
+    assert a.action == "hold"
+    assert edited in a.reason and "left alone" in a.reason
+    assert {o["metadata"]["name"] for o in kubeapi.objects("jobs", NS)} == before["a"] | before["b"]
+
+
+def test_a_job_whose_every_object_lost_its_label_is_not_created_again(
+    kubeapi: KubeAPI, run: Syncer
+) -> None:
+    write(run.repo, mxjob("a", servers=0))
+    run()
+    (name,) = names_of(kubeapi, "a")
+    relabel(kubeapi, "jobs", name, None)
+    kubeapi.clear_log()
+
+    outcome = run()
+
+    assert not writes(kubeapi) and not lease_requests(kubeapi)
+    assert summary_of(outcome, "a").action == "hold" and name in summary_of(outcome, "a").reason
+
+
+def test_a_foreign_service_on_the_scheduler_name_keeps_the_job_from_starting(
+    kubeapi: KubeAPI, run: Syncer
+) -> None:
+    doc = mxjob("squat")
+    job = from_manifest(doc, default_namespace=NS)
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": scheduler_service_name(job), "labels": {"app": "theirs"}},
+        "spec": {"selector": {"app": "theirs"}, "ports": [{"port": 80}]},
+    }
+    kubeapi.create(foreign, NS)
+    write(run.repo, doc, mxjob("fine"))
+
+    outcome = run()
+
+    assert not names_of(kubeapi, "squat"), "its workers would dial the foreign Service"
+    squat = summary_of(outcome, "squat")
+    assert any("not managed by this mxgitops instance" in e for e in squat.errors), squat.errors
+    assert any("not started" in e for e in squat.errors), squat.errors
+    service = kubeapi.get("Service", scheduler_service_name(job), NS)
+    assert service is not None and service["metadata"]["labels"] == {"app": "theirs"}
+    assert len(names_of(kubeapi, "fine")) == 4 and not summary_of(outcome, "fine").errors
+
+
+WAIT = {"mxgitops.io/on-change": "wait"}
+
+
+def test_an_interrupted_replace_of_a_waiting_job_is_finished_by_the_next_sync(
+    kubeapi: KubeAPI, run: Syncer
+) -> None:
+    write(run.repo, mxjob("patient", annotations=WAIT))
+    run()
+    kubeapi.run_job_controller(NS)
+    finish_scheduler = batch_job(kubeapi, "patient", "scheduler")
+    kubeapi.kubelet(job=finish_scheduler, namespace=NS, phase="Succeeded")
+    write(run.repo, mxjob("patient", workers=3, annotations=WAIT))
+    kubeapi.faults("delete/services:500=1")
+    interrupted = run()
+    assert summary_of(interrupted, "patient").action == "replace"
+    assert summary_of(interrupted, "patient").errors
+    assert not names_of(kubeapi, "patient") and names_of(kubeapi, "patient", "services")
+
+    kubeapi.faults("")
+    outcome = run()
+
+    patient = summary_of(outcome, "patient")
+    assert patient.action == "replace", patient
+    assert not patient.errors
+    assert len(names_of(kubeapi, "patient")) == 5
+    (service,) = names_of(kubeapi, "patient", "services")
+    assert service in names_of(kubeapi, "patient")  # the new runtime's, not the leftover
+
+
+def test_an_interrupted_prune_of_a_waiting_job_is_finished_by_the_next_sync(
+    kubeapi: KubeAPI, run: Syncer
+) -> None:
+    write(run.repo, mxjob("patient", annotations=WAIT), mxjob("other"))
+    run()
+    kubeapi.run_job_controller(NS)
+    kubeapi.kubelet(job=batch_job(kubeapi, "patient", "scheduler"), namespace=NS, phase="Succeeded")
+    (run.repo / "patient.yaml").unlink()
+    kubeapi.faults("delete/services:500=1")
+    interrupted = run()
+    assert summary_of(interrupted, "patient").action == "delete"
+    assert not names_of(kubeapi, "patient") and names_of(kubeapi, "patient", "services")
+
+    kubeapi.faults("")
+    outcome = run()
+
+    assert summary_of(outcome, "patient").action == "delete"
+    assert not names_of(kubeapi, "patient", "services")
+    kubeapi.clear_log()
+    assert "patient" not in {j.name for j in run().summary.jobs}
+
+
+def test_a_half_created_replace_of_a_waiting_job_is_completed_not_held(
+    kubeapi: KubeAPI, run: Syncer
+) -> None:
+    """The old runtime's Jobs went, then only some of the new runtime's objects were
+    created (the sync was killed): the job is neither old nor new, and not held."""
+    write(run.repo, mxjob("patient", annotations=WAIT))
+    run()
+    kubeapi.run_job_controller(NS)
+    kubeapi.kubelet(job=batch_job(kubeapi, "patient", "scheduler"), namespace=NS, phase="Succeeded")
+    write(run.repo, mxjob("patient", workers=3, annotations=WAIT))
+    kubeapi.faults("create/jobs:500=1")
+    interrupted = run()
+    assert interrupted.summary.jobs[0].errors
+    new_service = names_of(kubeapi, "patient", "services")
+    assert len(new_service) == 1 and not names_of(kubeapi, "patient")
+    kubeapi.faults("")
+    kubeapi.run_job_controller(NS)
+
+    outcome = run()
+
+    assert summary_of(outcome, "patient").action in ("replace", "repair")
+    assert not summary_of(outcome, "patient").errors
+    assert len(names_of(kubeapi, "patient")) == 5
+    assert names_of(kubeapi, "patient", "services") == new_service
