@@ -1,7 +1,8 @@
 """Apply: execute a Plan against the cluster, and nothing the plan does not say.
 
 Deletions run first (a replace frees its old runtime before the new one
-starts), then creations, each phase with the cluster's bounded parallelism.
+starts), then the creations a change needs first (`Change.first`), then the
+others, each phase with the cluster's bounded parallelism.
 A failed write does not stop the others: the change set records, per job,
 what was done and what failed, so a partial apply is reported honestly and
 the next sync finishes the work (every write is idempotent).
@@ -71,6 +72,7 @@ def apply(
     outcomes: dict[JobKey, _Outcome] = defaultdict(_Outcome)
     owners: dict[ObjectRef, JobKey] = {}
     deletes: list[Write] = []
+    firsts: list[Write] = []
     creates: list[Write] = []
     for change in writing:
         for ref in change.deletes:
@@ -78,23 +80,33 @@ def apply(
             deletes.append(Delete(ref))
         for obj in change.creates:
             owners[ObjectRef.of(obj)] = change.key
-            creates.append(Create(obj))
+            (firsts if ObjectRef.of(obj) in change.first else creates).append(Create(obj))
     _record(cluster.write(deletes, on_done), owners, outcomes)
     # A job whose old objects could not all be deleted is not started anew, so it
     # never has two live runtimes. (The pods of deleted Jobs may still be terminating
     # while the new ones start: the API server deletes them in the background.)
     blocked = {key for key, outcome in outcomes.items() if outcome.errors}
+    _record(cluster.write(_unblocked(firsts, owners, blocked), on_done), owners, outcomes)
+    unready = {key for key, outcome in outcomes.items() if outcome.errors} - blocked
     _record(
-        cluster.write([w for w in creates if owners[_ref(w)] not in blocked], on_done),
-        owners,
-        outcomes,
+        cluster.write(_unblocked(creates, owners, blocked | unready), on_done), owners, outcomes
     )
     for change in writing:
         if change.key in blocked and change.creates:
             outcomes[change.key].errors.append(
                 "not started: its old objects could not all be deleted"
             )
+        elif change.key in unready:
+            outcomes[change.key].errors.append(
+                "not started: what it needs first (its scheduler's Service) was not created"
+            )
     return ChangeSet(tuple(_result(c, outcomes[c.key]) for c in writing))
+
+
+def _unblocked(
+    writes: list[Write], owners: dict[ObjectRef, JobKey], blocked: set[JobKey]
+) -> list[Write]:
+    return [w for w in writes if owners[_ref(w)] not in blocked]
 
 
 def _record(

@@ -39,8 +39,10 @@ def test_apply_does_the_plan_deletes_first() -> None:
     api = Recorder()
     done: list[WriteResult] = []
     changeset = apply(the_plan, api, on_done=done.append)
-    deletes, creates = api.batches
+    deletes, services, creates = api.batches
     assert all(isinstance(w, Delete) for w in deletes)
+    assert [w.ref.kind for w in services] == ["Service", "Service"]  # before what dials them
+    creates += services
     assert all(isinstance(w, Create) for w in creates)
     replace = next(ch for ch in the_plan.changes if ch.name == "b")
     assert [w.ref for w in deletes] == list(replace.deletes)
@@ -51,7 +53,7 @@ def test_apply_does_the_plan_deletes_first() -> None:
     result = changeset.for_job(("ml", "b"))
     assert result is not None
     assert result.deleted == replace.deletes
-    assert list(result.created) == [ObjectRef.of(o) for o in replace.creates]
+    assert sorted(result.created) == sorted(ObjectRef.of(o) for o in replace.creates)
     assert changeset.for_job(("ml", "c")) is None
 
 
@@ -61,7 +63,8 @@ def test_a_job_whose_old_objects_survive_is_not_started_anew() -> None:
     doomed = "-server-"
     api = Recorder(lambda w: isinstance(w, Delete) and doomed in w.ref.name)
     changeset = apply(the_plan, api)
-    _, creates = api.batches
+    _, services, jobs = api.batches
+    creates = services + jobs
     assert {ObjectRef.of(w.obj).name.split("-")[0] for w in creates if isinstance(w, Create)} == {
         "a"
     }
@@ -88,4 +91,4 @@ def test_a_plan_without_writes_writes_nothing() -> None:
     api = Recorder()
     changeset = apply(plan([a], live(a), Ledger(), OPTIONS), api)
     assert changeset.results == () and changeset.ok
-    assert api.batches in ([], [[], []])
+    assert api.batches in ([], [[], [], []])
