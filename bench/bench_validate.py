@@ -2,8 +2,9 @@
 """Time `mxgitops validate` on a jobs repository of 10,000 manifests.
 
 Generates a realistic mix in a temporary directory, `jobs/<team>/<job>.yaml`:
-local and dist jobs in both dialects, GPU limits, env, volumes, a few
-ConfigMaps beside them; every job differs (image tag, arguments, resources),
+local and dist jobs in both dialects (one in ten in an older API version of
+its form: mlkube.io/v1beta1, kubeflow.org/v1alpha1, v1beta1), GPU limits, env,
+volumes, a few ConfigMaps beside them; every job differs (image tag, arguments, resources),
 so nothing is validated from a cache of identical templates. Then runs the
 installed `mxgitops validate` in a subprocess and prints the wall time.
 
@@ -129,6 +130,21 @@ spec:
 {body}"""
 
 
+def older(text: str, job: int) -> str:
+    """The same job in an older API version of its form (read with a warning)."""
+    if text.startswith("apiVersion: kubeflow.org/v1\n"):
+        text = text.replace("apiVersion: kubeflow.org/v1\n", "apiVersion: kubeflow.org/v1beta1\n")
+        return text.replace(
+            "  runPolicy:\n    cleanPodPolicy: Running\n    backoffLimit: 3\n",
+            "  cleanPodPolicy: Running\n",
+        )
+    if job % 2:
+        return text.replace("mxnet.mlkube.io/v1beta1", "mlkube.io/v1beta1")
+    return text.replace(
+        "mxnet.mlkube.io/v1beta1\nkind: MxJob", "kubeflow.org/v1alpha1\nkind: MXJob"
+    )
+
+
 def generate(root: Path, count: int) -> None:
     rng = random.Random(2024)
     for job in range(count):
@@ -138,7 +154,8 @@ def generate(root: Path, count: int) -> None:
         make = kubeflow_manifest if kubeflow else seed_manifest
         path = root / "jobs" / team / f"{name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(make(rng, job, name, dist))
+        text = make(rng, job, name, dist)
+        path.write_text(older(text, job) if job % 10 == 0 else text)
     for team in TEAMS:
         (root / "jobs" / team / "settings.yaml").write_text(
             f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {team}\ndata:\n  owner: {team}\n"

@@ -19,6 +19,7 @@ from mxgitops.model import (
     ReplicaSpec,
     ReplicaType,
     RestartPolicy,
+    SuccessPolicy,
     format_path,
 )
 
@@ -63,6 +64,8 @@ def read_list_form(spec: Mapping[str, Any], *, any_case: bool = False) -> Readin
         )
     if spec.get("jobMode") in (JobMode.LOCAL.value, JobMode.DIST.value):
         reading.mode = JobMode(spec["jobMode"])
+    # Not in the list form's schema; read for documents built in code (as the model allows).
+    reading.success_policy = SuccessPolicy(spec.get("successPolicy", ""))
     return reading
 
 
