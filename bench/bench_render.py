@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import yaml
+from bench_validate import command  # this script's folder is on sys.path
 
 MAX_RSS_MIB = 300
 
@@ -72,14 +72,6 @@ def manifest(servers: int, workers: int) -> dict[str, object]:
             },
         },
     }
-
-
-def command() -> list[str]:
-    script = Path(sys.executable).with_name("mxgitops")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("mxgitops")
-    return [found] if found else [sys.executable, "-m", "mxgitops.cli"]
 
 
 def measured(argv: list[str], env: dict[str, str]) -> tuple[str, float, float, int]:
