@@ -37,6 +37,8 @@ MAX_BYTES = 900 * 1024
 MAX_SHARDS = 1024  # ~5 million finished jobs
 STATES = ("Succeeded", "Failed")
 _FIELDS = ("namespace", "name", "spec_hash", "state", "finished_at")
+_KEYS = frozenset(_FIELDS)
+_KEYS_UNSEEN = _KEYS | {"unseen_since"}
 
 JobKey = tuple[str, str]
 
@@ -124,12 +126,13 @@ def from_config_maps(objects: Iterable[Mapping[str, Any]]) -> Ledger:
             )
         )
         for entry in rows:
-            known = entries.get(entry.key)
+            key = (entry.namespace, entry.name)
+            known = entries.get(key)
             if known is None or (known.finished_at, known.spec_hash) < (
                 entry.finished_at,
                 entry.spec_hash,
             ):
-                entries[entry.key] = entry
+                entries[key] = entry
     return Ledger(entries, tuple(stored), shards)
 
 
@@ -152,15 +155,22 @@ def _decode(obj: Mapping[str, Any]) -> tuple[list[Finished], int]:
 
 
 def _row(index: int, row: Any) -> Finished:
+    """One entry, checked strictly (a wrong spec hash would run a finished job again);
+    the common case is checked in a few C-level steps: 100,000 entries per sync."""
     if not isinstance(row, dict):
         raise ValueError(f"entry {index} is not an object")
-    unknown = sorted(set(row) - {*_FIELDS, "unseen_since"})
-    missing = [name for name in _FIELDS if name not in row]
-    if unknown or missing:
+    keys = row.keys()
+    if keys != _KEYS and keys != _KEYS_UNSEEN:
+        unknown = sorted(keys - _KEYS_UNSEEN)
+        missing = [name for name in _FIELDS if name not in row]
         what = f"unknown field {unknown[0]!r}" if unknown else f"no {missing[0]!r}"
         raise ValueError(f"entry {index} has {what}")
-    if not all(isinstance(value, str) for value in row.values()) or row["state"] not in STATES:
-        raise ValueError(f"entry {index} has a value that is not a string, or a bad state")
+    try:
+        "".join(row.values())  # every value a string
+    except TypeError:
+        raise ValueError(f"entry {index} has a value that is not a string") from None
+    if row["state"] not in STATES:
+        raise ValueError(f"entry {index} has the state {row['state']!r}, not a finished one")
     return Finished(**row)
 
 

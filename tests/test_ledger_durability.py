@@ -284,7 +284,7 @@ ROW = {
     [
         ('[{"namespace": "ml",', "Expecting"),
         (json.dumps([{**ROW, "colour": "red"}]), "unknown field 'colour'"),
-        (json.dumps([{**ROW, "state": "Running"}]), "bad state"),
+        (json.dumps([{**ROW, "state": "Running"}]), "not a finished one"),
         (json.dumps({"once": ROW}), "not a list"),
     ],
 )
