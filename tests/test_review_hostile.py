@@ -27,7 +27,8 @@ from mxgitops.cli import main
 from mxgitops.commands import diff_commits
 from mxgitops.errors import ConfigError
 from mxgitops.manifests import Problem
-from mxgitops.review import JobChange, Review, render_markdown
+from mxgitops.markdown import code, visible
+from mxgitops.review import JobChange, Review, render_markdown, render_text
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
@@ -310,3 +311,38 @@ def test_status_reports_a_hostile_sync_as_synced(
     status = json.loads(result.stdout)
     assert status["commit"] == remote.rev()
     assert any(report.NOTE_MARKER in p for p in status["problems"])
+
+
+def test_text_output_gains_no_line_from_hostile_names() -> None:
+    problem = Problem(f"jobs/{HOSTILE}.yaml", 3, HOSTILE, f"spec.{HOSTILE}", HOSTILE)
+    change = JobChange("default", HOSTILE, f"jobs/{HOSTILE}.yaml", detail="pod template")
+    text = render_text(Review(added=[change], broken=[problem]))
+    assert len(text.splitlines()) == 3  # the tally, the job, the problem
+    assert "\\n## ✅ Approved" in text  # shown, escaped
+    plan = report.render_plan(hostile_summary(), verbose=True)
+    assert len(plan.splitlines()) == 5  # the tally, the job, its error, refusal, problem
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("plain", "`plain`"),
+        ("a`b", "``a`b``"),
+        ("`edge`", "`` `edge` ``"),
+        (" both ", "`  both  `"),
+        ("", "` `"),
+        ("a|b", "`a|b`"),
+        ("line\nbreak\u202e", "`line\\nbreak\\u202e`"),
+    ],
+)
+def test_a_code_span_shows_its_value_exactly(value: str, shown: str) -> None:
+    assert code(value) == shown
+    (span,) = [t.content for t in rendered(shown) if t.type == "code_inline"]
+    assert span == visible(value) or (not value and span == " ")
+
+
+def test_a_table_cell_escapes_pipes_and_the_backslashes_before_them() -> None:
+    cell = code("x\\|@org/admins", table=True)
+    assert cell == "`x\\\\\\|@org/admins`"
+    row = rendered(f"| a | b |\n|---|---|\n| {cell} | c |\n")
+    assert len([t for t in row if t.type == "td_open"]) == 2
