@@ -8,11 +8,13 @@ the current version never replaces a running job.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mxgitops.dialects import VERSIONS, version_of
+from mxgitops.manifests import load
 from mxgitops.spec import (
     CleanPodPolicy,
     Dialect,
@@ -164,3 +166,24 @@ def test_conversion_never_mutates_the_manifest() -> None:
     before = copy.deepcopy(doc)
     from_manifest(doc)
     assert doc == before
+
+
+# Spec hashes of the shared upstream examples as mxgitops computed them before the
+# dialects were split out of spec.py: a changed hash would replace every running job
+# of these manifests on the next sync after an upgrade.
+UPSTREAM_HASHES = {
+    "kubeflow-v1-byteps_dist_gpu_v1.yaml": (
+        "5e71b086e8d8056edf34bf35bbc0b6b52efa5457e7899e15c2f488d3057cfd55"
+    ),
+    "kubeflow-v1-mx_job_dist_gpu_v1.yaml": (
+        "03fce0e4c595995aa506629dcf260dac2865f50f09a2d5fb2ac3cdd4cebb5fa2"
+    ),
+    "mlkube-v1beta1-dist.yaml": "6c838b0620191126e2c0f96eeb88561f09fba31a0e74ccf1fada2d9d210d3586",
+    "mlkube-v1beta1-local.yaml": "847eb32f64dea3bfa28b8ddf48317b6c54b3ff095057052fbb38166a8b9b3b3e",
+}
+
+
+def test_the_upstream_examples_keep_their_spec_hashes() -> None:
+    upstream = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"
+    hashes = {job.source_path: job.spec_hash for job in load(upstream).jobs}
+    assert hashes == UPSTREAM_HASHES
