@@ -33,13 +33,13 @@ import copy
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import defaults
+from . import defaults, podstatus
 from .resources import resource
 from .rest import Rest
 
 JOBS, PODS = resource("jobs"), resource("pods")
 NODE = "kubeapi-node"
-TERMINAL = ("Succeeded", "Failed")
+TERMINAL = podstatus.TERMINAL
 
 
 def _owned_by(obj: dict[str, Any], uid: str) -> bool:
@@ -300,7 +300,7 @@ class ControlPlane:
         instead (``restart_state`` "waiting" = CrashLoopBackOff, or "running").
         Returns the updated pods.
         """
-        if phase not in ("Pending", "Running", "Succeeded", "Failed"):
+        if phase not in podstatus.PHASES:
             raise ValueError(f"unknown pod phase {phase!r}")
         with self.store.lock:
             if pod is not None:
@@ -340,90 +340,14 @@ class ControlPlane:
         restart_state: str,
     ) -> dict[str, Any]:
         new = copy.deepcopy(pod)
-        spec, meta = new["spec"], new["metadata"]
-        status = new.setdefault("status", {})
-        now = self.store.timestamp()
-        spec.setdefault("nodeName", NODE)
-        status.setdefault("startTime", now)
-        status.setdefault("hostIP", "10.0.0.1")
-        status.setdefault("hostIPs", [{"ip": "10.0.0.1"}])
-        if "podIP" not in status:
-            ip = self.store.allocate_ip().replace("10.96.", "10.244.", 1)
-            status["podIP"], status["podIPs"] = ip, [{"ip": ip}]
-        names = [c["name"] for c in spec["containers"]]
-        target = container or names[0]
-        if target not in names:
-            raise ValueError(f"pod {meta['name']} has no container {target!r}")
-        previous = {cs["name"]: cs for cs in status.get("containerStatuses") or []}
-        restarts_in_place = phase == "Failed" and spec.get("restartPolicy") != "Never"
-        statuses = []
-        for c in spec["containers"]:
-            cs = {
-                "name": c["name"],
-                "image": c.get("image", ""),
-                "imageID": "",
-                "containerID": f"containerd://{self.store.new_uid().replace('-', '')}",
-                "restartCount": previous.get(c["name"], {}).get("restartCount", 0),
-                "lastState": previous.get(c["name"], {}).get("lastState", {}),
-                "started": False,
-                "ready": False,
-            }
-            started = (
-                (previous.get(c["name"], {}).get("state") or {})
-                .get("running", {})
-                .get("startedAt", now)
-            )
-            if phase == "Pending":
-                cs["state"] = {"waiting": {"reason": "ContainerCreating"}}
-            elif phase == "Running" or (restarts_in_place and c["name"] != target):
-                cs.update(started=True, ready=True, state={"running": {"startedAt": started}})
-            else:
-                failed = phase == "Failed" and c["name"] == target
-                code = (exit_code if exit_code is not None else 1) if failed else 0
-                terminated: dict[str, Any] = {
-                    "exitCode": code,
-                    "reason": (reason or "Error") if failed else "Completed",
-                    "startedAt": started,
-                    "finishedAt": now,
-                    "containerID": cs["containerID"],
-                }
-                if failed and message:
-                    terminated["message"] = message
-                if restarts_in_place:
-                    cs["restartCount"] += 1
-                    cs["lastState"] = {"terminated": terminated}
-                    if restart_state == "running":
-                        cs.update(started=True, ready=True, state={"running": {"startedAt": now}})
-                    else:
-                        cs["state"] = {
-                            "waiting": {
-                                "reason": "CrashLoopBackOff",
-                                "message": f"back-off 10s restarting failed container={c['name']} "
-                                f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
-                            }
-                        }
-                else:
-                    cs["state"] = {"terminated": terminated}
-            statuses.append(cs)
-        status["containerStatuses"] = statuses
-        status["phase"] = "Running" if restarts_in_place else phase
-        ready = all(cs["ready"] for cs in statuses) and status["phase"] == "Running"
-        flag = "True" if ready else "False"
-        status["conditions"] = [
-            {
-                "type": "PodReadyToStartContainers",
-                "status": "False" if phase == "Pending" else "True",
-            },
-            {"type": "Initialized", "status": "True"},
-            {"type": "Ready", "status": flag},
-            {"type": "ContainersReady", "status": flag},
-            {"type": "PodScheduled", "status": "True"},
-        ]
-        for cond in status["conditions"]:
-            cond.update(lastProbeTime=None, lastTransitionTime=now)
-        if not ready and status["phase"] != "Pending":
-            for cond in status["conditions"][2:4]:
-                cond["reason"] = "PodCompleted" if phase in TERMINAL else "ContainersNotReady"
+        new["spec"].setdefault("nodeName", NODE)
+        new["status"] = podstatus.next_status(
+            new,
+            podstatus.Step(phase, container, exit_code, reason, message, restart_state),
+            now=self.store.timestamp(),
+            container_id=lambda: f"containerd://{self.store.new_uid().replace('-', '')}",
+            pod_ip=lambda: self.store.allocate_ip().replace("10.96.", "10.244.", 1),
+        )
         return self.store.put(PODS, new)
 
 

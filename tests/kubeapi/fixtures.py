@@ -1,22 +1,82 @@
-"""pytest fixtures: ``kubeapi`` (function scope) yields a running :class:`KubeAPI`.
+"""pytest fixtures: ``kubeapi`` runs each test that uses it on both backends.
 
-Registered by ``tests/conftest.py`` through ``pytest_plugins``.  Schemas are
-loaded once per process, so starting a double per test costs a few
-milliseconds.
+* ``kubeapi[double]``: a fresh API double per test (``KubeAPI``): fast, with
+  fault injection and explicit job-controller, kubelet and clock steps.
+* ``kubeapi[real]``: the real control plane of ``tests/controlplane`` (etcd,
+  kube-apiserver, kube-controller-manager, kube-scheduler and a fake kubelet),
+  started once per session; every object a test made is removed before the next.
+
+A test that needs what only the double can do (its clock, its internals, faults
+the proxy cannot inject) says so with ``@pytest.mark.double_only("why")`` and is
+generated for the double alone: no skip hides it on the real backend.
+``--backend double|real|both`` (or ``MXGITOPS_TEST_BACKEND``) narrows a run; the
+default, and what CI runs, is both. If the real control plane cannot start, its
+tests fail with the reason: they never skip.
+
+Registered by ``tests/conftest.py`` through ``pytest_plugins``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .harness import KubeAPI
 
+BACKENDS = ("double", "real")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=(*BACKENDS, "both"),
+        default=os.environ.get("MXGITOPS_TEST_BACKEND", "double"),
+        help="which Kubernetes API the end-to-end tests run against (default: both)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "double_only(reason): needs what only the API double can do; says why"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kubeapi" not in metafunc.fixturenames:
+        return
+    chosen = metafunc.config.getoption("--backend")
+    backends = BACKENDS if chosen == "both" else (chosen,)
+    marker = metafunc.definition.get_closest_marker("double_only")
+    if marker is not None:
+        if not marker.args:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: double_only needs a reason")
+        backends = tuple(b for b in backends if b == "double")
+    metafunc.parametrize("kubeapi", backends, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The real control plane for the whole session, with its fake node."""
+    from tests.controlplane.harness import RealCluster
+    from tests.controlplane.launcher import ControlPlane
+
+    directory = tmp_path_factory.mktemp("controlplane")
+    with ControlPlane(directory) as plane, RealCluster(plane, directory / "kubeconfig") as real:
+        yield real
+
 
 @pytest.fixture
-def kubeapi(tmp_path: Path) -> Iterator[KubeAPI]:
+def kubeapi(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "real":
+        real = request.getfixturevalue("control_plane")
+        real.wipe()
+        real.clear_log()
+        yield real
+        return
     api = KubeAPI(tmp_path / "kubeconfig")
     try:
         yield api

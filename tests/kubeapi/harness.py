@@ -44,6 +44,8 @@ class KubeAPI:
     :class:`~.server.KubeAPIServer`, for anything not wrapped here).
     """
 
+    backend = "double"
+
     def __init__(
         self,
         kubeconfig: Path,
@@ -112,6 +114,10 @@ class KubeAPI:
         )
         return copy.deepcopy(obj)
 
+    def create_strictly(self, body: dict[str, Any], namespace: str) -> None:
+        """A dry-run create with Strict field validation: is ``body`` valid?"""
+        self.server.rest.create(resource(body["kind"]), namespace, body, "Strict", True)
+
     @property
     def resource_version(self) -> int:
         return self.server.store.rv
@@ -130,6 +136,9 @@ class KubeAPI:
         return copy.deepcopy(self.server.control.kubelet(pod, **kwargs))
 
     set_pod_phase = kubelet
+
+    def settle(self, namespace: str | None = None) -> None:
+        """Nothing to wait for: the double's controllers act only when stepped."""
 
     def advance_clock(self, seconds: float) -> None:
         self.server.control.advance_clock(seconds)

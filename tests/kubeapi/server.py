@@ -111,7 +111,7 @@ class KubeAPIServer(ThreadingHTTPServer):
                 conn.shutdown(socket.SHUT_RDWR)
 
 
-def _route(method: str, path: str, query: dict[str, str]) -> Route | None:
+def route_of(method: str, path: str, query: dict[str, str]) -> Route | None:
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api" and parts[1] == "v1":
         prefix, rest = "/api/v1", parts[2:]
@@ -226,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     self._send_error(errors.bad_request(str(err)))
             return
-        route = _route(method, url.path, query)
+        route = route_of(method, url.path, query)
         self._entry = entry = {
             "method": method,
             "path": url.path,

@@ -1,0 +1,393 @@
+"""``RealCluster``: the real control plane behind the API double's test interface.
+
+A test written against ``tests.kubeapi.harness.KubeAPI`` (``objects``, ``get``,
+``create``, ``request_log``, ``clear_log``, ``run_job_controller``, ``kubelet``)
+runs unchanged here. Where the double acts when stepped, the real controllers act
+on their own; the harness then waits until what the test asked for has happened
+(every Job's pods exist, the job controller has counted every finished pod), by
+reading the API, with a deadline, never by sleeping a fixed time.
+
+The request log is the API server's audit log, read from the offset of the last
+``clear_log``, limited to the identity mxgitops runs as in tests (``CLIENT``), in
+the double's entry shape. ``faults(spec)`` puts the fault proxy (``proxy.py``)
+between mxgitops and the server for the rest of the test: the kubeconfig then
+names the proxy, and the request log continues with the proxy's entries, which
+include the requests a fault kept from the server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit
+
+import requests
+
+from tests.kubeapi import podstatus
+from tests.kubeapi.faults import RequestLog
+from tests.kubeapi.resources import Resource, resource
+
+from .kubelet import FakeKubelet
+from .launcher import CLIENT, ControlPlane
+from .proxy import FaultProxy
+from .rest import Rest
+
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+# Namespaces the tests use, made once: unlike the double, the real server refuses
+# objects in a namespace that does not exist (NamespaceLifecycle admission).
+TEST_NAMESPACES = ("default", "ml", "ml-training", "other", "from-flag", "mxgitops", "strict")
+# Objects the server makes for itself, which no test made and no test should see.
+SYSTEM_OBJECTS = frozenset({("services", "default", "kubernetes")})
+SYSTEM_NAMES = frozenset({"kube-root-ca.crt"})
+WIPED = ("jobs", "services", "pods", "configmaps", "leases")
+TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+WAIT_TIMEOUT = 60.0
+METHODS = {
+    "get": "GET",
+    "list": "GET",
+    "watch": "GET",
+    "create": "POST",
+    "update": "PUT",
+    "patch": "PATCH",
+    "delete": "DELETE",
+    "deletecollection": "DELETE",
+}
+T = TypeVar("T")
+
+
+def collection(res: Resource, namespace: str | None) -> str:
+    where = f"/namespaces/{namespace}" if namespace else ""
+    return f"{res.api_prefix}{where}/{res.plural}"
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = WAIT_TIMEOUT) -> T:
+    """Poll ``probe`` until it returns something other than None or False."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result is not None and result is not False:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"real control plane: gave up after {timeout:.0f} s waiting {what}")
+        time.sleep(0.05)  # the controllers act on their own: poll what they wrote
+
+
+def _condition(obj: dict[str, Any], kind: str) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
+def _finished(job: dict[str, Any]) -> bool:
+    return _condition(job, "Complete") or _condition(job, "Failed")
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase", "Pending"))
+
+
+def _audit_entry(event: dict[str, Any]) -> dict[str, Any]:
+    uri = urlsplit(event["requestURI"])
+    code = (event.get("responseStatus") or {}).get("code", 0)
+    return {
+        "method": METHODS.get(event["verb"], event["verb"].upper()),
+        "path": uri.path,
+        "query": dict(parse_qsl(uri.query)),
+        "verb": event["verb"],
+        "resource": (event.get("objectRef") or {}).get("resource", ""),
+        "status": code,
+        "fault": None,
+        "dropped": False,
+        "user": event["user"]["username"],
+    }
+
+
+class RealCluster:
+    """The tests' view of one running :class:`ControlPlane` (see the module docstring)."""
+
+    backend = "real"
+
+    def __init__(self, plane: ControlPlane, kubeconfig: Path) -> None:
+        assert plane.pki is not None and plane.admin is not None and plane.audit_log
+        self.plane = plane
+        self.url = plane.url
+        self.kubeconfig = plane.kubeconfig(kubeconfig)
+        self.audit_log = plane.audit_log
+        self.rest = Rest(plane.url, plane.pki.ca, plane.admin.cert, plane.admin.key)
+        self.node = FakeKubelet(self.rest).start()
+        for namespace in TEST_NAMESPACES:
+            self.ensure_namespace(namespace)
+        self._log_offset = 0
+        self._audit_until: int | None = None  # where the proxy took over the request log
+        self._proxy_log = RequestLog()
+        self._proxy: FaultProxy | None = None
+        self.clear_log()
+
+    def stop(self) -> None:
+        if self._proxy is not None:
+            self._proxy.stop()
+        self.node.stop()
+
+    # -- faults ------------------------------------------------------------------
+    def faults(self, spec: str = "", seed: int = 0, retry_after: int = 1) -> None:
+        """Inject faults between mxgitops and the server (see ``tests/kubeapi/faults.py``)."""
+        if self._proxy is None:
+            assert self.plane.pki is not None and self.plane.client is not None
+            self._proxy = FaultProxy(
+                self.url,
+                str(self.plane.pki.ca),
+                self.plane.client,
+                self.plane.pki.serving("proxy"),
+                self._proxy_log,
+            )
+        if self._audit_until is None:
+            self._audit_until = self._audit_size()
+            self._proxy_log.clear()
+            self.plane.kubeconfig(self.kubeconfig, server=self._proxy.url)
+        self._proxy.faults.configure(spec, seed, retry_after)
+
+    def direct(self) -> None:
+        """No proxy: mxgitops talks to the API server itself again."""
+        if self._proxy is not None:
+            self._proxy.faults.configure("")
+        self.plane.kubeconfig(self.kubeconfig)
+        self._audit_until = None
+
+    def __enter__(self) -> RealCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- namespaces --------------------------------------------------------------
+    def ensure_namespace(self, namespace: str) -> None:
+        """Create ``namespace`` if missing and wait for its default service account,
+        without which no pod can be admitted (ServiceAccount admission)."""
+        if self.rest.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
+            self.rest.create(
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            )
+        wait_for(
+            f"for the default service account of {namespace}",
+            lambda: self.rest.get_or_none(
+                f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
+            ),
+        )
+
+    # -- request log -------------------------------------------------------------
+    @property
+    def request_log(self) -> list[dict[str, Any]]:
+        """What ``CLIENT`` asked since the last :meth:`clear_log`: the audit log, then
+        what the proxy saw once :meth:`faults` put it in between."""
+        with self.audit_log.open("rb") as log:
+            log.seek(self._log_offset)
+            data = (
+                log.read()
+                if self._audit_until is None
+                else log.read(max(0, self._audit_until - self._log_offset))
+            )
+        events = [json.loads(line) for line in data.splitlines() if line.strip()]
+        audited = [
+            _audit_entry(event)
+            for event in events
+            if event["user"]["username"] == CLIENT and event["stage"] == "ResponseComplete"
+        ]
+        return audited + (self._proxy_log.snapshot() if self._audit_until is not None else [])
+
+    def clear_log(self) -> None:
+        self._log_offset = self._audit_size()
+        if self._audit_until is not None:
+            self._audit_until = self._log_offset
+        self._proxy_log.clear()
+
+    def _audit_size(self) -> int:
+        return self.audit_log.stat().st_size if self.audit_log.exists() else 0
+
+    # -- objects -----------------------------------------------------------------
+    def objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The test-visible objects of ``kind``: none in kube-* namespaces, none the
+        server made for itself (the ``kubernetes`` Service, ``kube-root-ca.crt``)."""
+        res = resource(kind)
+        items: list[dict[str, Any]] = self.rest.get(collection(res, namespace))["items"]
+        visible = []
+        for obj in items:
+            meta = obj["metadata"]
+            if meta.get("namespace") in SYSTEM_NAMESPACES or meta["name"] in SYSTEM_NAMES:
+                continue
+            if (res.plural, meta.get("namespace"), meta["name"]) in SYSTEM_OBJECTS:
+                continue
+            obj.setdefault("apiVersion", res.group_version)
+            obj.setdefault("kind", res.kind)
+            visible.append(obj)
+        return visible
+
+    def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        res = resource(kind)
+        found: dict[str, Any] | None = self.rest.get_or_none(f"{collection(res, namespace)}/{name}")
+        return found
+
+    def create(self, body: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+        created: dict[str, Any] = self.rest.create(
+            collection(resource(body["kind"]), namespace), body
+        )
+        return created
+
+    def create_strictly(self, body: dict[str, Any], namespace: str) -> None:
+        """A server-side dry-run create with strict field validation: is ``body`` valid?"""
+        self.rest.create(
+            collection(resource(body["kind"]), namespace),
+            body,
+            dryRun="All",
+            fieldValidation="Strict",
+        )
+
+    def raw(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, dict[str, str], Any]:
+        """One plain HTTP request as admin: (status, headers, JSON body)."""
+        response = self.rest.session.request(
+            method,
+            self.url + path,
+            data=json.dumps(body) if body is not None else None,
+            headers={"Content-Type": content_type, "Accept": "application/json"},
+            timeout=30,
+        )
+        return response.status_code, dict(response.headers), response.json()
+
+    def wipe(self) -> None:
+        """Remove every object a test may have made, in every non-system namespace,
+        and take the fault proxy out."""
+        self.direct()
+        for plural in WIPED:
+            for obj in self.objects(plural):
+                meta = obj["metadata"]
+                path = f"{collection(resource(plural), meta['namespace'])}/{meta['name']}"
+                if meta.get("finalizers"):
+                    self._ignore_missing(
+                        lambda p=path: self.rest.patch(p, {"metadata": {"finalizers": None}})
+                    )
+                self._ignore_missing(
+                    lambda p=path: self.rest.delete(
+                        p, {"gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+                    )
+                )
+        for plural in WIPED:
+            wait_for(
+                f"for the {plural} of the last test to go", lambda p=plural: not self.objects(p)
+            )
+
+    @staticmethod
+    def _ignore_missing(call: Callable[[], Any]) -> None:
+        try:
+            call()
+        except requests.HTTPError as err:
+            if err.response is None or err.response.status_code not in (404, 409):
+                raise
+
+    # -- controllers and kubelet -------------------------------------------------
+    def _jobs_and_pods(
+        self, namespace: str | None
+    ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """Every Job in ``namespace`` with the pods it owns."""
+        owned: dict[str, list[dict[str, Any]]] = {}
+        for pod in self.objects("pods", namespace):
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                owned.setdefault(ref.get("uid", ""), []).append(pod)
+        return [
+            (job, owned.get(job["metadata"]["uid"], [])) for job in self.objects("jobs", namespace)
+        ]
+
+    def run_job_controller(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Wait until every running Job in ``namespace`` has its pods; return them."""
+
+        def pods_of_running_jobs() -> list[dict[str, Any]] | None:
+            found: list[dict[str, Any]] = []
+            for job, pods in self._jobs_and_pods(namespace):
+                if _finished(job) or job["spec"].get("suspend"):
+                    continue
+                running = [p for p in pods if _phase(p) not in podstatus.TERMINAL]
+                if len(running) < job["spec"].get("parallelism", 1):
+                    return None
+                found += running
+            return found
+
+        return wait_for("for the job controller to create pods", pods_of_running_jobs)
+
+    def kubelet(
+        self,
+        pod: str | None = None,
+        *,
+        job: str | None = None,
+        namespace: str = "default",
+        **step: Any,
+    ) -> list[dict[str, Any]]:
+        """Move a pod (or every unfinished pod of ``job``) as :class:`podstatus.Step`
+        says, once the scheduler has bound it; then wait for the job controller."""
+        move = podstatus.Step(**step)
+        if pod is not None:
+            pods = [self.rest.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")]
+        elif job is not None:
+            owner = self.get("Job", job, namespace)
+            if owner is None:
+                raise ValueError(f"no Job {namespace}/{job}")
+            pods = next(
+                p
+                for j, p in self._jobs_and_pods(namespace)
+                if j["metadata"]["uid"] == owner["metadata"]["uid"]
+            )
+            pods = [p for p in pods if _phase(p) not in podstatus.TERMINAL]
+        else:
+            raise ValueError("kubelet needs a pod name or a job name")
+        updated = [self.node.step(self._bound(p), move) for p in pods]
+        self.settle(namespace)
+        return updated
+
+    set_pod_phase = kubelet
+
+    def _bound(self, pod: dict[str, Any]) -> dict[str, Any]:
+        meta = pod["metadata"]
+        path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+
+        def bound() -> dict[str, Any] | None:
+            current: dict[str, Any] = self.rest.get(path)
+            return current if current["spec"].get("nodeName") else None
+
+        return wait_for(f"for the scheduler to bind {meta['name']}", bound)
+
+    def settle(self, namespace: str | None = None) -> None:
+        """Wait until the controllers have caught up, as they have between two syncs of
+        a CronJob minutes apart: the job controller has counted every finished pod and
+        decided, and the garbage collector has removed the pods of deleted Jobs."""
+
+        def job_settled(job: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
+            status = job.get("status") or {}
+            if status.get("uncountedTerminatedPods"):
+                return False
+            if _condition(job, "FailureTarget") and not _condition(job, "Failed"):
+                return False
+            if _condition(job, "SuccessCriteriaMet") and not _condition(job, "Complete"):
+                return False
+            if any(
+                _phase(p) in podstatus.TERMINAL
+                and TRACKING_FINALIZER in (p["metadata"].get("finalizers") or [])
+                for p in pods
+            ):
+                return False
+            ready = sum(1 for p in pods if _condition(p, "Ready"))
+            return _finished(job) or status.get("ready", 0) == ready
+
+        def settled() -> bool:
+            jobs = self._jobs_and_pods(namespace)
+            owners = {job["metadata"]["uid"] for job, _ in jobs}
+            for pod in self.objects("pods", namespace):
+                refs = pod["metadata"].get("ownerReferences") or []
+                if pod["metadata"].get("deletionTimestamp"):
+                    return False
+                if any(r.get("kind") == "Job" and r.get("uid") not in owners for r in refs):
+                    return False
+            return all(job_settled(j, p) for j, p in jobs)
+
+        wait_for("for the job controller and the garbage collector", settled)

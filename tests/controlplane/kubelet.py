@@ -1,0 +1,165 @@
+"""A fake kubelet: one Node, and pods moved through their lives through the real API.
+
+There is no container runtime. The Node is registered Ready with room for GPUs,
+so the real scheduler binds pods to it (or leaves them Pending with its own
+Unschedulable reason when they ask for more than it has). A pod then stays as
+the scheduler left it until a test says what its containers did; the status
+written is the one ``tests/kubeapi/podstatus.py`` computes for the double, so a
+test reads the same pod on either backend. What a kubelet does on its own, it
+does here too, in a background thread: a pod being deleted on this node is
+removed at once (its containers "stopped"), as the kubelet confirms a graceful
+deletion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import threading
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import requests
+
+from tests.kubeapi import podstatus
+
+from .rest import Rest
+
+NODE = "mxgitops-node"
+CAPACITY = {
+    "cpu": "64",
+    "memory": "512Gi",
+    "pods": "20000",
+    "ephemeral-storage": "1Ti",
+    "nvidia.com/gpu": "8",
+}
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node_status() -> dict[str, Any]:
+    stamp = now()
+    conditions = [
+        ("Ready", "True", "KubeletReady"),
+        ("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+        ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+        ("PIDPressure", "False", "KubeletHasSufficientPID"),
+    ]
+    return {
+        "capacity": CAPACITY,
+        "allocatable": CAPACITY,
+        "addresses": [{"type": "InternalIP", "address": podstatus.HOST_IP}],
+        "conditions": [
+            {
+                "type": kind,
+                "status": value,
+                "reason": reason,
+                "lastHeartbeatTime": stamp,
+                "lastTransitionTime": stamp,
+            }
+            for kind, value, reason in conditions
+        ],
+        "nodeInfo": {
+            "architecture": "amd64",
+            "operatingSystem": "linux",
+            "kubeletVersion": "fake",
+            "kubeProxyVersion": "",
+            "containerRuntimeVersion": "fake://0",
+            "kernelVersion": "",
+            "osImage": "",
+            "machineID": "",
+            "systemUUID": "",
+            "bootID": "",
+        },
+    }
+
+
+class FakeKubelet:
+    """Register the node, finalize deleted pods in the background, write pod status on demand."""
+
+    def __init__(self, rest: Rest) -> None:
+        self.rest = rest
+        self._stop = threading.Event()
+        self._ips = itertools.count(2)
+        self._thread = threading.Thread(target=self._finalize_loop, name="kubelet", daemon=True)
+
+    def start(self) -> FakeKubelet:
+        self.rest.create(
+            "/api/v1/nodes",
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": NODE,
+                    "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux"},
+                },
+            },
+        )
+        node = self.rest.get(f"/api/v1/nodes/{NODE}")
+        node["status"] = node_status()
+        self.rest.put(f"/api/v1/nodes/{NODE}/status", node)
+        # TaintNodesByCondition admission marks a new node not-ready; the node
+        # lifecycle controller would lift it once the node reports Ready.
+        self.rest.patch(f"/api/v1/nodes/{NODE}", {"spec": {"taints": None}})
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    # -- pods being deleted ------------------------------------------------------
+    def _finalize_loop(self) -> None:
+        selector = f"spec.nodeName={NODE}"
+        while not self._stop.is_set():
+            try:
+                listed = self.rest.get("/api/v1/pods", fieldSelector=selector)
+                for pod in listed["items"]:
+                    self._finalize(pod)
+                version = listed["metadata"]["resourceVersion"]
+                for event in self.rest.watch(
+                    "/api/v1/pods",
+                    fieldSelector=selector,
+                    resourceVersion=version,
+                    timeoutSeconds=1,
+                ):
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._finalize(event["object"])
+            except (requests.RequestException, json.JSONDecodeError, KeyError):
+                if self._stop.wait(0.1):  # the API server is stopping or restarting
+                    return
+
+    def _finalize(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        if not meta.get("deletionTimestamp"):
+            return
+        with contextlib.suppress(requests.RequestException):
+            self.rest.delete(
+                f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}},
+            )
+
+    # -- pods a test moves -------------------------------------------------------
+    def step(self, pod: dict[str, Any], step: podstatus.Step) -> dict[str, Any]:
+        """Write the status ``step`` gives a bound pod; retried on write conflicts."""
+        meta = pod["metadata"]
+        path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+        for _ in range(10):
+            current = self.rest.get(path)
+            current["status"] = podstatus.next_status(
+                current,
+                step,
+                now=now(),
+                container_id=lambda: f"containerd://{uuid.uuid4().hex}",
+                pod_ip=lambda: f"10.244.0.{next(self._ips) % 250 + 2}",
+            )
+            try:
+                return self.rest.put(f"{path}/status", current)
+            except requests.HTTPError as err:
+                if err.response is None or err.response.status_code != 409:
+                    raise
+        raise RuntimeError(f"pod {meta['name']}: status kept conflicting")
