@@ -27,6 +27,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -40,8 +41,8 @@ NS = "bench"
 INSTANCE = "bench"
 
 
-def manifest(name: str, *, workers: int = 1) -> dict[str, object]:
-    def replica(count: int) -> dict[str, object]:
+def manifest(name: str, *, workers: int = 1) -> dict[str, Any]:
+    def replica(count: int) -> dict[str, Any]:
         container = {"name": "mxnet", "image": "mxnet/python:1.9.1", "args": ["train.py"]}
         return {"replicas": count, "template": {"spec": {"containers": [container]}}}
 
@@ -56,15 +57,15 @@ def manifest(name: str, *, workers: int = 1) -> dict[str, object]:
     }
 
 
-def repo_of(root: Path, *docs: dict[str, object]) -> Path:
+def repo_of(root: Path, *docs: dict[str, Any]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for doc in docs:
-        (root / f"{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc))  # type: ignore[index]
+        (root / f"{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc))
     return root
 
 
-def config(api: KubeAPI, repo: Path, **overrides: object) -> SyncConfig:
-    values: dict[str, object] = {
+def config(api: KubeAPI, repo: Path, **overrides: Any) -> SyncConfig:
+    values: dict[str, Any] = {
         "repo": str(repo),
         "kubeconfig": api.kubeconfig,
         "namespace": NS,
@@ -73,7 +74,7 @@ def config(api: KubeAPI, repo: Path, **overrides: object) -> SyncConfig:
         "notes": False,
         **overrides,
     }
-    return SyncConfig(**values)  # type: ignore[arg-type]
+    return SyncConfig(**values)
 
 
 def big_ledger(count: int, tmp: Path) -> None:
@@ -108,10 +109,11 @@ def big_ledger(count: int, tmp: Path) -> None:
         started = time.perf_counter()
         sync(config(api, repo), connect=connect)
         elapsed = time.perf_counter() - started
-        written = [e for e in api.request_log if e["resource"] == "configmaps" and e["verb"] != "list"]
+        log = api.request_log
+        written = [e for e in log if e["resource"] == "configmaps" and e["verb"] != "list"]
         print(
             f"    one more finished job: {len(written)} ConfigMap write(s), "
-            f"{len(api.request_log)} requests in {elapsed:.2f} s"
+            f"{len(log)} requests in {elapsed:.2f} s"
         )
 
 
