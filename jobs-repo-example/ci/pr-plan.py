@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""The plan of a pull request, as one comment on it: what CI runs for every change.
+
+    python3 ci/pr-plan.py [--install] BASE [HEAD] [--out FILE] [--post github|gitlab]
+
+0. with --install, mxgitops is installed from MXGITOPS_PIP_SOURCE, which must be
+   pinned: a commit (`mxgitops @ git+https://host/org/mxgitops@<40 hex digits>`)
+   or a wheel with its hash (`...whl#sha256=<64 hex digits>`). A bare package
+   name is refused: whoever registers it on an index would run code here;
+1. `mxgitops validate`: every manifest of HEAD, as the sync will read them;
+2. `mxgitops diff BASE HEAD -o markdown`: which jobs the change adds, changes
+   (replaced on sync), removes (pruned on sync), and what it breaks;
+3. one markdown comment of both (FILE, default mxgitops-plan.md, and stdout),
+   starting with a marker so that it can be found again;
+4. with --post, that comment is posted on the pull request (GitHub) or merge
+   request (GitLab), or the earlier one updated: one comment per pull request.
+
+Exits 1 when validate or diff found a problem (the check fails), after posting.
+Needs Python 3, git and mxgitops (MXGITOPS_COMMAND, default `mxgitops`); no
+other package. Posting reads the CI's own variables (see the two workflows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+MARKER = "<!-- mxgitops-plan -->"
+PINNED = re.compile(r"^\S+ @ \S+(@[0-9a-f]{40}|#sha256=[0-9a-f]{64})$")
+
+
+def install(source: str) -> None:
+    if not PINNED.match(source):
+        raise SystemExit(
+            f"MXGITOPS_PIP_SOURCE={source!r} is not pinned: set it to "
+            "'mxgitops @ git+https://HOST/ORG/mxgitops@COMMIT' (40 hex digits) "
+            "or to a wheel URL ending in #sha256=HASH"
+        )
+    pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", source]
+    subprocess.run(pip, check=True)
+
+
+def run(*args: str) -> tuple[int, str]:
+    command = [*shlex.split(os.environ.get("MXGITOPS_COMMAND", "mxgitops")), *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def fenced(text: str) -> str:
+    """Text in a code block no line of it can close (a PR may name files with backticks)."""
+    longest = max((len(ticks) for ticks in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def compose(base: str, head: str) -> tuple[str, bool]:
+    """The comment's markdown, and whether everything passed."""
+    validated, validate_output = run("validate")
+    diffed, diff_output = run("diff", base, head, "-o", "markdown")
+    parts = [MARKER]
+    if diffed in (0, 1):  # 1: HEAD has invalid manifests, which the markdown shows
+        parts.append(diff_output)
+    else:
+        parts.append(f"**mxgitops diff failed** (exit {diffed}):\n\n{fenced(diff_output)}")
+    verdict = "passed" if validated == 0 else f"failed (exit {validated})"
+    parts.append(
+        f"<details><summary>mxgitops validate {verdict}</summary>\n\n"
+        f"{fenced(validate_output)}\n\n</details>"
+    )
+    return "\n\n".join(parts) + "\n", validated == 0 and diffed == 0
+
+
+# -- posting ----------------------------------------------------------------------
+
+
+def request(method: str, url: str, headers: dict[str, str], body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as response:
+        return json.loads(response.read() or b"null")
+
+
+def pages(url: str, headers: dict[str, str]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for page in range(1, 100):
+        batch = request("GET", f"{url}?per_page=100&page={page}", headers)
+        found += batch
+        if len(batch) < 100:
+            break
+    return found
+
+
+def post_github(body: str) -> str:
+    env = os.environ
+    api = env.get("GITHUB_API_URL", "https://api.github.com")
+    event = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text())
+    number = event["pull_request"]["number"]
+    repo = env["GITHUB_REPOSITORY"]
+    headers = {
+        "Authorization": f"Bearer {env['GITHUB_TOKEN']}",
+        "Accept": "application/vnd.github+json",
+    }
+    author = env.get("MXGITOPS_COMMENT_AUTHOR", "github-actions[bot]")
+    comments = pages(f"{api}/repos/{repo}/issues/{number}/comments", headers)
+    ours = [c for c in comments if c["body"].startswith(MARKER) and c["user"]["login"] == author]
+    if ours:
+        url = f"{api}/repos/{repo}/issues/comments/{ours[0]['id']}"
+        request("PATCH", url, headers, {"body": body})
+        return f"updated comment {ours[0]['id']}"
+    created = request(
+        "POST", f"{api}/repos/{repo}/issues/{number}/comments", headers, {"body": body}
+    )
+    return f"posted comment {created['id']}"
+
+
+def post_gitlab(body: str) -> str:
+    env = os.environ
+    api = env["CI_API_V4_URL"]
+    notes = (
+        f"{api}/projects/{env['CI_PROJECT_ID']}/merge_requests/{env['CI_MERGE_REQUEST_IID']}/notes"
+    )
+    headers = {"PRIVATE-TOKEN": env["MXGITOPS_GITLAB_TOKEN"]}
+    me = request("GET", f"{api}/user", headers)["username"]
+    ours = [
+        n for n in pages(notes, headers)
+        if n["body"].startswith(MARKER) and n["author"]["username"] == me
+    ]  # fmt: skip
+    if ours:
+        request("PUT", f"{notes}/{ours[0]['id']}", headers, {"body": body})
+        return f"updated note {ours[0]['id']}"
+    created = request("POST", notes, headers, {"body": body})
+    return f"posted note {created['id']}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base")
+    parser.add_argument("head", nargs="?", default="HEAD")
+    parser.add_argument("--out", default="mxgitops-plan.md")
+    parser.add_argument("--post", choices=["github", "gitlab"])
+    parser.add_argument("--install", action="store_true", help="from MXGITOPS_PIP_SOURCE")
+    options = parser.parse_args()
+    if options.install:
+        install(os.environ.get("MXGITOPS_PIP_SOURCE", ""))
+    body, ok = compose(options.base, options.head)
+    Path(options.out).write_text(body)
+    print(body)
+    if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(summary, "a") as stream:
+            stream.write(body)
+    if options.post:
+        post = post_github if options.post == "github" else post_gitlab
+        try:
+            print(post(body), file=sys.stderr)
+        except urllib.error.HTTPError as error:
+            # A pull request from a fork gets a read-only token: the plan is in the
+            # job's log (and summary) instead.
+            print(f"could not post the comment: HTTP {error.code} {error.reason}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""jobs-repo-example/ci/pr-plan.py, the one script both CI configurations call: its steps
+on a pull-request-like branch of a real jobs repository (the example, in a bare remote),
+the markdown it would post, and the posting itself against a loopback double of the
+GitHub and GitLab comment APIs (one comment per pull request, updated, never another's).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from tests.gitfixtures import GitRemote
+from tests.test_cronjob_e2e import EXAMPLE, example_files
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = EXAMPLE / "ci/pr-plan.py"
+MARKER = "<!-- mxgitops-plan -->"
+NEW_JOB = (
+    (EXAMPLE / "jobs/vision/cifar10-local.yaml")
+    .read_text()
+    .replace("name: cifar10-local", "name: mnist-local")
+)
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("pr_plan", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def pull_request(make_git_remote: Callable[..., GitRemote]) -> GitRemote:
+    """The example on main, and a branch `pr` that adds, changes, removes and breaks."""
+    remote = make_git_remote("jobs", files=example_files())
+    remote.git("fetch", "--quiet", "origin")
+    remote.git("switch", "--quiet", "-c", "pr")
+    work = remote.work
+    (work / "jobs/vision/mnist-local.yaml").write_text(NEW_JOB)
+    cifar = work / "jobs/vision/cifar10-local.yaml"
+    cifar.write_text(cifar.read_text().replace("--num-epochs=2", "--num-epochs=3"))
+    (work / "jobs/nlp/bert-gpu.yaml").unlink()
+    remote.git("add", "--all")
+    remote.git("commit", "--quiet", "-m", "a pull request")
+    return remote
+
+
+def run_script(
+    work: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = f"{sys.executable} -m mxgitops.cli"
+    environment = {"PATH": "/usr/bin:/bin", "MXGITOPS_COMMAND": command, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "origin/main", "HEAD", *args],
+        cwd=work,
+        env={**environment, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_plan_of_a_pull_request(pull_request: GitRemote) -> None:
+    done = run_script(pull_request.work)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = (pull_request.work / "mxgitops-plan.md").read_text()
+    assert plan.startswith(MARKER + "\n") and done.stdout.startswith(plan)
+    added, changed, removed = (
+        plan.index(word) for word in ("ml-training/mnist-local", "cifar10-local", "bert-gpu")
+    )
+    assert re.search(r"(?i)add", plan[:added]) and re.search(r"(?i)remov", plan[added:])
+    assert changed and removed
+    assert "mxgitops validate passed" in plan
+    assert "3 jobs valid, 0 invalid manifests" in plan
+
+
+def test_a_broken_manifest_fails_the_check_and_shows(pull_request: GitRemote) -> None:
+    broken = pull_request.work / "jobs/vision/mnist-local.yaml"
+    broken.write_text(NEW_JOB.replace("replicas: 1", "replica: 1"))
+    (pull_request.work / ".mxgitops.yaml").write_text("path: jobs\ninstance: team-b\n")
+    pull_request.git("commit", "--quiet", "-am", "break it")
+    done = run_script(pull_request.work)
+    assert done.returncode == 1, done.stdout + done.stderr
+    plan = (pull_request.work / "mxgitops-plan.md").read_text()
+    assert 'unknown field "replica"' in plan
+    assert ".mxgitops.yaml:2: instance: only the operator may set this" in plan
+    assert "mxgitops validate failed (exit 1)" in plan
+
+
+def test_output_from_the_pull_request_cannot_close_its_code_block() -> None:
+    script = load_script()
+    text = "a ``` b\n````\n## Approved"
+    block = script.fenced(text)
+    fence = block.splitlines()[0].removesuffix("text")
+    assert fence == "`````" and block.endswith("\n" + fence)
+    assert all(not line.startswith(fence) for line in text.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("source", "pinned"),
+    [
+        ("mxgitops", False),
+        ("mxgitops==0.1.0", False),
+        ("mxgitops @ git+https://github.com/example/mxgitops@COMMIT", False),
+        ("mxgitops @ git+https://github.com/example/mxgitops@main", False),
+        ("mxgitops @ git+https://github.com/example/mxgitops@" + "a" * 40, True),
+        (
+            "mxgitops @ https://files.example/mxgitops-0.1.0-py3-none-any.whl#sha256=" + "0" * 64,
+            True,
+        ),
+    ],
+)
+def test_mxgitops_is_installed_only_from_a_pinned_source(source: str, pinned: bool) -> None:
+    script = load_script()
+    assert bool(script.PINNED.match(source)) is pinned
+    if not pinned:
+        with pytest.raises(SystemExit, match="is not pinned"):
+            script.install(source)
+
+
+def test_both_ci_configurations_call_the_script_pinned() -> None:
+    github = yaml.safe_load((EXAMPLE / ".github/workflows/mxgitops.yml").read_text())
+    gitlab = yaml.safe_load((EXAMPLE / ".gitlab-ci.yml").read_text())
+    runs = [s["run"] for job in github["jobs"].values() for s in job["steps"] if "run" in s]
+    runs += gitlab["mxgitops-plan"]["script"]
+    assert [r for r in runs if "ci/pr-plan.py --install" in r] and not [
+        r for r in runs if "pip install" in r
+    ]
+    for job in github["jobs"].values():
+        for step in job["steps"]:
+            if "uses" in step:
+                assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), step
+    assert "@sha256:" in gitlab["mxgitops-plan"]["image"]
+    assert (
+        "pull_request_target" not in github[True]
+    )  # "on": never untrusted code with a write token
+
+
+# -- posting -------------------------------------------------------------------------------
+
+
+class ForgeAPI(ThreadingHTTPServer):
+    """Comments of one pull request (GitHub) or merge request (GitLab), on loopback."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ForgeHandler)
+        self.comments: list[dict[str, Any]] = []
+        self.writes: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def add(self, body: str, login: str) -> dict[str, Any]:
+        comment = {
+            "id": 100 + len(self.comments),
+            "body": body,
+            "user": {"login": login},
+            "author": {"username": login},
+        }
+        self.comments.append(comment)
+        return comment
+
+
+class _ForgeHandler(BaseHTTPRequestHandler):
+    server: ForgeAPI
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _reply(self, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        return data
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/api/v4/user":
+            self._reply({"username": "plan-bot"})
+        else:
+            self._reply(self.server.comments)
+
+    def do_POST(self) -> None:
+        self.server.writes.append("create")
+        login = "github-actions[bot]" if "/repos/" in self.path else "plan-bot"
+        self._reply(self.server.add(self._body()["body"], login))
+
+    def _update(self) -> None:
+        self.server.writes.append("update")
+        number = int(urlsplit(self.path).path.rsplit("/", 1)[1])
+        (comment,) = [c for c in self.server.comments if c["id"] == number]
+        comment["body"] = self._body()["body"]
+        self._reply(comment)
+
+    do_PATCH = _update
+    do_PUT = _update
+
+
+@pytest.fixture
+def forge() -> Iterator[ForgeAPI]:
+    server = ForgeAPI()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["github", "gitlab"])
+def test_one_comment_is_posted_then_updated(
+    kind: str, forge: ForgeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script's last step, in-process: its first run posts, later runs update."""
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}))
+    env = {
+        "github": {
+            "GITHUB_API_URL": forge.url,
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_REPOSITORY": "org/jobs",
+            "GITHUB_TOKEN": "t0ken",
+        },
+        "gitlab": {
+            "CI_API_V4_URL": f"{forge.url}/api/v4",
+            "CI_PROJECT_ID": "42",
+            "CI_MERGE_REQUEST_IID": "7",
+            "MXGITOPS_GITLAB_TOKEN": "t0ken",
+        },
+    }[kind]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    script = load_script()
+    post = script.post_github if kind == "github" else script.post_gitlab
+    # Someone else's comment that starts with the marker is not ours to edit.
+    forged = forge.add(MARKER + "\nlooks good to me", "mallory")
+    assert post(MARKER + "\nfirst plan").startswith("posted")
+    assert post(MARKER + "\nsecond plan").startswith("updated")
+    assert forge.writes == ["create", "update"]
+    ours = [c for c in forge.comments if c is not forged]
+    assert [c["body"] for c in ours] == [MARKER + "\nsecond plan"]
+    assert forged["body"] == MARKER + "\nlooks good to me"
