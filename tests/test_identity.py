@@ -8,16 +8,23 @@ hand-editable `mxgitops.io/job` label: name, runtime id and spec hash must add u
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mxgitops.objects import JOB_NAME_LABEL
+from mxgitops.ledger import Ledger
+from mxgitops.objects import JOB_NAME_LABEL, LiveObjects, ObjectRef
+from mxgitops.plan import Action, plan
 from mxgitops.spec import RUNTIME_ID_LENGTH, from_manifest, scheduler_service_name
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
+from tests.test_plan import OPTIONS, without
+from tests.test_plan import WAIT as PLAN_WAIT
+from tests.test_plan import job as plan_job
+from tests.test_plan import live as plan_live
 from tests.test_reconcile_e2e import (
     NS,
     Syncer,
@@ -227,3 +234,45 @@ def test_a_half_created_replace_of_a_waiting_job_is_completed_not_held(
     assert not summary_of(outcome, "patient").errors
     assert len(names_of(kubeapi, "patient")) == 5
     assert names_of(kubeapi, "patient", "services") == new_service
+
+
+# -- plan: which leftovers are a running job ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ttl", "action"),
+    [(None, Action.REPLACE), (600, Action.HOLD)],
+    ids=["batch Job deleted: replaced", "batch Job gone by TTL: still waits"],
+)
+def test_a_waiting_job_missing_a_batch_job_is_held_only_when_a_ttl_explains_it(
+    ttl: int | None, action: Action
+) -> None:
+    policy = {"runPolicy": {"ttlSecondsAfterFinished": ttl}} if ttl else {}
+    old = plan_job("w", annotations=PLAN_WAIT, **policy)
+    new = plan_job("w", workers=3, annotations=PLAN_WAIT)
+    objects = plan_live(old)
+    gone = next(o for o in objects.jobs if "-worker-" in o["metadata"]["name"])
+
+    (change,) = plan([new], without(objects, gone), Ledger(), OPTIONS).changes
+
+    assert change.action is action, change.reason
+    if action is Action.REPLACE:
+        assert "not held: 1 of its batch Jobs are gone" in change.reason
+        assert set(change.deletes) == {ObjectRef.of(o) for o in without(objects, gone).all()}
+        assert len(change.creates) == 6
+        assert change.first == (ObjectRef.of(change.creates[-1]),)  # the Service
+
+
+def test_a_stray_of_another_runtime_is_not_counted_as_this_one() -> None:
+    """A live object named as job a's but annotated with another spec's hash."""
+    a = plan_job("a")
+    objects = plan_live(a)
+    edited = copy.deepcopy(objects.jobs[0])
+    edited["metadata"]["annotations"]["mxgitops.io/spec-hash"] = "0" * 64
+    changed = LiveObjects((edited, *objects.jobs[1:]), objects.services)
+
+    (change,) = plan([a], changed, Ledger(), OPTIONS).changes
+
+    assert change.action is Action.HOLD and not change.writes
+    assert edited["metadata"]["name"] in change.reason
+    assert "mxgitops.io/spec-hash" in change.reason

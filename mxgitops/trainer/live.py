@@ -113,21 +113,22 @@ class LiveJob:
         ttlSecondsAfterFinished removed them once their replica finished.
         """
         if not self.jobs:
-            return "no batch Job is left, only " + ", ".join(str(r) for r in self.refs())
+            return "no batch Job is left" + "".join(f", only {r}" for r in self.refs()[:1])
+        if self.runtime_id is None:
+            return "its objects are of several runtimes (a replace was interrupted)"
         if any((j.get("spec") or {}).get("ttlSecondsAfterFinished") is not None for j in self.jobs):
             return None
-        expected = self._declared_replicas()
         present = {(o.get("metadata") or {}).get("name") for o in self.jobs}
-        runtime = self.runtime_id or ""
-        missing = [
+        missing = sorted(
             name
-            for replica_type, count in expected.items()
+            for replica_type, count in self._declared_replicas().items()
             for index in range(count)
-            if (name := f"{self.name}-{replica_type.role}-{runtime}-{index}") not in present
-        ]
+            if (name := f"{self.name}-{replica_type.role}-{self.runtime_id}-{index}") not in present
+        )
         if not missing:
             return None
-        return f"{len(missing)} of its batch Jobs are gone ({', '.join(sorted(missing)[:3])}...)"
+        more = ", ..." if len(missing) > 3 else ""
+        return f"{len(missing)} of its batch Jobs are gone ({', '.join(missing[:3])}{more})"
 
     def unfinished_job_refs(self) -> list[ObjectRef]:
         """Batch Jobs without a Complete or Failed condition: their pods still run or wait."""
