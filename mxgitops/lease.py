@@ -9,9 +9,11 @@ two syncs racing for the same Lease, the API server lets exactly one win.
 A response can be lost after the server acted (a dropped connection): the
 client's retry then meets a 409 caused by its own write. So after every 409
 the Lease is read again, and a Lease that carries this sync's own holder and
-acquire time is recognised as ours, not blamed on another sync. A Lease that
-cannot be read (no `spec`, a duration that is not a number) is reported as
-damaged with how to repair it (`StateDamagedError`), never guessed at.
+acquire time is recognised as ours, not blamed on another sync. A Lease without
+`spec` is read as kube-apiserver serves it, an empty spec: nobody holds it. One
+that cannot be read (a spec that is not a mapping, a duration that is not a
+whole number) is reported as damaged with how to repair it (`StateDamagedError`),
+never guessed at.
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def acquire(
         return _write(api, api.create_strict, _lease(ref, instance, spec), held_by=describe_holder)
     if not is_free(current, now):
         raise LeaseHeldError(describe_holder(current))
-    spec["leaseTransitions"] = int(current["spec"].get("leaseTransitions") or 0) + 1
+    spec["leaseTransitions"] = int((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
     taken = _lease(ref, instance, spec)
     taken["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
     return _write(api, api.replace, taken, held_by=describe_holder)
@@ -207,10 +209,10 @@ def _holds(current: Mapping[str, Any], ours: Mapping[str, Any]) -> bool:
 
 def _check(lease: KubeObject, ref: ObjectRef) -> None:
     """A Lease this module cannot read is reported, with how to repair it."""
-    spec = lease.get("spec")
+    spec = lease.get("spec") or {}
     problem = None
     if not isinstance(spec, dict):
-        problem = "it has no spec"
+        problem = "its spec is not a mapping"
     else:
         for key in ("leaseDurationSeconds", "leaseTransitions"):
             value = spec.get(key)

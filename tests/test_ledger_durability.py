@@ -19,7 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mxgitops import cluster, ledger
+from mxgitops import cluster, lease, ledger
 from mxgitops.cli import main
 from mxgitops.config import SyncConfig
 from mxgitops.errors import StateDamagedError
@@ -313,9 +313,11 @@ def test_a_damaged_ledger_stops_the_sync_before_any_write(
     assert not job_posts(kubeapi)
 
 
-def test_a_lease_without_spec_is_reported_with_its_repair(
+def test_a_lease_without_spec_is_free_as_kube_apiserver_serves_it(
     kubeapi: KubeAPI, repo: Path, run: Syncer
 ) -> None:
+    """kube-apiserver stores a Lease created without spec with `spec: {}`: nobody holds
+    it. Read so on both backends, it is taken over (it ended every sync with exit 70)."""
     write(repo, mxjob("a", servers=0))
     kubeapi.create(
         {
@@ -325,10 +327,28 @@ def test_a_lease_without_spec_is_reported_with_its_repair(
         },
         NS,
     )
-    with pytest.raises(StateDamagedError, match="has no spec") as caught:
-        run()
-    assert f"kubectl -n {NS} delete lease mxgitops-{INSTANCE}" in str(caught.value)
-    assert not job_posts(kubeapi)
+    assert summary_of(run(), "a").action == "create"
+    stored = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+    assert stored is not None and stored["spec"]["leaseTransitions"] == 1
+    assert not stored["spec"].get("holderIdentity")
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [("held", "spec is not a mapping"), ({"leaseDurationSeconds": "600"}, "not a whole number")],
+)
+def test_a_lease_that_cannot_be_read_is_reported_with_its_repair(
+    spec: object, problem: str
+) -> None:
+    from tests.test_lease import REF, FakeLeases
+
+    api = FakeLeases()
+    api.objects[REF] = {"kind": "Lease", "metadata": {"name": REF.name, "namespace": "ml"}}
+    api.objects[REF]["spec"] = spec
+    with pytest.raises(StateDamagedError, match=problem) as caught:
+        lease.acquire(api, instance="t1", namespace="ml", holder="me/1")
+    assert "kubectl -n ml delete lease mxgitops-t1" in str(caught.value)
+    assert api.writes == []
 
 
 # -- lost responses ----------------------------------------------------------------------
@@ -343,8 +363,8 @@ def test_a_lost_response_to_the_lease_create_is_recognised(kubeapi: KubeAPI, rep
     assert outcome.ok and summary_of(outcome, "a").action == "create"
     posts = [(e["status"], e["fault"]) for e in kubeapi.request_log if e["resource"] == "leases"]
     assert posts[:3] == [(404, None), (201, "lose"), (409, None)]
-    lease = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
-    assert lease is not None and not lease["spec"].get("holderIdentity")  # released
+    stored = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+    assert stored is not None and not stored["spec"].get("holderIdentity")  # released
     write(repo, mxjob("b", servers=0))
     assert summary_of(run(), "b").action == "create"  # the next sync is not locked out
 
