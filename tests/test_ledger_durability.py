@@ -384,6 +384,35 @@ def test_a_lost_response_to_the_ledger_create_does_not_fail_the_sync(
     assert set(book(kubeapi).entries) == {(NS, "once")}
 
 
+def test_a_lost_response_to_a_ledger_replace_or_a_lease_take_over_is_recognised(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    write(repo, mxjob("one", servers=0), mxjob("two", servers=0))
+    run = Syncer(kubeapi, repo)
+    run()
+    finish(kubeapi, "one", "worker")
+    run()  # the ledger exists now
+    finish(kubeapi, "two", "worker")
+    run.sleeps = _Lift(kubeapi)
+    kubeapi.faults("update/configmaps:lose=1")
+    kubeapi.clear_log()
+    assert run().ok
+    lost = [(e["verb"], e["resource"], e["status"], e["fault"]) for e in kubeapi.request_log]
+    assert [("update", "configmaps", 200, "lose"), ("update", "configmaps", 409, None)] == [
+        e for e in lost if e[:2] == ("update", "configmaps")
+    ]
+    assert set(book(kubeapi).entries) == {(NS, "one"), (NS, "two")}
+
+    write(repo, mxjob("three", servers=0))
+    kubeapi.faults("update/leases:lose=1")  # taking the released Lease over
+    kubeapi.clear_log()
+    assert run().ok
+    updates = [(e["status"], e["fault"]) for e in kubeapi.request_log if e["verb"] == "update"]
+    assert updates == [(200, "lose"), (409, None), (200, None)]  # take-over, retry, release
+    stored = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+    assert stored is not None and not stored["spec"].get("holderIdentity")
+
+
 class _Lift(list[float]):
     """The retry policy's sleep (it appends): lifts every fault before the retry, so a
     response lost once is followed by a retry that meets the server's 409."""
