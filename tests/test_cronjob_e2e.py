@@ -7,10 +7,16 @@ tmp_path at the same variables), the service account's credential (the double's
 kubeconfig) and its namespace file (a file holding the CronJob's namespace, as the
 kubelet mounts it). The jobs land in the repository's namespace, the Lease and ledger in
 the CronJob's, and every request the syncs make is one the rendered RBAC grants.
+
+On the real control plane the rendered objects are installed first (all but the
+CronJob, which would start runs of its own, and the PersistentVolumeClaim, which no
+storage binds here) and the syncs run with the ServiceAccount's own token: the real
+API server's RBAC judges every request, and its PodSecurity admission the CronJob's pod.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -53,6 +59,63 @@ def rendered() -> Docs:
     return kustomize(OVERLAY)
 
 
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+COLLECTIONS = {
+    "Namespace": "/api/v1/namespaces",
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Role": RBAC + "/namespaces/{ns}/roles",
+    "RoleBinding": RBAC + "/namespaces/{ns}/rolebindings",
+    "ClusterRole": RBAC + "/clusterroles",
+    "ClusterRoleBinding": RBAC + "/clusterrolebindings",
+}
+
+
+def install(real: Any, docs: Docs, kubeconfig: Path) -> list[str]:
+    """Create the rendered objects as an admin would; write a kubeconfig of the
+    ServiceAccount's token. Return the paths of the cluster-scoped objects made."""
+    made = []
+    for doc in docs:
+        if doc["kind"] not in COLLECTIONS:
+            continue
+        path = COLLECTIONS[doc["kind"]].format(ns=doc["metadata"].get("namespace"))
+        status, _, body = real.raw("POST", path, doc)
+        assert status in (201, 409), body  # 409: made by an earlier run on this plane
+        if doc["kind"] == "Namespace":
+            real.ensure_namespace(doc["metadata"]["name"])
+        elif doc["kind"].startswith("Cluster"):
+            made.append(f"{path}/{doc['metadata']['name']}")
+    account = only(docs, "ServiceAccount")["metadata"]
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    path = f"/api/v1/namespaces/{account['namespace']}/serviceaccounts/{account['name']}/token"
+    status, _, body = real.raw("POST", path, request)
+    assert status == 201, body
+    cluster = {"server": real.url, "certificate-authority": str(real.plane.pki.ca)}
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "real", "cluster": cluster}],
+                "users": [{"name": "sync", "user": {"token": body["status"]["token"]}}],
+                "contexts": [{"name": "sync", "context": {"cluster": "real", "user": "sync"}}],
+                "current-context": "sync",
+            }
+        )
+    )
+    return made
+
+
+def admitted(real: Any, docs: Docs, change: dict[str, Any] | None = None) -> tuple[int, str]:
+    """A server-side dry run of the CronJob's pod: what PodSecurity admission says."""
+    template = pod_template(docs)
+    spec = {**template["spec"], **(change or {})}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "check"}, "spec": spec}
+    namespace = only(docs, "CronJob")["metadata"]["namespace"]
+    status, _, body = real.raw("POST", f"/api/v1/namespaces/{namespace}/pods?dryRun=All", pod)
+    return status, str(body.get("message", ""))
+
+
 def example_files() -> dict[str, str]:
     return {
         path.relative_to(EXAMPLE).as_posix(): path.read_text()
@@ -64,7 +127,7 @@ def example_files() -> dict[str, str]:
 class CronJobRun:
     """The rendered CronJob's container, runnable in-process as the pod would run it."""
 
-    def __init__(self, docs: Docs, remote: GitRemote, kubeapi: KubeAPI, tmp_path: Path) -> None:
+    def __init__(self, docs: Docs, remote: GitRemote, kubeconfig: Path, tmp_path: Path) -> None:
         cronjob = only(docs, "CronJob")
         self.namespace: str = cronjob["metadata"]["namespace"]
         spec = pod_template(docs)["spec"]
@@ -80,7 +143,7 @@ class CronJobRun:
         assert env["MXGITOPS_REPO"].startswith("https://")
         env["MXGITOPS_REPO"] = remote.url
         env = {k: str(mounts.get(v, v)) for k, v in env.items()}
-        env["KUBECONFIG"] = str(kubeapi.kubeconfig)
+        env["KUBECONFIG"] = str(kubeconfig)
         self.env = env
         self.namespace_file = tmp_path / "serviceaccount/namespace"
         self.namespace_file.parent.mkdir()
@@ -117,7 +180,31 @@ def test_the_cronjob_syncs_the_example_repository(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     remote = make_git_remote("jobs", files=example_files())
-    run = CronJobRun(rendered, remote, kubeapi, tmp_path)
+    real = getattr(kubeapi, "backend", "double") == "real"
+    kubeconfig, made = Path(kubeapi.kubeconfig), []
+    if real:
+        kubeconfig = tmp_path / "serviceaccount.kubeconfig"
+        made = install(kubeapi, rendered, kubeconfig)
+    try:
+        check_the_cronjob(rendered, remote, kubeapi, kubeconfig, tmp_path, monkeypatch)
+        if real:
+            assert admitted(kubeapi, rendered) == (201, "")
+            status, message = admitted(kubeapi, rendered, {"hostNetwork": True})
+            assert status == 403 and "violates PodSecurity" in message
+    finally:
+        for path in made:
+            kubeapi.raw("DELETE", path)
+
+
+def check_the_cronjob(
+    rendered: Docs,
+    remote: GitRemote,
+    kubeapi: Any,
+    kubeconfig: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = CronJobRun(rendered, remote, kubeconfig, tmp_path)
     state = run.namespace
     assert state != JOBS_NAMESPACE
 
@@ -152,7 +239,8 @@ def test_the_cronjob_syncs_the_example_repository(
     assert third.exit_code == 0, third.output
     assert not any(n.startswith("bert-gpu-") for n in batch_jobs(kubeapi, JOBS_NAMESPACE))
 
-    # Every request of the three syncs is granted by the rendered RBAC.
+    # Every request of the three syncs is granted by the rendered RBAC. (On the real
+    # control plane, its API server enforced that: the syncs ran as the ServiceAccount.)
     cluster_wide, own = granted(rendered, "ClusterRole"), granted(rendered, "Role")
     for entry in kubeapi.request_log:
         match = API_PATH.match(entry["path"])

@@ -81,13 +81,13 @@ def test_sync_keeps_the_operators_identity_and_says_so_in_the_note(
     result = invoke(
         "sync",
         *("--repo", remote.url, "--cache-dir", tmp_path / "cache", "--path", "jobs"),
-        *("--instance", "team-a", "--state-namespace", "mxgitops-system"),
+        *("--instance", "team-a", "--state-namespace", "mxgitops"),
         *("--kubeconfig", kubeapi.kubeconfig),
     )
     assert result.exit_code == 1, result.output  # like an invalid manifest
     (job,) = kubeapi.objects("jobs", "ml-training")
     assert job["metadata"]["labels"]["mxgitops.io/instance"] == "team-a"
-    assert kubeapi.get("Lease", "mxgitops-team-a", "mxgitops-system") is not None
-    assert kubeapi.get("Lease", "mxgitops-team-b", "mxgitops-system") is None
+    assert kubeapi.get("Lease", "mxgitops-team-a", "mxgitops") is not None
+    assert kubeapi.get("Lease", "mxgitops-team-b", "mxgitops") is None
     note = remote.note(remote.rev())
     assert note is not None and f".mxgitops.yaml:1: instance: {REFUSED}" in note
