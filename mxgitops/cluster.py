@@ -270,6 +270,15 @@ class Cluster:
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
     ) -> KubeObject:
+        try:
+            return self._retried(method, path, query, body)
+        except (SystemExit, KeyboardInterrupt):
+            self.stop()  # SIGTERM arrived during this call: what follows gets the grace
+            raise
+
+    def _retried(
+        self, method: str, path: str, query: dict[str, str] | None, body: KubeObject | None
+    ) -> KubeObject:
         budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
         deadline = self.clock() + budget
         for attempt in _attempts(self.retry.attempts):

@@ -98,18 +98,19 @@ def held(
     clock: Callable[[], datetime] | None = None,
 ) -> Iterator[HeldLease]:
     """Hold the instance's Lease for the body of the `with`, then release it."""
-    held_lease = HeldLease(
-        api,
-        acquire(
+    try:
+        taken = acquire(
             api,
             instance=instance,
             namespace=namespace,
             holder=holder,
             duration_seconds=duration_seconds,
             now=now,
-        ),
-        clock,
-    )
+        )
+    except (SystemExit, KeyboardInterrupt):  # SIGTERM: the take may have gone through
+        _give_back(api, lease_ref(instance, namespace), holder)
+        raise
+    held_lease = HeldLease(api, taken, clock)
     try:
         yield held_lease
     finally:
@@ -170,6 +171,14 @@ def release(api: LeaseAPI, lease: KubeObject) -> None:
             return
         except ClusterError:
             return
+
+
+def _give_back(api: LeaseAPI, ref: ObjectRef, holder: str) -> None:
+    """Release the Lease if a take interrupted before its answer made it ours."""
+    with suppress(ClusterError):
+        current = api.get(ref)
+        if current is not None and _spec(current).get("holderIdentity") == holder:
+            release(api, current)
 
 
 def _write(

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import cluster
+from mxgitops import cluster, lease
 from mxgitops.cli import main
 from mxgitops.errors import ClusterUnreachable
+from mxgitops.objects import KubeObject
 from tests.kubeapi.harness import KubeAPI
 from tests.test_reconcile_e2e import INSTANCE, NS, mxjob, write
 
@@ -114,12 +115,20 @@ def test_a_request_timeout_out_of_bounds_is_a_usage_error(
     assert "--request-timeout" in result.output
 
 
-@pytest.mark.parametrize("parallelism", [1, 4])
-def test_sigterm_with_writes_in_flight_stops_at_once_and_releases_the_lease(
-    kubeapi: KubeAPI, tmp_path: Path, parallelism: int
+@pytest.mark.parametrize(
+    ("fault", "parallelism", "lease_held"),
+    [
+        ("create/jobs:hang=1", 1, True),  # a write in flight on the main thread
+        ("create/jobs:hang=1", 4, True),  # writes in flight on the writer threads
+        ("create/leases:hang=1", 4, False),  # taking the Lease
+        ("list/configmaps:hang=1", 4, False),  # reading the cluster
+    ],
+)
+def test_sigterm_stops_at_once_whatever_is_in_flight_and_releases_the_lease(
+    kubeapi: KubeAPI, tmp_path: Path, fault: str, parallelism: int, lease_held: bool
 ) -> None:
     repo = write(tmp_path / "repo", mxjob("resnet", servers=2, workers=3))
-    kubeapi.faults("create/jobs:hang=1")
+    kubeapi.faults(fault)
     args = sync_args(kubeapi, repo, "--parallelism", str(parallelism))
     env = {k: v for k, v in os.environ.items() if not k.startswith("MXGITOPS_")}
     env["MXGITOPS_CACHE_DIR"] = str(tmp_path / "cache")
@@ -133,7 +142,7 @@ def test_sigterm_with_writes_in_flight_stops_at_once_and_releases_the_lease(
     try:
         wait_for_a_hang(kubeapi)
         held = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
-        assert held is not None and held["spec"]["holderIdentity"]
+        assert (held is not None and bool(held["spec"].get("holderIdentity"))) is lease_held
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=15)
@@ -146,9 +155,28 @@ def test_sigterm_with_writes_in_flight_stops_at_once_and_releases_the_lease(
     assert elapsed < 5
     assert "Stopped by SIGTERM" in stderr
     assert len([line for line in stderr.splitlines() if line.strip()]) == 1, stderr
-    lease = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
-    assert lease is not None and not lease["spec"].get("holderIdentity")
-    print(f"\nSIGTERM with writes in flight (parallelism {parallelism}): exit in {elapsed:.2f} s")
+    stored = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+    assert stored is None or not stored["spec"].get("holderIdentity")
+    print(f"\nSIGTERM ({fault}, parallelism {parallelism}): exit in {elapsed:.2f} s")
+
+
+def test_a_sigterm_while_taking_the_lease_gives_it_back() -> None:
+    """The server made the Lease ours, then SIGTERM came before its answer did."""
+    from tests.test_lease import REF, FakeLeases
+
+    class Interrupted(FakeLeases):
+        def create_strict(self, obj: KubeObject) -> KubeObject:
+            super().create_strict(obj)
+            raise SystemExit(128 + signal.SIGTERM)
+
+    api = Interrupted()
+    with (
+        pytest.raises(SystemExit),
+        lease.held(api, instance="t1", namespace="ml", holder="me/1"),
+    ):
+        pytest.fail("the body runs only under a Lease known to be ours")
+    stored = api.get(REF)
+    assert stored is not None and stored["spec"]["holderIdentity"] is None
 
 
 def test_hung_requests_are_released_when_the_faults_change(kubeapi: KubeAPI) -> None:
