@@ -129,6 +129,7 @@ def test_list_is_one_request_per_kind_with_the_ownership_selector(
 
 def test_server_errors_are_retried_then_reported(kubeapi: KubeAPI) -> None:
     sleeps: list[float] = []
+    kubeapi.faults("")  # the real backend's fault proxy is in the path from the first request
     kube = connect(kubeapi.kubeconfig, sleeps)
     kubeapi.faults("get:503=1")
     with pytest.raises(ClusterServerError) as caught:

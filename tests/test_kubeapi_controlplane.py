@@ -156,6 +156,7 @@ def test_on_failure_restarts_in_place(k8s: Clients, kubeapi: KubeAPI) -> None:
     assert conditions(k8s, "train")["Failed"] == ("True", "BackoffLimitExceeded")
 
 
+@pytest.mark.double_only("moves the double's clock; the real job controller's deadline runs on wall time")
 def test_active_deadline(k8s: Clients, kubeapi: KubeAPI) -> None:
     k8s.batch.create_namespaced_job(NS, job_manifest("train", activeDeadlineSeconds=60))
     kubeapi.run_job_controller()
@@ -166,6 +167,7 @@ def test_active_deadline(k8s: Clients, kubeapi: KubeAPI) -> None:
     assert kubeapi.objects("pods") == []  # the active pod was terminated
 
 
+@pytest.mark.double_only("drives the double's /_kubeapi/ control endpoints, which only it has")
 def test_control_plane_over_http(kubeapi: KubeAPI, k8s: Clients) -> None:
     import json
     import urllib.request

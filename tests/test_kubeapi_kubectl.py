@@ -143,6 +143,7 @@ def test_delete_takes_the_jobs_pods(kubeapi: KubeAPI, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == 'job.batch "train" deleted'
     assert kubeapi.objects("jobs") == []
+    kubeapi.settle()  # the real garbage collector deletes the pods after the Job
     assert kubeapi.objects("pods") == []
     delete = next(e for e in kubeapi.request_log if e["method"] == "DELETE")
     assert delete["status"] == 200
@@ -152,6 +153,8 @@ def test_api_resources(kubeapi: KubeAPI) -> None:
     result = kubectl(kubeapi, "api-resources", "--no-headers")
     assert result.returncode == 0, result.stderr
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
-    assert set(rows) == {"configmaps", "events", "pods", "services", "jobs", "leases"}
+    served = {"configmaps", "events", "pods", "services", "jobs", "leases"}
+    # The double serves what mxgitops and kubectl need; the real server serves them among all.
+    assert set(rows) == served if kubeapi.backend == "double" else served <= set(rows)
     assert rows["jobs"][1:] == ["batch/v1", "true", "Job"]
     assert rows["pods"][1:] == ["po", "v1", "true", "Pod"]

@@ -81,6 +81,7 @@ def test_watch_relabel_leaves_selection_and_times_out(k8s: Clients) -> None:
     assert seen == [("ADDED", "a"), ("DELETED", "a")]
 
 
+@pytest.mark.double_only("compacts the double's watch history on demand")
 def test_watch_too_old_is_gone(kubeapi: KubeAPI, k8s: Clients) -> None:
     k8s.core.create_namespaced_config_map(NS, configmap("a"))
     kubeapi.compact()
@@ -102,6 +103,7 @@ def test_delete_job_background_foreground_orphan(k8s: Clients, kubeapi: KubeAPI)
         return [p for p in kubeapi.objects("pods") if p["metadata"]["labels"]["job-name"] == job]
 
     k8s.batch.delete_namespaced_job("bg", NS, propagation_policy="Background")
+    kubeapi.settle()  # the real garbage collector acts after the answer, the double before
     assert pods_of("bg") == []
     _, _, body = raw(
         kubeapi,
@@ -111,8 +113,10 @@ def test_delete_job_background_foreground_orphan(k8s: Clients, kubeapi: KubeAPI)
     )
     assert body["metadata"]["finalizers"] == ["foregroundDeletion"]
     assert body["metadata"]["deletionTimestamp"]
+    kubeapi.settle()
     assert pods_of("fg") == [] and kubeapi.get("jobs", "fg") is None
     k8s.batch.delete_namespaced_job("orphan", NS, body=V1DeleteOptions(propagation_policy="Orphan"))
+    kubeapi.settle()
     [orphan] = pods_of("orphan")
     assert "ownerReferences" not in orphan["metadata"]
     status, headers, deleted = raw(

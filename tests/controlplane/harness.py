@@ -117,6 +117,8 @@ class RealCluster:
         self.audit_log = plane.audit_log
         self.rest = Rest(plane.url, plane.pki.ca, plane.admin.cert, plane.admin.key)
         self.node = FakeKubelet(self.rest).start()
+        self._namespaces: set[str] = set()
+        self._handed_out: set[str] = set()  # pods run_job_controller returned already
         for namespace in TEST_NAMESPACES:
             self.ensure_namespace(namespace)
         self._log_offset = 0
@@ -165,6 +167,8 @@ class RealCluster:
     def ensure_namespace(self, namespace: str) -> None:
         """Create ``namespace`` if missing and wait for its default service account,
         without which no pod can be admitted (ServiceAccount admission)."""
+        if namespace in self._namespaces:
+            return
         if self.rest.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
             self.rest.create(
                 "/api/v1/namespaces",
@@ -176,6 +180,7 @@ class RealCluster:
                 f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
             ),
         )
+        self._namespaces.add(namespace)
 
     # -- request log -------------------------------------------------------------
     @property
@@ -230,6 +235,8 @@ class RealCluster:
         return found
 
     def create(self, body: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+        """Create as admin; the namespace is made first if missing, as the double needs none."""
+        self.ensure_namespace(namespace)
         created: dict[str, Any] = self.rest.create(
             collection(resource(body["kind"]), namespace), body
         )
@@ -261,6 +268,7 @@ class RealCluster:
         """Remove every object a test may have made, in every non-system namespace,
         and take the fault proxy out."""
         self.direct()
+        self._handed_out.clear()
         for plural in WIPED:
             for obj in self.objects(plural):
                 meta = obj["metadata"]
@@ -301,7 +309,8 @@ class RealCluster:
         ]
 
     def run_job_controller(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        """Wait until every running Job in ``namespace`` has its pods; return them."""
+        """Wait until every running Job in ``namespace`` has its pods; return those not
+        returned before in this test (the double returns the pods its step created)."""
 
         def pods_of_running_jobs() -> list[dict[str, Any]] | None:
             found: list[dict[str, Any]] = []
@@ -314,7 +323,10 @@ class RealCluster:
                 found += running
             return found
 
-        return wait_for("for the job controller to create pods", pods_of_running_jobs)
+        pods = wait_for("for the job controller to create pods", pods_of_running_jobs)
+        new = [p for p in pods if p["metadata"]["uid"] not in self._handed_out]
+        self._handed_out.update(p["metadata"]["uid"] for p in new)
+        return new
 
     def kubelet(
         self,
@@ -381,6 +393,8 @@ class RealCluster:
 
         def settled() -> bool:
             jobs = self._jobs_and_pods(namespace)
+            if any(job["metadata"].get("deletionTimestamp") for job, _ in jobs):
+                return False  # foreground deletion under way
             owners = {job["metadata"]["uid"] for job, _ in jobs}
             for pod in self.objects("pods", namespace):
                 refs = pod["metadata"].get("ownerReferences") or []

@@ -208,7 +208,13 @@ class Rest:
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(res, name)
         if subresource == "status":
+            # As the real status strategies: the spec stays, the caller's labels and
+            # annotations are taken with the status.
+            taken = {k: new["metadata"][k] for k in ("labels", "annotations") if k in new["metadata"]}
             new = {**copy.deepcopy(old), "status": new.get("status")}
+            for key in ("labels", "annotations"):
+                new["metadata"].pop(key, None)
+            new["metadata"].update(copy.deepcopy(taken))
             required = [e for e in required if e.field.startswith("status")]
         else:
             meta, old_meta = new["metadata"], old["metadata"]

@@ -347,7 +347,9 @@ def parse_field_selector(text: str) -> tuple[FieldRequirement, ...]:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
         lhs, rhs = term.split(op, 1)
         if lhs not in FIELD_LABELS:
-            raise bad_request(f"field label not supported: {lhs}")
+            raise bad_request(
+                f'"{lhs}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+            )
         requirements.append(FieldRequirement(lhs, op != "!=", _unescape(rhs)))
     return tuple(requirements)
 

@@ -131,12 +131,12 @@ def job(obj: dict[str, Any]) -> list[FieldError]:
     errors.extend(_containers(pod, "spec.template.spec"))
     restart = pod.get("restartPolicy")
     if restart not in ("OnFailure", "Never"):
+        # kube-apiserver v1.34 words it so, even for a value that is present ("Always")
         errors.append(
             FieldError(
-                "Unsupported value",
+                "Required value",
                 "spec.template.spec.restartPolicy",
-                restart,
-                'supported values: "OnFailure", "Never"',
+                detail='valid values: "OnFailure", "Never"',
             )
         )
     policy = spec.get("podFailurePolicy")
@@ -326,6 +326,14 @@ def validate_update(
     if res.kind == "Job":
         for key in ("selector", "template", "completionMode", "podFailurePolicy"):
             errors.extend(_immutable(new_spec.get(key), old_spec.get(key), f"spec.{key}"))
+    elif res.kind == "Pod" and len(new_spec.get("containers") or []) != len(
+        old_spec.get("containers") or []
+    ):
+        errors.append(
+            FieldError(
+                "Forbidden", "spec.containers", detail="pod updates may not add or remove containers"
+            )
+        )
     elif res.kind == "Pod" and _without_images(new_spec) != _without_images(old_spec):
         errors.append(FieldError("Forbidden", "spec", detail=_POD_MUTABLE))
     elif res.kind == "Service" and old_spec.get("clusterIP") != new_spec.get("clusterIP"):
