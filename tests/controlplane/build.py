@@ -1,4 +1,5 @@
-"""Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler, once per version.
+"""Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl, once
+per version.
 
 ``python -m tests.controlplane.build`` prints the directory that holds the binaries.
 
@@ -23,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 GOMOD_DIR = Path(__file__).with_name("gomod")
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 CACHE_ENV = "MXGITOPS_CONTROLPLANE_CACHE"
 
 

@@ -9,7 +9,8 @@ reading the API, with a deadline, never by sleeping a fixed time.
 
 The request log is the API server's audit log, read from the offset of the last
 ``clear_log``, limited to the identity mxgitops runs as in tests (``CLIENT``), in
-the double's entry shape. ``faults(spec)`` puts the fault proxy (``proxy.py``)
+the double's entry shape (or as any service account, for syncs run with a
+ServiceAccount's token). ``faults(spec)`` puts the fault proxy (``proxy.py``)
 between mxgitops and the server for the rest of the test: the kubeconfig then
 names the proxy, and the request log continues with the proxy's entries, which
 include the requests a fault kept from the server.
@@ -104,6 +105,13 @@ def _audit_entry(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _is_client(user: str) -> bool:
+    """mxgitops' requests: as the tests' client identity, or as a service account
+    (a sync run with a ServiceAccount's token); not the harness's, the controllers'
+    or the fake kubelet's."""
+    return user == CLIENT or user.startswith("system:serviceaccount:")
+
+
 class RealCluster:
     """The tests' view of one running :class:`ControlPlane` (see the module docstring)."""
 
@@ -185,7 +193,7 @@ class RealCluster:
     # -- request log -------------------------------------------------------------
     @property
     def request_log(self) -> list[dict[str, Any]]:
-        """What ``CLIENT`` asked since the last :meth:`clear_log`: the audit log, then
+        """What mxgitops asked since the last :meth:`clear_log`: the audit log, then
         what the proxy saw once :meth:`faults` put it in between."""
         with self.audit_log.open("rb") as log:
             log.seek(self._log_offset)
@@ -198,7 +206,7 @@ class RealCluster:
         audited = [
             _audit_entry(event)
             for event in events
-            if event["user"]["username"] == CLIENT and event["stage"] == "ResponseComplete"
+            if _is_client(event["user"]["username"]) and event["stage"] == "ResponseComplete"
         ]
         return audited + (self._proxy_log.snapshot() if self._audit_until is not None else [])
 

@@ -28,6 +28,7 @@ TOOLS = (
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "k8s.io/kubernetes/cmd/kube-scheduler",
+    "k8s.io/kubernetes/cmd/kubectl",  # the client of the same release, for the kubectl tests
 )
 
 

@@ -43,6 +43,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "double_only(reason): needs what only the API double can do; says why"
     )
+    if config.getoption("--backend") != "double":
+        # Build (or find cached) the control plane before any test runs, and put its
+        # kubectl, of the same release as the server, first on PATH for every test.
+        from tests.controlplane.build import ensure_built
+
+        os.environ["PATH"] = f"{ensure_built()}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
