@@ -113,16 +113,26 @@ def sync(
             instance=config.instance,
             dry_run=config.dry_run,
         )
-        _log(summary, notices)
+        _log(summary, notices, the_plan)
         summary, written = _note(workspace, config, summary, progress)
         return SyncOutcome(config, summary, the_plan, changeset, workspace, tuple(notices), written)
 
 
-def _log(summary: report.Summary, notices: list[str]) -> None:
+def _log(summary: report.Summary, notices: list[str], done: Plan) -> None:
     """What the CronJob's logs should show besides the printed summary (which already
-    tells a person at a terminal about notices and problems, hence info for those)."""
+    tells a person at a terminal about notices and problems, hence info for those),
+    and why the ledger of finished jobs changed."""
     for notice in notices:
         log.info(notice)
+    for change in done.ledger_changes:
+        name = "/".join(change.key)
+        log.info(
+            "ledger: %s %s: %s",
+            change.action,
+            name,
+            change.reason,
+            extra={"job": name, "ledger": str(change.action)},
+        )
     for problem in summary.problems:
         log.info("invalid: %s", problem)
     if summary.prune_refused:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -471,3 +472,27 @@ def test_a_pruned_job_is_forgotten_unless_its_prune_failed() -> None:
     assert result.ledger.entries == {}
     assert result.ledger_after(set()).entries == {}
     assert result.ledger_after({entry.key}).entries == {entry.key: entry}
+
+
+def test_every_ledger_change_is_logged_with_its_reason(
+    kubeapi: KubeAPI,
+    repo: Path,
+    run: Syncer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logger = logging.getLogger("mxgitops")  # as before any CLI run configured it
+    monkeypatch.setattr(logger, "propagate", True)
+    monkeypatch.setattr(logger, "handlers", [])
+    write(repo, mxjob("once", servers=0), mxjob("other", servers=0))
+    run()
+    finish(kubeapi, "once", "worker")
+    with caplog.at_level("INFO", logger="mxgitops"):
+        run()
+        remove(repo, "once")
+        run()
+    ledger_lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ledger")]
+    assert ledger_lines == [
+        f"ledger: record {NS}/once: seen succeeded",
+        f"ledger: forget {NS}/once: manifest removed and its objects pruned",
+    ]
