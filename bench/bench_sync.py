@@ -1,6 +1,8 @@
-"""Benchmark `sync()` against the API double, run as a subprocess (no shared GIL).
+"""Benchmark `sync()` against the API double, run as a subprocess (no shared GIL),
+or against the real control plane.
 
     python -m bench.bench_sync [JOBS]
+    python -m bench.bench_sync --backend real [JOBS]
 
 (a) A no-op sync of JOBS dist jobs (1 scheduler, 2 servers, 4 workers each:
     7 Jobs and 1 Service per job): API requests, writes and wall time.
@@ -8,6 +10,12 @@
 (b) The first sync of the same jobs with 5 ms added to every request (the
     double's delay fault), parallelism 16 against parallelism 1.
     Target: at least 8 times faster in parallel.
+
+With ``--backend real``: etcd and kube-apiserver of tests/controlplane (no
+controllers: 7,000 pods started by the job controller would only add noise),
+requests counted from the API server's audit log. (a) the first sync and (b) a
+no-op sync of JOBS dist jobs, each beside `kubectl apply -f` of the same rendered
+objects (into another namespace) in the same run: requests and seconds.
 
 Prints figures; not a test.
 """
@@ -130,6 +138,85 @@ def check_created(outcome: SyncOutcome, api: Double, jobs: int) -> None:
     assert api.count("jobs") == 7 * jobs and api.count("services") == jobs
 
 
+def audited(audit_log: Path, since: int) -> list[dict[str, Any]]:
+    """Requests of the benchmark's client identity in the audit log after byte ``since``."""
+    from tests.controlplane.launcher import CLIENT
+
+    with audit_log.open("rb") as log:
+        log.seek(since)
+        events = [json.loads(line) for line in log if line.strip()]
+    return [
+        e for e in events if e["user"]["username"] == CLIENT and e["stage"] == "ResponseComplete"
+    ]
+
+
+def rendered_objects(repo: Path, namespace: str) -> list[dict[str, Any]]:
+    """What mxgitops creates, for kubectl to apply: under another instance label, so that
+    the benchmarked instance never sees these copies as its own."""
+    from mxgitops import manifests
+    from mxgitops.trainer import RenderContext, render_job
+
+    loaded = manifests.load([repo], default_namespace=NS)
+    context = RenderContext(instance="kubectl-copy")
+    objects = [o for job in loaded.jobs for o in render_job(job, context)]
+    for obj in objects:
+        obj["metadata"]["namespace"] = namespace
+    return objects
+
+
+def main_real(jobs: int) -> None:
+    from tests.controlplane.launcher import ControlPlane
+    from tests.controlplane.rest import Rest
+
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        repo = write_repo(tmp / "repo", jobs)
+        print(f"{jobs} dist jobs: {7 * jobs} batch Jobs and {jobs} Services, real kube-apiserver")
+        with ControlPlane(tmp / "plane", controllers=False) as plane:
+            assert plane.pki and plane.admin and plane.audit_log
+            admin = Rest(plane.url, plane.pki.ca, plane.admin.cert, plane.admin.key)
+            for namespace in (NS, "bench-kubectl"):
+                admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+            kubeconfig = plane.kubeconfig(tmp / "kubeconfig")
+            objects = tmp / "objects.yaml"
+            objects.write_text(yaml.safe_dump_all(rendered_objects(repo, "bench-kubectl")))
+
+            def measure(what: str, action: Any) -> tuple[int, float]:
+                since = plane.audit_log.stat().st_size  # type: ignore[union-attr]
+                start = time.perf_counter()
+                action()
+                elapsed = time.perf_counter() - start
+                requests = len(audited(plane.audit_log, since))  # type: ignore[arg-type]
+                print(f"  {what}: {requests} requests, {elapsed:.2f} s")
+                return requests, elapsed
+
+            def mxgitops_sync() -> None:
+                outcome = run(repo, kubeconfig, 16)[0]
+                assert outcome.ok, [e for j in outcome.summary.jobs for e in j.errors][:3]
+
+            def kubectl_apply() -> None:
+                subprocess.run(
+                    ["kubectl", "--kubeconfig", str(kubeconfig), "apply", "-f", str(objects)],
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+
+            print("(a) first sync, parallelism 16")
+            ours = measure("mxgitops sync", mxgitops_sync)
+            theirs = measure("kubectl apply -f", kubectl_apply)
+            print(
+                f"  kubectl / mxgitops: {theirs[1] / ours[1]:.1f}x the time, "
+                f"{theirs[0] / ours[0]:.1f}x the requests"
+            )
+            print("(b) no-op: the same again")
+            ours = measure("mxgitops sync", mxgitops_sync)
+            theirs = measure("kubectl apply -f", kubectl_apply)
+            print(
+                f"  kubectl / mxgitops: {theirs[1] / ours[1]:.1f}x the time, "
+                f"{theirs[0] / ours[0]:.1f}x the requests"
+            )
+
+
 def main(jobs: int = 1000) -> None:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -172,4 +259,12 @@ def main(jobs: int = 1000) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
+    args = sys.argv[1:]
+    real = args[:2] == ["--backend", "real"]
+    if args[:1] == ["--backend"]:
+        args = args[2:]
+    count = int(args[0]) if args else 1000
+    if real:
+        main_real(count)
+    else:
+        main(count)

@@ -98,6 +98,9 @@ class ControlPlane:
 
     directory: Path
     audit_log: Path | None = None
+    # False: etcd and kube-apiserver only (benchmarks of API traffic, where the job
+    # controller starting thousands of pods would only add noise).
+    controllers: bool = True
     url: str = ""
     pki: PKI | None = None
     admin: KeyPair | None = None
@@ -118,6 +121,8 @@ class ControlPlane:
             etcd = self._start_etcd(bindir)
             self._start_apiserver(bindir, etcd)
             self._wait_ready()
+            if not self.controllers:
+                return self
             components = pki.client("components", "mxgitops-components", ("system:masters",))
             kubeconfig = write_kubeconfig(
                 self.directory / "components.kubeconfig", self.url, pki.ca, components

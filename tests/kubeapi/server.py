@@ -43,6 +43,7 @@ from . import discovery, errors
 from .controlplane import ControlPlane
 from .errors import ApiError
 from .faults import Faults, RequestLog
+from .podlogs import PodLogs
 from .resources import BY_PATH, Resource, resource
 from .rest import Rest
 from .selectors import match_fields, match_labels, parse_field_selector, parse_label_selector
@@ -76,6 +77,7 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.store = Store(seed)
         self.rest = Rest(self.store)
         self.control = ControlPlane(self.rest)
+        self.pod_logs = PodLogs()
         self.faults = faults or Faults()
         self.log = log or RequestLog()
         self._connections: set[socket.socket] = set()
@@ -127,7 +129,7 @@ def route_of(method: str, path: str, query: dict[str, str]) -> Route | None:
         return None
     name = rest[1] if len(rest) > 1 else ""
     sub = rest[2] if len(rest) > 2 else ""
-    if sub and (sub != "status" or not res.has_status):
+    if sub and not (sub == "status" and res.has_status) and (sub, res.plural) != ("log", "pods"):
         return None
     watch = query.get("watch", "") in ("true", "1")
     verbs = {
@@ -238,6 +240,12 @@ class Handler(BaseHTTPRequestHandler):
             "dropped": False,
         }
         try:
+            content_type = self.headers.get("Content-Type", "")
+            if body and content_type.startswith("application/vnd.kubernetes.protobuf"):
+                # The real server decodes protobuf; the double answers as a server that
+                # cannot, so that clients fall back to JSON (client-go does on a 415).
+                self._send_error(errors.unsupported_media_type(["application/json"]))
+                return
             if route is not None and route.verb:
                 decision = self.server.faults.decide(route.verb, route.res.plural)
                 if decision.delay_ms:
@@ -293,6 +301,8 @@ class Handler(BaseHTTPRequestHandler):
         rest, res, ns = self.server.rest, route.res, route.namespace
         validation = query.get("fieldValidation") or "Warn"
         dry_run = query.get("dryRun") == "All"
+        if route.verb == "get" and route.subresource == "log":
+            return self._send(200, self.server.pod_logs.read(rest, ns or "", route.name, query))
         if route.verb == "get":
             return self._send(200, rest.get(res, ns or "", route.name))
         if route.verb in ("list", "watch", "deletecollection"):
