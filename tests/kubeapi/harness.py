@@ -137,6 +137,10 @@ class KubeAPI:
 
     set_pod_phase = kubelet
 
+    def container_log(self, *, job: str, namespace: str, text: str) -> None:
+        """What every pod of the batch Job ``job`` serves as its log (double only)."""
+        self.server.pod_logs.set(namespace, job, text)
+
     def settle(self, namespace: str | None = None) -> None:
         """Nothing to wait for: the double's controllers act only when stepped."""
 
