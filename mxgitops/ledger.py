@@ -38,7 +38,8 @@ MAX_SHARDS = 1024  # ~5 million finished jobs
 STATES = ("Succeeded", "Failed")
 _FIELDS = ("namespace", "name", "spec_hash", "state", "finished_at")
 _KEYS = frozenset(_FIELDS)
-_KEYS_UNSEEN = _KEYS | {"unseen_since"}
+_OPTIONAL = ("unseen_since", "failure")
+_KEYS_UNSEEN = _KEYS | set(_OPTIONAL)
 
 JobKey = tuple[str, str]
 
@@ -51,6 +52,7 @@ class Finished:
     state: str  # Succeeded or Failed
     finished_at: str  # RFC 3339, when this sync first saw it finished
     unseen_since: str = ""  # RFC 3339: since when neither a manifest nor objects name it
+    failure: str = ""  # why it failed (JSON of trainer.Failure), kept once its pods are gone
 
     @property
     def key(self) -> JobKey:
@@ -160,7 +162,7 @@ def _row(index: int, row: Any) -> Finished:
     if not isinstance(row, dict):
         raise ValueError(f"entry {index} is not an object")
     keys = row.keys()
-    if keys != _KEYS and keys != _KEYS_UNSEEN:
+    if keys != _KEYS and not _KEYS < keys <= _KEYS_UNSEEN:
         unknown = sorted(keys - _KEYS_UNSEEN)
         missing = [name for name in _FIELDS if name not in row]
         what = f"unknown field {unknown[0]!r}" if unknown else f"no {missing[0]!r}"
@@ -212,8 +214,9 @@ def _texts(entries: Iterable[Finished], shards: int) -> list[str]:
     rows: list[list[dict[str, str]]] = [[] for _ in range(shards)]
     for e in sorted(entries, key=lambda e: (e.finished_at, e.key), reverse=True):
         row = {name: getattr(e, name) for name in _FIELDS}
-        if e.unseen_since:
-            row["unseen_since"] = e.unseen_since
+        for name in _OPTIONAL:
+            if getattr(e, name):
+                row[name] = getattr(e, name)
         rows[shard_of(e.key, shards)].append(row)
     return [json.dumps(r, sort_keys=True, separators=(",", ":")) for r in rows]
 

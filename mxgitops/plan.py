@@ -40,6 +40,7 @@ from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef, annotatio
 from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
 from mxgitops.trainer import (
     AcceleratorConfig,
+    Failure,
     LiveJob,
     MxReplicaStatus,
     RenderContext,
@@ -61,6 +62,7 @@ class Action(StrEnum):
     REPAIR = "repair"
     DELETE = "delete"
     CLEAN = "clean"  # a finished job's pods go, as its cleanPodPolicy asks
+    STOP = "stop"  # a finished job's replicas still active go: it holds nothing
     HOLD = "hold"  # a change waits: for the job to finish, or for a valid manifest
     UNCHANGED = "unchanged"
 
@@ -77,6 +79,8 @@ class Change:
     replicas: tuple[MxReplicaStatus, ...] = ()  # per replica set, from live objects
     creates: tuple[KubeObject, ...] = ()
     deletes: tuple[ObjectRef, ...] = ()
+    runtime_id: str = ""  # the live runtime once this change is applied
+    failure: Failure | None = None  # why a Failed job failed, from its pods or the ledger
 
     @property
     def key(self) -> JobKey:
@@ -153,6 +157,26 @@ class Plan:
     def writes(self) -> bool:
         return self.ledger_changed or any(c.writes for c in self.changes)
 
+    def with_failure_logs(self, logs: Mapping[JobKey, str]) -> Plan:
+        """The same plan, the failures of the jobs in `logs` carrying their log tails:
+        in the changes (what this sync reports) and the ledger entries (what is kept)."""
+
+        def entry(e: Finished) -> Finished:
+            failure = Failure.from_json(e.failure) if e.key in logs and e.failure else None
+            return replace(e, failure=failure.with_log(logs[e.key]).to_json()) if failure else e
+
+        changes = tuple(
+            replace(c, failure=c.failure.with_log(logs[c.key]))
+            if c.key in logs and c.failure is not None
+            else c
+            for c in self.changes
+        )
+        book = tuple(replace(c, entry=entry(c.entry)) for c in self.ledger_changes)
+        entries = {key: entry(e) for key, e in self.ledger.entries.items()}
+        return replace(
+            self, changes=changes, ledger=self.ledger.with_entries(entries), ledger_changes=book
+        )
+
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
 
@@ -188,6 +212,11 @@ def plan(
             del entries[change.key]
         else:
             entries[change.key] = change.entry
+    # Shown as Deleting once the ledger has judged them by the state they were in.
+    changes = [
+        replace(c, state=State.DELETING, failure=None) if c.action is Action.DELETE else c
+        for c in changes
+    ]
     return Plan(
         tuple(sorted(changes, key=lambda c: c.key)),
         ledger.with_entries(entries) if book else ledger,
@@ -202,20 +231,26 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
     if live is not None and live.strays:
         return _left_alone(base, live)
     finished = ledger.finished(job.key, job.spec_hash)
+    recorded = Failure.from_json(finished.failure) if finished and finished.failure else None
     if finished is not None and live is not None and not (live.jobs or live.services):
         live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
     if live is None:
         if finished is not None:
-            return base.change(
+            return replace(base, runtime_id=job.runtime_id, failure=recorded).change(
                 Action.UNCHANGED, _finished_reason(finished.state), state=State(finished.state)
             )
         return _starting(base, job).change(
-            Action.CREATE, "new job", state=State.RUNNING, creates=tuple(render_job(job, ctx))
+            Action.CREATE, "new job", state=State.PENDING, creates=tuple(render_job(job, ctx))
         )
     state, replicas = live.status()
     if finished is not None:
         state = State(finished.state)
-    base = replace(base, replicas=tuple(replicas))
+    base = replace(
+        base,
+        replicas=tuple(replicas),
+        runtime_id=live.runtime_id or "",
+        failure=recorded or (live.failure() if state is State.FAILED else None),
+    )
     if live.spec_hash != job.spec_hash:
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:
@@ -265,6 +300,8 @@ class _Base:
     spec_hash: str | None
     source: str
     replicas: tuple[MxReplicaStatus, ...] = ()
+    runtime_id: str = ""
+    failure: Failure | None = None
 
     def change(
         self,
@@ -286,17 +323,19 @@ class _Base:
             self.replicas,
             creates,
             deletes,
+            self.runtime_id,
+            self.failure if state is State.FAILED else None,
         )
 
 
 def _starting(base: _Base, job: MxJob) -> _Base:
     """A job just (re)started: running, by the seed's rules, with no replica reported
     yet, exactly as the next sync will read it back before pods appear."""
-    unknown = tuple(
-        MxReplicaStatus(r.type, ReplicaState.UNKNOWN, {ReplicaState.UNKNOWN: r.replicas})
+    pending = tuple(
+        MxReplicaStatus(r.type, ReplicaState.PENDING, {ReplicaState.PENDING: r.replicas})
         for r in job.replica_specs
     )
-    return replace(base, replicas=unknown)
+    return replace(base, replicas=pending, runtime_id=job.runtime_id, failure=None)
 
 
 def _finished_reason(state: str) -> str:
@@ -318,19 +357,21 @@ def _changed_spec(
     if waits and leftover is None and not current:
         return base.change(
             Action.HOLD,
-            f"spec changed; waiting for the {state.lower()} job "
-            f"to finish ({ON_CHANGE_ANNOTATION}: wait)",
-            state=state,
+            f"spec changed; replaced when the {state.lower()} job "
+            f"finishes ({ON_CHANGE_ANNOTATION}: wait)",
+            state=State.WAITING,
         )
-    reason = f"spec changed (runtime {live.runtime_id or 'mixed'} -> {job.runtime_id})"
+    runtimes = f"runtime {live.runtime_id or 'mixed'} -> {job.runtime_id}"
+    reason = f"spec changed; replace under way ({runtimes})"
     if current:
         reason = f"finishing an interrupted replace (runtime -> {job.runtime_id})"
     elif waits and leftover is not None:
         reason += f"; not held: {leftover}, which is no running job"
-    return base.change(
+    # The row shows the new runtime, starting: the old one's replicas are going.
+    return _starting(base, job).change(
         Action.REPLACE,
         reason,
-        state=State.RUNNING,
+        state=State.PENDING,
         deletes=tuple(ref for ref in live.refs() if ref not in current),
         creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) not in current),
     )
@@ -351,6 +392,10 @@ def _left_alone(base: _Base, live: LiveJob, why: str = "") -> Change:
 
 
 def _finished_change(job: MxJob, live: LiveJob, state: State, base: _Base) -> Change:
+    """A finished job holds nothing: batch Jobs still active (a replica that keeps
+    restarting under OnFailure, workers of a dist job whose scheduler is done) are
+    deleted, with their pods, in the sync that sees it finished; cleanPodPolicy may
+    remove more. Why it failed was read from those pods first (`Change.failure`)."""
     policy = job.run_policy.clean_pod_policy
     doomed = _cleanable(live, policy)
     if doomed:
@@ -359,6 +404,15 @@ def _finished_change(job: MxJob, live: LiveJob, state: State, base: _Base) -> Ch
             f"{state.lower()}; cleanPodPolicy {policy} removes {len(doomed)} of its objects",
             state=state,
             deletes=doomed,
+        )
+    active = tuple(live.unfinished_job_refs())
+    if active:
+        return base.change(
+            Action.STOP,
+            f"{state.lower()}; its {len(active)} batch Jobs still active are stopped "
+            "(deleted with their pods): a finished job holds nothing",
+            state=state,
+            deletes=active,
         )
     return base.change(Action.UNCHANGED, _finished_reason(state), state=state)
 
@@ -378,7 +432,15 @@ def _orphan_changes(
     changes = []
     for live in orphans:
         state, replicas = live.status()
-        base = _Base(live.namespace, live.name, live.spec_hash, live.source or "", tuple(replicas))
+        base = _Base(
+            live.namespace,
+            live.name,
+            live.spec_hash,
+            live.source or "",
+            tuple(replicas),
+            live.runtime_id or "",
+            live.failure() if state is State.FAILED else None,
+        )
         if live.key in invalid:
             change = base.change(
                 Action.HOLD, "its manifest is invalid; the live job is left as is", state=state
@@ -401,9 +463,9 @@ def _prune(base: _Base, live: LiveJob, state: State) -> Change:
         if leftover is None:
             return base.change(
                 Action.HOLD,
-                f"manifest removed; waiting for the "
-                f"{state.lower()} job to finish ({ON_CHANGE_ANNOTATION}: wait)",
-                state=state,
+                f"manifest removed; removed when the "
+                f"{state.lower()} job finishes ({ON_CHANGE_ANNOTATION}: wait)",
+                state=State.WAITING,
             )
         reason = f"manifest removed; not held: {leftover}, which is no running job"
     else:
@@ -447,15 +509,7 @@ def _prune_refusal(
 
 
 def _hold_delete(change: Change, why: str) -> Change:
-    return Change(
-        change.namespace,
-        change.name,
-        Action.HOLD,
-        f"manifest removed; {why}",
-        change.state,
-        change.spec_hash,
-        change.source,
-    )
+    return replace(change, action=Action.HOLD, reason=f"manifest removed; {why}", deletes=())
 
 
 def _ledger_changes(
@@ -478,7 +532,8 @@ def _ledger_changes(
             and c.action is not Action.DELETE
             and ledger.finished(c.key, spec_hash) is None
         ):
-            entry = Finished(c.namespace, c.name, spec_hash, str(c.state), stamp)
+            failure = c.failure.to_json() if c.failure is not None else ""
+            entry = Finished(c.namespace, c.name, spec_hash, str(c.state), stamp, failure=failure)
             book.append(LedgerChange(LedgerAction.RECORD, entry, f"seen {c.state.lower()}"))
     recorded = {c.key for c in book}
     pruned = {c.key for c in changes if c.action is Action.DELETE}

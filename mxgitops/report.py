@@ -5,8 +5,12 @@ printed (text or JSON), and written as a git note on the synced commit: a
 readable table followed by a machine-readable block that `parse_note` reads
 back, so `mxgitops status` shows the same thing any later reader sees.
 
-A note must only change when something happened: a job that is merely
-"unchanged" keeps the action recorded by the sync that last acted on it.
+What a sync prints (text, `-o json`, `--dry-run`) is what this run saw and
+did. The note is different: it must only change when something happened, so
+a job that is merely "unchanged" keeps there the action recorded by the sync
+that last acted on it (`for_note`), and a note that would only change its
+time is rewritten at most once per `NOTE_REFRESH`, so its age still says
+whether syncs run.
 
 Names, problems and errors come from the jobs repository, so no rendering
 lets them add a line (`markdown.visible`), and the markdown one keeps them in
@@ -19,20 +23,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mxgitops.apply import ChangeSet
 from mxgitops.markdown import code, text, visible
 from mxgitops.plan import Action, Change, Plan
+from mxgitops.trainer import Failure, State
 
 NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"
 FORMAT_VERSION = 1
+NOTE_REFRESH = timedelta(hours=1)  # a note unchanged but for its time is rewritten this often
 _SYMBOLS = {
     Action.CREATE: "+",
     Action.REPLACE: "~",
     Action.REPAIR: "+",
     Action.DELETE: "-",
     Action.CLEAN: "-",
+    Action.STOP: "-",
     Action.HOLD: "!",
     Action.UNCHANGED: " ",
 }
@@ -62,10 +70,26 @@ class JobSummary:
     replicas: tuple[ReplicaSummary, ...] = ()
     objects: tuple[str, ...] = ()  # what the action creates or deletes, as kind/name
     errors: tuple[str, ...] = ()
+    runtime_id: str = ""  # the live runtime (the new one during a replace)
+    state_reason: str = ""  # why a Pending job waits: the scheduler's message
+    failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
 
     @property
     def qualified_name(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def details(self) -> list[str]:
+        """Lines under the job's row: why it waits or failed, and its log's last lines."""
+        lines = (
+            [f"{self.qualified_name}: pending: {self.state_reason}"] if self.state_reason else []
+        )
+        if self.failure:
+            failure = Failure.from_mapping(self.failure)
+            lines.append(f"{self.qualified_name}: failed: {failure.describe()}")
+            if failure.log:
+                lines.append(f"  last lines of {failure.pod or 'its'} {failure.container} log:")
+                lines += [f"  | {line}" for line in failure.log.splitlines()]
+        return lines
 
 
 @dataclass(frozen=True)
@@ -77,6 +101,8 @@ class Summary:
     prune_refused: str | None = None
     dry_run: bool = False
     warnings: tuple[str, ...] = ()  # valid manifests' warnings; never make a sync fail
+    synced_at: str = ""  # when the sync ran: UTC, RFC 3339
+    version: str = ""  # of mxgitops
 
     @property
     def ok(self) -> bool:
@@ -112,6 +138,8 @@ class Summary:
             prune_refused=data.get("prune_refused"),
             dry_run=bool(data.get("dry_run", False)),
             warnings=tuple(data.get("warnings", ())),
+            synced_at=str(data.get("synced_at") or ""),
+            version=str(data.get("version") or ""),
         )
 
 
@@ -124,6 +152,8 @@ def summarize(
     commit: str = "",
     instance: str = "",
     dry_run: bool = False,
+    synced_at: datetime | None = None,
+    version: str = "",
 ) -> Summary:
     jobs = []
     for change in plan.changes:
@@ -132,8 +162,20 @@ def summarize(
     if changeset is not None and changeset.ledger_error:
         problems = [*problems, changeset.ledger_error]
     return Summary(
-        commit, instance, tuple(jobs), tuple(problems), plan.prune_refused, dry_run, tuple(warnings)
+        commit,
+        instance,
+        tuple(jobs),
+        tuple(problems),
+        plan.prune_refused,
+        dry_run,
+        tuple(warnings),
+        _rfc3339(synced_at) if synced_at is not None else "",
+        version,
     )
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _job_summary(change: Change, errors: Iterable[str]) -> JobSummary:
@@ -158,7 +200,46 @@ def _job_summary(change: Change, errors: Iterable[str]) -> JobSummary:
         ),
         objects=tuple(objects),
         errors=tuple(errors),
+        runtime_id=change.runtime_id,
+        state_reason=next((r.reason for r in change.replicas if r.reason), "")
+        if change.state is State.PENDING
+        else "",
+        failure=asdict(change.failure) if change.failure is not None else None,
     )
+
+
+def for_note(summary: Summary, previous: Summary | None) -> Summary:
+    """The summary to write as the note, given the note there is: unchanged jobs keep
+    their last real action, and the previous note stays as it is when only its time
+    would change and it is younger than `NOTE_REFRESH`."""
+    carried = carry_forward(summary, previous)
+    if previous is None or replace(previous, synced_at=carried.synced_at) != carried:
+        return carried
+    then, now = _parse(previous.synced_at), _parse(carried.synced_at)
+    if then is None or now is None or now - then >= NOTE_REFRESH:
+        return carried
+    return previous
+
+
+def age(summary: Summary, now: datetime) -> str:
+    """How long ago the note's sync ran, for people: "5 minutes ago"."""
+    then = _parse(summary.synced_at)
+    if then is None:
+        return "of unknown age (written before notes carried their time)"
+    seconds = max(0, int((now - then).total_seconds()))
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count > 1 else ''} ago"
+    return f"{seconds} seconds ago"
+
+
+def _parse(stamp: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def carry_forward(summary: Summary, previous: Summary | None) -> Summary:
@@ -195,6 +276,7 @@ def render_plan(summary: Summary, *, verbose: bool = False) -> str:
         if verbose or summary.dry_run:
             lines += [f"      {obj}" for obj in job.objects]
         lines += [f"      error: {e}" for e in job.errors]
+        lines += [f"      {line}" for line in job.details()]
     if summary.prune_refused:
         lines.append(f"Pruning refused: {summary.prune_refused}")
     lines += [f"Invalid: {p}" for p in summary.problems]
@@ -223,7 +305,9 @@ def render_markdown(summary: Summary) -> str:
     commit = code(summary.commit[:12]) if summary.commit else "a working tree"
     title = f"**mxgitops status of {commit}**"
     title += f" (instance {code(summary.instance)})" if summary.instance else ""
-    extra = [f"- invalid: {code(p)}" for p in summary.problems]
+    title += text(_when(summary))
+    extra = [f"- {code(line)}" for job in summary.jobs for line in _job_details(job)]
+    extra += [f"- invalid: {code(p)}" for p in summary.problems]
     extra += [f"- {code(w)}" for w in summary.warnings]
     if summary.prune_refused:
         extra.append(f"- pruning refused: {code(summary.prune_refused)}")
@@ -235,11 +319,12 @@ def _markdown_row(cells: tuple[str, ...]) -> str:
 
 
 def _rows(summary: Summary) -> list[tuple[str, ...]]:
-    header: tuple[str, ...] = ("JOB", "STATE", "REPLICAS", "ACTION", "ERRORS")
+    header: tuple[str, ...] = ("JOB", "STATE", "RUNTIME", "REPLICAS", "ACTION", "ERRORS")
     return [header] + [
         (
             job.qualified_name,
             job.state or "-",
+            job.runtime_id or "-",
             "; ".join(r.describe() for r in job.replicas) or "-",
             job.action,
             "; ".join(job.errors) or "-",
@@ -250,11 +335,27 @@ def _rows(summary: Summary) -> list[tuple[str, ...]]:
 
 def _title(summary: Summary) -> str:
     title = f"mxgitops status of {summary.commit[:12] or 'a working tree'}"
-    return title + (f" (instance {summary.instance})" if summary.instance else "")
+    return title + (f" (instance {summary.instance})" if summary.instance else "") + _when(summary)
+
+
+def _when(summary: Summary) -> str:
+    when = f", synced {summary.synced_at}" if summary.synced_at else ""
+    return when + (f" by mxgitops {summary.version}" if summary.version else "")
+
+
+def _job_details(job: JobSummary) -> list[str]:
+    """In markdown each detail is one code span: the log's lines joined."""
+    lines = job.details()
+    if job.failure and Failure.from_mapping(job.failure).log:
+        head = [line for line in lines if not line.startswith("  ")]
+        log = " ⏎ ".join(line[4:] for line in lines if line.startswith("  | "))
+        return [*head, f"{job.qualified_name}: log: {log}"]
+    return lines
 
 
 def _extra(summary: Summary) -> list[str]:
-    extra = [f"invalid: {p}" for p in summary.problems]
+    extra = [line for job in summary.jobs for line in job.details()]
+    extra += [f"invalid: {p}" for p in summary.problems]
     extra += list(summary.warnings)  # each reads "FILE:LINE: ... warning: ..."
     if summary.prune_refused:
         extra.append(f"pruning refused: {summary.prune_refused}")
@@ -295,6 +396,7 @@ def _past(action: str, dry_run: bool) -> str:
         "repair": "repaired",
         "delete": "deleted",
         "clean": "cleaned",
+        "stop": "stopped",
         "hold": "held",
         "unchanged": "unchanged",
     }[action]

@@ -14,7 +14,7 @@ from mxgitops import spec
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.plan import Action, Plan, PlanOptions, plan
-from mxgitops.trainer import State, render_job
+from mxgitops.trainer import Failure, ReplicaState, State, render_job
 
 NS = "ml"
 OPTIONS = PlanOptions(instance="t1", now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
@@ -92,7 +92,8 @@ def test_a_new_job_is_created_with_its_rendered_objects() -> None:
     a = job("a")
     result = plan([a], LiveObjects(), Ledger(), OPTIONS)
     change = only(result)
-    assert (change.action, change.reason, change.state) == (Action.CREATE, "new job", State.RUNNING)
+    assert (change.action, change.reason, change.state) == (Action.CREATE, "new job", State.PENDING)
+    assert change.runtime_id == a.runtime_id
     assert list(change.creates) == render_job(a, CTX)
     assert (change.spec_hash, change.source) == (a.spec_hash, "jobs/a.yaml")
     assert result.writes and not result.ledger_changed and result.prune_refused is None
@@ -102,7 +103,8 @@ def test_an_unchanged_job_writes_nothing() -> None:
     a = job("a")
     result = plan([a], live(a), Ledger(), OPTIONS)
     change = only(result)
-    assert (change.action, change.state, change.writes) == (Action.UNCHANGED, State.RUNNING, False)
+    # Batch Jobs without pods yet: nothing runs.
+    assert (change.action, change.state, change.writes) == (Action.UNCHANGED, State.PENDING, False)
     assert [r.type for r in change.replicas] == ["SCHEDULER", "SERVER", "WORKER"]
     assert not result.writes
 
@@ -144,15 +146,18 @@ def test_a_changed_spec_replaces_old_runtime_by_new() -> None:
 def test_on_change_wait_holds_while_running_and_replaces_once_finished() -> None:
     old, new = job("a", annotations=WAIT), job("a", workers=3, annotations=WAIT)
     held = only(plan([new], live(old), Ledger(), OPTIONS))
-    assert (held.action, held.state, held.writes) == (Action.HOLD, State.RUNNING, False)
-    assert "waiting for the running job" in held.reason
+    assert (held.action, held.state, held.writes) == (Action.HOLD, State.WAITING, False)
+    assert "replaced when the pending job finishes" in held.reason
+    assert held.runtime_id == old.runtime_id
     done = only(plan([new], finish(live(old), "-scheduler-"), Ledger(), OPTIONS))
-    assert (done.action, done.state) == (Action.REPLACE, State.RUNNING)  # the new runtime starts
+    assert (done.action, done.state) == (Action.REPLACE, State.PENDING)  # the new runtime starts
+    assert done.runtime_id == new.runtime_id and "replace under way" in done.reason
+    assert {r.state for r in done.replicas} == {ReplicaState.PENDING}
 
 
 def test_a_finished_job_is_not_rerun_and_is_recorded_in_the_ledger() -> None:
     a = job("a")
-    result = plan([a], finish(live(a), "-scheduler-"), Ledger(), OPTIONS)
+    result = plan([a], finish(live(a), "-"), Ledger(), OPTIONS)
     change = only(result)
     assert (change.action, change.state, change.writes) == (
         Action.UNCHANGED,
@@ -178,12 +183,15 @@ def test_a_failed_job_is_recorded_as_failed_and_its_missing_objects_not_repaired
     result = plan([a], finish(live(a), "-worker-", failed), Ledger(), OPTIONS)
     assert (only(result).action, only(result).state) == (Action.UNCHANGED, State.FAILED)
     assert result.ledger.entries[(NS, "a")].state == "Failed"
+    # Why, as far as the batch Job says (its pods are gone), is kept in the entry.
+    failure = Failure.from_json(result.ledger.entries[(NS, "a")].failure)
+    assert failure is not None and failure.replica == "WORKER 0"
 
 
 def test_the_ledger_overrides_the_state_of_live_objects_and_is_not_rewritten() -> None:
     a = job("a")
     book = Ledger({(NS, "a"): Finished(NS, "a", a.spec_hash, "Failed", "t")})
-    result = plan([a], live(a), book, OPTIONS)
+    result = plan([a], finish(live(a), "-"), book, OPTIONS)
     assert (only(result).action, only(result).state) == (Action.UNCHANGED, State.FAILED)
     assert not result.ledger_changed and result.ledger is book
 
@@ -201,7 +209,8 @@ def test_ledger_entries_of_jobs_known_to_neither_side_are_kept_for_the_retention
     [
         ("All", Action.CLEAN, ["scheduler", "scheduler", "server", "worker", "worker"]),
         ("Running", Action.CLEAN, ["server", "worker", "worker"]),
-        ("None", Action.UNCHANGED, []),
+        # Nothing of it is cleaned, but what still runs is stopped: it holds nothing.
+        ("None", Action.STOP, ["server", "worker", "worker"]),
     ],
 )
 def test_clean_pod_policy_of_a_finished_job(

@@ -473,8 +473,8 @@ def test_states_follow_the_seed_rules_as_pods_run_finish_and_fail(
     kubeapi.run_job_controller(NS)
     outcome = run()
     assert states(outcome, "dist") == (
-        "Running",
-        {"SCHEDULER": "Unknown", "SERVER": "Unknown", "WORKER": "Unknown"},
+        "Pending",
+        {"SCHEDULER": "Pending", "SERVER": "Pending", "WORKER": "Pending"},
     )
     for name in [*local, "dist", "dist-fail"]:
         for obj in job_objects(kubeapi, name):
@@ -626,7 +626,7 @@ def test_clean_pod_policy(kubeapi: KubeAPI, repo: Path, run: Syncer) -> None:
     assert {j.name: j.action for j in outcome.summary.jobs} == {
         "clean-all": "clean",
         "clean-running": "clean",
-        "clean-none": "unchanged",
+        "clean-none": "stop",  # what still ran is stopped: a finished job holds nothing
     }
     assert not job_objects(kubeapi, "clean-all") and not job_objects(
         kubeapi, "clean-all", "services"
@@ -634,7 +634,8 @@ def test_clean_pod_policy(kubeapi: KubeAPI, repo: Path, run: Syncer) -> None:
     kept = job_objects(kubeapi, "clean-running")
     assert [o["metadata"]["labels"]["job_type"] for o in kept] == ["SCHEDULER"]
     assert len(job_objects(kubeapi, "clean-running", "services")) == 1
-    assert len(job_objects(kubeapi, "clean-none")) == 4
+    (kept_none,) = job_objects(kubeapi, "clean-none")  # its finished scheduler, pods kept
+    assert kept_none["metadata"]["labels"]["job_type"] == "SCHEDULER"
     pods = {p["metadata"]["labels"][JOB_NAME_LABEL] for p in kubeapi.objects("pods", NS)}
     assert "clean-all" not in pods
     # Cleaned jobs stay finished: nothing is repaired or re-run.

@@ -17,7 +17,7 @@ from tests.test_plan import OPTIONS, finish, job, live
 def sample() -> Summary:
     """Create a, replace b (which failed), unchanged c, and c's finished neighbour d."""
     a, b_old, b_new, c, d = job("a"), job("b"), job("b", workers=3), job("c"), job("d")
-    objects = live_of(live(b_old, c), finish(live(d), "-scheduler-"))
+    objects = live_of(live(b_old, c), finish(live(d), "-"))
     the_plan = plan([a, b_new, c, d], objects, Ledger(), OPTIONS)
     failed = next(ch for ch in the_plan.changes if ch.name == "b")
     changeset = ChangeSet((ChangeResult(failed, errors=("create job/b-x: boom",)),))
@@ -97,7 +97,7 @@ def test_render_plan_shows_what_changes_and_why() -> None:
 def test_render_table_has_a_row_per_job() -> None:
     table = report.render_table(sample())
     header = table.splitlines()[2]
-    assert header.split() == ["JOB", "STATE", "REPLICAS", "ACTION", "ERRORS"]
+    assert header.split() == ["JOB", "STATE", "RUNTIME", "REPLICAS", "ACTION", "ERRORS"]
     row = next(line for line in table.splitlines() if line.startswith("ml/d "))
     assert "Succeeded" in row and "SCHEDULER Succeeded" in row
     assert "invalid: jobs/e.yaml:3" in table
@@ -108,7 +108,10 @@ def test_render_markdown_is_a_table_with_escaped_cells() -> None:
     broken = dataclasses.replace(summary.jobs[0], errors=("a|b",))
     markdown = report.render_markdown(dataclasses.replace(summary, jobs=(broken,)))
     lines = markdown.splitlines()
-    assert lines[2:4] == ["| JOB | STATE | REPLICAS | ACTION | ERRORS |", "|---|---|---|---|---|"]
+    assert lines[2:4] == [
+        "| JOB | STATE | RUNTIME | REPLICAS | ACTION | ERRORS |",
+        "|---|---|---|---|---|---|",
+    ]
     assert lines[4].startswith(f"| `{broken.qualified_name}` |") and r"`a\|b`" in lines[4]
     assert "invalid: `jobs/e.yaml:3" in markdown
 

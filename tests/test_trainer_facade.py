@@ -200,7 +200,7 @@ def test_get_status_lists_with_the_jobs_selector() -> None:
     job = dist(workers=2)
     training = TrainingJob(job, cluster, CTX)
     training.create()
-    assert training.get_status()[0] is State.RUNNING  # no pods yet: every replica Unknown
+    assert training.get_status()[0] is State.PENDING  # no pods yet: every replica Pending
     assert cluster.selectors == [training.labels().to_selector()]
     assert f"runtime_id={job.runtime_id}" in cluster.selectors[0]
     cluster.run_pods(RUNNING)
@@ -230,7 +230,7 @@ def test_get_status_ignores_a_same_named_job_in_another_namespace() -> None:
         if ref.namespace == "other" and ref.kind is Kind.JOB:
             obj["status"] = {"conditions": [{"type": "Failed", "status": "True"}]}
             obj["metadata"]["labels"]["runtime_id"] = job.runtime_id
-    assert TrainingJob(job, cluster, CTX).get_status()[0] is State.RUNNING
+    assert TrainingJob(job, cluster, CTX).get_status()[0] is State.PENDING
 
 
 def test_update_replaces_the_old_runtime_with_the_new_one() -> None:

@@ -104,7 +104,7 @@ def batch_job(succeeded: int = 0, conditions: list[dict[str, str]] | None = None
         ([pod(None)], U),
         ([pod(RUNNING, container="sidecar")], U),
         ([pod({})], U),
-        ([], U),
+        ([], ReplicaState.PENDING),  # a batch Job whose pod is not made yet
     ],
     ids=[
         "running",
@@ -169,7 +169,7 @@ def test_the_batch_job_decides_first() -> None:
     not_failed = [{"type": "Failed", "status": "False"}]
     assert replica_state(batch_job(conditions=not_failed), [pod(RUNNING)]) is R
     assert replica_state(None, [pod(RUNNING)]) is U
-    assert replica_state(batch_job(), []) is U
+    assert replica_state(batch_job(), []) is ReplicaState.PENDING
 
 
 @pytest.mark.parametrize(
@@ -355,7 +355,7 @@ def test_a_failed_worker_fails_the_job() -> None:
     live = live_of(job, {n["scheduler0"]: RUNNING, n["worker1"]: terminated(3, "bad args")})
     state, statuses = job_status(job, live)
     assert state is State.FAILED
-    assert statuses[2].replicas_states == {U: 1, F: 1}
+    assert statuses[2].replicas_states == {ReplicaState.PENDING: 1, F: 1}
 
 
 # -- group_live and LiveJob -----------------------------------------------------------------

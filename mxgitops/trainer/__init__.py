@@ -13,6 +13,7 @@ from mxgitops.trainer.accelerators import (
     AcceleratorVolume,
     parse_accelerators,
 )
+from mxgitops.trainer.failure import Failure
 from mxgitops.trainer.job import TrainingJob
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
@@ -52,6 +53,7 @@ __all__ = [
     "AcceleratorEnvVar",
     "AcceleratorVolume",
     "Address",
+    "Failure",
     "KubernetesLabels",
     "LiveJob",
     "MXReplicaSet",

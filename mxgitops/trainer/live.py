@@ -27,6 +27,7 @@ from mxgitops import objects
 from mxgitops.model import RUNTIME_ID_LENGTH, runtime_id_of
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.spec import JobMode, ReplicaType, SuccessPolicy
+from mxgitops.trainer.failure import Failure, replica_failure
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
     REPLICAS_ANNOTATION,
@@ -35,7 +36,7 @@ from mxgitops.trainer.labels import (
     TASK_INDEX_LABEL,
     parse_replicas_annotation,
 )
-from mxgitops.trainer.status import JobShape, MxReplicaStatus, State, shape_status
+from mxgitops.trainer.status import JobShape, MxReplicaStatus, State, replicas_of, shape_status
 
 BATCH_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 _ROLES = {t.role: t for t in ReplicaType}
@@ -149,6 +150,20 @@ class LiveJob:
         is larger. A dist job is one with any SCHEDULER or SERVER. If the
         runtimes disagree, the newest Job's runtime is judged.
         """
+        return shape_status(self._shape(), self._objects())
+
+    def failure(self) -> Failure | None:
+        """Why the judged runtime failed: its first failed replica's account, or None."""
+        for replica_type, index, batch_job, pods in replicas_of(self._shape(), self._objects()):
+            failure = replica_failure(f"{replica_type.value} {index}", batch_job, pods)
+            if failure is not None:
+                return failure
+        return None
+
+    def _objects(self) -> LiveObjects:
+        return LiveObjects(self.jobs, self.services, self.pods)
+
+    def _shape(self) -> JobShape:
         runtime_id = self.runtime_id or self._newest_runtime()
         every = [*self.jobs, *self.services, *self.pods]
         ours = [o for o in every if objects.labels_of(o).get(RUNTIME_ID_LABEL) == runtime_id]
@@ -165,7 +180,7 @@ class LiveJob:
                 replica_type = ReplicaType(type_name)
                 replicas[replica_type] = max(replicas.get(replica_type, 0), int(index) + 1)
         policies = {objects.annotations_of(o).get(SUCCESS_POLICY_ANNOTATION, "") for o in ours}
-        shape = JobShape(
+        return JobShape(
             namespace=self.namespace,
             name=self.name,
             runtime_id=runtime_id or "",
@@ -177,7 +192,6 @@ class LiveJob:
             ),
             replicas={t: replicas[t] for t in ReplicaType if t in replicas},
         )
-        return shape_status(shape, LiveObjects(self.jobs, self.services, self.pods))
 
     def _owned(self) -> tuple[KubeObject, ...]:
         return self.jobs + self.services

@@ -26,25 +26,33 @@ from mxgitops.trainer.labels import JOB_TYPE_LABEL, RUNTIME_ID_LABEL, TASK_INDEX
 
 
 class State(StrEnum):
+    PENDING = "Pending"  # no replica runs yet: not scheduled, no pod yet, image pulling
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    SUSPENDED = "Suspended"  # its batch Jobs are suspended (runPolicy.suspend)
+    WAITING = "Waiting"  # a change waits for it to finish (on-change: wait)
+    DELETING = "Deleting"  # being pruned
 
 
 class ReplicaState(StrEnum):
+    PENDING = "Pending"
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
-    UNKNOWN = "Unknown"
+    SUSPENDED = "Suspended"
+    UNKNOWN = "Unknown"  # no batch Job (gone, or removed by ttlSecondsAfterFinished)
 
 
 @dataclass(frozen=True)
 class MxReplicaStatus:
-    """One replica set: its overall state and how many replicas are in each state."""
+    """One replica set: its overall state and how many replicas are in each state;
+    `reason` says why a pending replica waits (the scheduler's message)."""
 
     type: ReplicaType
     state: ReplicaState
     replicas_states: Mapping[ReplicaState, int]
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,36 +96,68 @@ def replica_set_status(
 ) -> MxReplicaStatus:
     jobs = [o for o in live.jobs if _belongs(o, shape, replica_type)]
     pods = [o for o in live.pods if _belongs(o, shape, replica_type)]
-    states = [
-        replica_state(
-            next((j for j in jobs if _index(j) == index), None),
-            [p for p in pods if _index(p) == index],
-        )
-        for index in range(replicas)
+    states, reasons = [], []
+    for index in range(replicas):
+        batch_job, replica_pods = _of_index(jobs, pods, index)
+        state = replica_state(batch_job, replica_pods)
+        states.append(state)
+        if state is ReplicaState.PENDING and replica_pods:
+            reasons.append(pending_reason(newest_pod(replica_pods)))
+    return aggregate(replica_type, replicas, states, next((r for r in reasons if r), ""))
+
+
+def replicas_of(
+    shape: JobShape, live: LiveObjects
+) -> list[tuple[ReplicaType, int, KubeObject | None, list[KubeObject]]]:
+    """Every replica of the judged runtime: (type, index, its batch Job, its pods)."""
+    found = []
+    for replica_type, count in shape.replicas.items():
+        jobs = [o for o in live.jobs if _belongs(o, shape, replica_type)]
+        pods = [o for o in live.pods if _belongs(o, shape, replica_type)]
+        for index in range(count):
+            found.append((replica_type, index, *_of_index(jobs, pods, index)))
+    return found
+
+
+def _of_index(
+    jobs: Sequence[KubeObject], pods: Sequence[KubeObject], index: int
+) -> tuple[KubeObject | None, list[KubeObject]]:
+    return next((j for j in jobs if _index(j) == index), None), [
+        p for p in pods if _index(p) == index
     ]
-    return aggregate(replica_type, replicas, states)
 
 
 def aggregate(
-    replica_type: ReplicaType, replicas: int, states: Sequence[ReplicaState]
+    replica_type: ReplicaType, replicas: int, states: Sequence[ReplicaState], reason: str = ""
 ) -> MxReplicaStatus:
-    """Failed if any failed, else Running if any runs, Succeeded if all did, else Unknown."""
+    """Failed if any failed, else Running if any runs, Pending if any waits to run,
+    Suspended if any is, Succeeded if all did, else Unknown."""
     counts = dict(Counter(states))
-    if ReplicaState.FAILED in counts:
-        state = ReplicaState.FAILED
-    elif ReplicaState.RUNNING in counts:
-        state = ReplicaState.RUNNING
-    elif counts.get(ReplicaState.SUCCEEDED, 0) == replicas:
-        state = ReplicaState.SUCCEEDED
-    else:
-        state = ReplicaState.UNKNOWN
-    return MxReplicaStatus(type=replica_type, state=state, replicas_states=counts)
+    state = next(
+        (
+            s
+            for s in (
+                ReplicaState.FAILED,
+                ReplicaState.RUNNING,
+                ReplicaState.PENDING,
+                ReplicaState.SUSPENDED,
+            )
+            if s in counts
+        ),
+        ReplicaState.SUCCEEDED
+        if counts.get(ReplicaState.SUCCEEDED, 0) == replicas
+        else ReplicaState.UNKNOWN,
+    )
+    shown = reason if state is ReplicaState.PENDING else ""
+    return MxReplicaStatus(type=replica_type, state=state, replicas_states=counts, reason=shown)
 
 
 def job_state(
     mode: JobMode, success_policy: SuccessPolicy, statuses: Sequence[MxReplicaStatus]
 ) -> State:
-    """Any set Failed → Failed; the deciding set Succeeded → Succeeded; else Running.
+    """Any set Failed → Failed; the deciding set Succeeded → Succeeded; then Running if
+    any replica runs, Suspended if its replicas are suspended, Pending if any waits to
+    run (the seed said Running: a person needs to know nothing runs yet), else Running.
 
     The deciding set is WORKER for a local job and SCHEDULER for a dist job,
     unless the success policy is AllWorkers (e.g. BytePS, whose scheduler never
@@ -133,7 +173,28 @@ def job_state(
     )
     if by_type.get(deciding) is ReplicaState.SUCCEEDED:
         return State.SUCCEEDED
+    if ReplicaState.RUNNING in by_type.values():
+        return State.RUNNING
+    if ReplicaState.SUSPENDED in by_type.values():
+        return State.SUSPENDED
+    if ReplicaState.PENDING in by_type.values():
+        return State.PENDING
     return State.RUNNING
+
+
+def pending_reason(pod: Mapping[str, Any]) -> str:
+    """Why a pod waits: the scheduler's message (`0/4 nodes are available: 4 Insufficient
+    nvidia.com/gpu.`), else its `mxnet` container's waiting reason (ErrImagePull...)."""
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return " ".join(str(condition.get("message") or condition.get("reason") or "").split())
+    for container in status.get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if container.get("name") == CONTAINER_NAME and waiting.get("reason"):
+            detail = " ".join(str(waiting.get("message") or "").split())
+            return f"{waiting['reason']}: {detail}" if detail else str(waiting["reason"])
+    return ""
 
 
 def replica_state(
@@ -150,8 +211,10 @@ def replica_state(
         for c in job_status_.get("conditions") or []
     ):
         return ReplicaState.FAILED
+    if (batch_job.get("spec") or {}).get("suspend"):
+        return ReplicaState.SUSPENDED
     if not pods:
-        return ReplicaState.UNKNOWN
+        return ReplicaState.PENDING  # the Job controller has not made its pod yet
     return pod_replica_state(newest_pod(pods))
 
 
@@ -171,7 +234,10 @@ def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 
 def pod_replica_state(pod: Mapping[str, Any]) -> ReplicaState:
-    """The seed's replicaStatusFromPodList, for the newest pod."""
+    """The seed's replicaStatusFromPodList, for the newest pod; a pod not yet running
+    (unscheduled, pulling its image) is Pending, where the seed said Running."""
+    if (pod.get("status") or {}).get("phase") == "Pending":
+        return ReplicaState.PENDING
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     container = next((c for c in statuses if c.get("name") == CONTAINER_NAME), None)
     if container is None:
