@@ -39,6 +39,7 @@ from mxgitops.config import (
     FILE_SIZE_BOUNDS,
     MAX_PARALLELISM,
     SyncConfig,
+    effective_policy,
     from_options,
     read_repo_settings,
     with_problems,
@@ -202,6 +203,17 @@ class ByteSize(_IntParamType):
         return size
 
 
+def policy_file_option(command: F) -> F:
+    return click.option(
+        "--policy-file",
+        envvar="MXGITOPS_POLICY_FILE",
+        show_envvar=True,
+        type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        help="The operator's policy (a YAML file with one policy section); the jobs "
+        "repository's .mxgitops.yaml can only make it stricter.  [default: the default policy]",
+    )(command)
+
+
 def max_file_size_option(command: F) -> F:
     return click.option(
         "--max-file-size",
@@ -219,10 +231,16 @@ def max_file_size_option(command: F) -> F:
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @namespace_option
 @max_file_size_option
+@policy_file_option
 @output_option
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 def validate(
-    paths: tuple[str, ...], namespace: str | None, max_file_size: int, output: str, strict: bool
+    paths: tuple[str, ...],
+    namespace: str | None,
+    max_file_size: int,
+    policy_file: Path | None,
+    output: str,
+    strict: bool,
 ) -> ExitCode:
     """Check job manifests without touching a cluster.
 
@@ -245,7 +263,12 @@ def validate(
     # and what it may not set is reported with the manifests' problems.
     repo_file = read_repo_settings(Path("."))
     namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
-    loaded = load(paths or ["."], default_namespace=namespace, max_file_size=max_file_size)
+    policy = effective_policy(
+        SyncConfig(policy_file=policy_file, repo_policy=repo_file.values.get("repo_policy", {}))
+    )
+    loaded = load(
+        paths or ["."], default_namespace=namespace, max_file_size=max_file_size, policy=policy
+    )
     result = with_problems(loaded, repo_file.refused)
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
@@ -400,6 +423,18 @@ def repo_options(command: F) -> F:
     type=ByteSize(),
     help="Larger manifest files are reported, not read.  [default: 1MiB]",
 )
+@_opt(
+    "--policy-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The operator's policy (YAML, one policy section); the jobs repository's "
+    ".mxgitops.yaml can only make it stricter.  [default: the default policy]",
+)
+@_opt(
+    "--tenant-service-account",
+    metavar="NAME",
+    help="Make every write into namespace N as the service account NAME of N "
+    "(impersonation), so that N's own RBAC and Pod Security admission decide.  [default: off]",
+)
 @_opt("--output", "-o", type=click.Choice(["text", "json"]), help="Report format.  [default: text]")
 @_opt(
     "--log-format",
@@ -524,6 +559,7 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
     help="Directory of the manifests.  [default: .mxgitops.yaml's path, else .]",
 )
 @namespace_option
+@policy_file_option
 @click.option(
     "--output",
     "-o",
@@ -533,7 +569,13 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
     help="Report format; markdown suits a pull-request comment.",
 )
 def diff(
-    base: str, head: str, repo: Path, path: str | None, namespace: str | None, output: str
+    base: str,
+    head: str,
+    repo: Path,
+    path: str | None,
+    namespace: str | None,
+    policy_file: Path | None,
+    output: str,
 ) -> ExitCode:
     """Show which jobs a change adds, changes and removes, and what it breaks.
 
@@ -545,7 +587,7 @@ def diff(
       mxgitops diff origin/main HEAD
       mxgitops diff origin/main HEAD -o markdown > comment.md
     """
-    result = diff_commits(repo, base, head, path=path, namespace=namespace)
+    result = diff_commits(repo, base, head, path=path, namespace=namespace, policy_file=policy_file)
     renderers = {
         "text": review.render_text,
         "markdown": review.render_markdown,

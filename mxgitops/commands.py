@@ -35,7 +35,13 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary 
 
 
 def diff_commits(
-    repo: Path, base: str, head: str, *, path: str | None, namespace: str | None
+    repo: Path,
+    base: str,
+    head: str,
+    *,
+    path: str | None,
+    namespace: str | None,
+    policy_file: Path | None = None,
 ) -> Review:
     """Load the manifests of two commits of a checkout and compare them.
 
@@ -56,7 +62,12 @@ def diff_commits(
             target = _manifest_dir(tree, directory, rev)
             # A commit without the directory simply has no jobs (e.g. the first one).
             roots = [target] if target.exists() else []
-            loaded = manifests.load(roots, default_namespace=default_namespace)
+            # Each commit under the operator's policy and its own .mxgitops.yaml's.
+            repo_policy = repo_file.values.get("repo_policy", {})
+            policy = settings.effective_policy(
+                SyncConfig(policy_file=policy_file, repo_policy=repo_policy)
+            )
+            loaded = manifests.load(roots, default_namespace=default_namespace, policy=policy)
             results.append(settings.with_problems(loaded, repo_file.refused))
         return review(results[0], results[1])
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mxgitops import repofile
+from mxgitops import policy, repofile
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
 from mxgitops.manifests import LoadResult, Problem
@@ -69,6 +69,9 @@ class SyncConfig:
     git_token: str | None = field(default=None, repr=False)
     max_file_size: int = 1024 * 1024
     accelerators: Mapping[str, Any] = field(default_factory=dict)
+    policy_file: Path | None = None  # the operator's policy
+    repo_policy: Mapping[str, Any] = field(default_factory=dict)  # .mxgitops.yaml's, parsed
+    tenant_service_account: str | None = None  # writes into N impersonate N's account
 
     def __post_init__(self) -> None:
         if not self.state_namespace:
@@ -99,6 +102,12 @@ class SyncConfig:
                     f"{what} {value!r} is not a valid namespace name "
                     "(lower-case letters, digits and '-', at most 63 characters)"
                 )
+        account = self.tenant_service_account
+        if account is not None and not is_dns1123_label(account):
+            raise ConfigError(
+                f"tenant service account {account!r} must be lower-case letters, digits "
+                "and '-', at most 63 characters"
+            )
         # The instance names the Lease (mxgitops-…) and the ledger (mxgitops-ledger-…)
         # and is a label value: a DNS-1123 label short enough for both names.
         if not is_dns1123_label(self.instance, MAX_INSTANCE_LENGTH):
@@ -106,6 +115,12 @@ class SyncConfig:
                 f"instance {self.instance!r} must be lower-case letters, digits and '-', "
                 f"at most {MAX_INSTANCE_LENGTH} characters"
             )
+
+
+def effective_policy(config: SyncConfig) -> policy.Policy:
+    """The defaults, made stricter by the operator's policy file, then by the repository's."""
+    operator = policy.read_file(config.policy_file) if config.policy_file else {}
+    return policy.combine(operator, config.repo_policy)
 
 
 def from_options(options: Mapping[str, Any]) -> SyncConfig:

@@ -81,6 +81,7 @@ def _encode(result: LoadResult) -> dict[str, Any]:
         "invalid_manifests": result.invalid_manifests,
         "unnamed_invalid": result.unnamed_invalid,
         "warnings": [asdict(w) for w in result.warnings],
+        "held": [job.to_dict() for job in result.held],
     }
 
 
@@ -93,4 +94,5 @@ def _decode(data: dict[str, Any]) -> LoadResult:
         invalid_manifests=data["invalid_manifests"],
         unnamed_invalid=data["unnamed_invalid"],
         warnings=[Problem(**w) for w in data["warnings"]],
+        held=[MxJob.from_dict(job) for job in data["held"]],
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mxgitops import policy as rules
 from mxgitops.dialects import VERSIONS, Version, version_of
 from mxgitops.errors import ConfigError
 from mxgitops.schema import describe, schema_problems
@@ -99,10 +100,25 @@ class LoadResult:
     invalid_manifests: int  # documents (or whole files) with at least one problem
     unnamed_invalid: int  # of those, how many name no job: a sync cannot tell which
     warnings: list[Problem] = field(default_factory=list)  # each with warning=True
+    held: list[MxJob] = field(default_factory=list)  # valid, but the policy forbids them
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def policy_holds(self) -> list[tuple[MxJob, str]]:
+        """Each held job with what the policy forbids (its first violation, and how many)."""
+        holds = []
+        for job in self.held:
+            found = [
+                p.message.removeprefix("policy: ")
+                for p in self.problems
+                if (p.file, p.job) == (job.source_path, job.name)
+                and p.message.startswith("policy: ")
+            ]
+            more = f", and {len(found) - 1} more" if len(found) > 1 else ""
+            holds.append((job, (found[0] if found else "policy") + more))
+        return holds
 
     def passes(self, *, strict: bool = False) -> bool:
         """Valid; with `strict`, also without warnings."""
@@ -155,15 +171,18 @@ def load(
     *,
     default_namespace: str = NAMESPACE,
     max_file_size: int = MAX_FILE_SIZE,
+    policy: rules.Policy | None = None,
 ) -> LoadResult:
-    """Validate every manifest under `paths` (files or directories).
+    """Validate every manifest under `paths` (files or directories), and, given a
+    `policy`, check each valid job against it (a violation is a problem, and the job
+    is `held`, not desired).
 
     File names in the result are relative to the directory given (a file given
     directly keeps the name it was given as). Raise ConfigError for a path
     that does not exist; everything wrong inside the files is a Problem.
     """
     roots = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    loader = _Loader(default_namespace, max_file_size)
+    loader = _Loader(default_namespace, max_file_size, policy)
     for root in roots:
         loader.load_root(Path(root))
     return loader.result()
@@ -282,12 +301,14 @@ class _Named:
     line: int
     job: MxJob | None  # None when its manifest is invalid
     refused: str = ""  # why, when the document is of a kind or mode mxgitops does not run
+    held: bool = False  # valid, but the policy forbids it
 
 
 @dataclass
 class _Loader:
     default_namespace: str
     max_file_size: int
+    policy: rules.Policy | None = None
     named: list[_Named] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
@@ -346,10 +367,24 @@ class _Loader:
         elif job is not None:
             job = replace(job, source_path=name)
             self._warn(name, document, job_name, list(job.warnings))
+        held = job is not None and self._violates(name, document, job)
         if key is not None:
             line = document.line_of(("metadata", "name"))
             reason = refused[0].message.split(":")[0] if refused else ""
-            self.named.append(_Named(key, name, document.index, line, job, reason))
+            self.named.append(_Named(key, name, document.index, line, job, reason, held))
+
+    def _violates(self, name: str, document: Document, job: MxJob) -> bool:
+        """Report what the policy forbids in a valid job: `policy: ...` problems."""
+        if self.policy is None:
+            return False
+        found = rules.violations(job, self.policy, self.default_namespace)
+        if found:
+            self.invalid.add((name, document.index))
+        for violation in found:
+            line = document.line_of(violation.path)
+            message = f"policy: {violation.message}"
+            self.problems.append(Problem(name, line, job.name, _field(violation.path), message))
+        return bool(found)
 
     def _identity(self, data: Mapping[str, Any]) -> tuple[str | None, Key | None]:
         """The job's name and key, when the manifest says them plainly enough."""
@@ -432,10 +467,11 @@ class _Loader:
         for entry in self.named:
             by_key[entry.key].append(entry)
         jobs: list[MxJob] = []
+        held: list[MxJob] = []
         invalid_keys: set[Key] = set()
         for key, entries in by_key.items():
             if len(entries) == 1 and entries[0].job is not None:
-                jobs.append(entries[0].job)
+                (held if entries[0].held else jobs).append(entries[0].job)
                 continue
             invalid_keys.add(key)
             for entry in entries if len(entries) > 1 else []:
@@ -462,6 +498,7 @@ class _Loader:
             invalid_keys=frozenset(invalid_keys),
             invalid_manifests=len(self.invalid),
             unnamed_invalid=self.unnamed_invalid,
+            held=sorted(held, key=lambda job: job.key),
         )
 
 

@@ -63,7 +63,7 @@ class Action(StrEnum):
     DELETE = "delete"
     CLEAN = "clean"  # a finished job's pods go, as its cleanPodPolicy asks
     STOP = "stop"  # a finished job's replicas still active go: it holds nothing
-    HOLD = "hold"  # a change waits: for the job to finish, or for a valid manifest
+    HOLD = "hold"  # a change waits: for the job to finish, a valid manifest, the policy
     UNCHANGED = "unchanged"
 
 
@@ -189,20 +189,25 @@ def plan(
     *,
     invalid: frozenset[JobKey] = frozenset(),
     unnamed_invalid: int = 0,
+    held: Sequence[tuple[MxJob, str]] = (),
 ) -> Plan:
     """One change per job known to the repository, the cluster or both.
 
     `invalid` names the jobs whose manifests are invalid; `unnamed_invalid`
     counts invalid manifests whose job cannot even be named, which might be
-    any live job, so no job is pruned while there are any.
+    any live job, so no job is pruned while there are any. `held` are valid jobs
+    the policy forbids, each with why: neither created nor changed.
     """
     live_jobs = group_live(live)
     ctx = options.render_context()
     changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx) for job in desired]
-    wanted = {job.key for job in desired}
+    changes += [_policy_hold(job, why, live_jobs.get(job.key)) for job, why in held]
+    wanted = {job.key for job in desired} | {job.key for job, _ in held}
     orphans = [live_jobs[key] for key in sorted(live_jobs) if key not in wanted]
     changes += _orphan_changes(orphans, invalid, options)
-    refused = _prune_refusal(changes, len(live_jobs), len(desired), unnamed_invalid, options)
+    refused = _prune_refusal(
+        changes, len(live_jobs), len(desired) + len(held), unnamed_invalid, options
+    )
     if refused:
         changes = [_hold_delete(c, refused) if c.action is Action.DELETE else c for c in changes]
     book = _ledger_changes(ledger, changes, live_jobs, invalid, options)
@@ -256,6 +261,22 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
     if state in FINISHED:
         return _finished_change(job, live, state, base)
     return _running_change(job, live, state, ctx, base)
+
+
+def _policy_hold(job: MxJob, why: str, live: LiveJob | None) -> Change:
+    """A job the policy forbids: nothing of it is written. Its live objects (of an
+    earlier, allowed spec, or from before the policy) stay as they are: deleting them
+    would let a pull request stop a running job by breaking the policy."""
+    base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
+    if live is None:
+        return base.change(Action.HOLD, f"not created: the policy forbids it ({why})")
+    state, replicas = live.status()
+    return replace(base, replicas=tuple(replicas)).change(
+        Action.HOLD,
+        f"not changed: the policy forbids its manifest ({why}); its live objects are "
+        "left as they are",
+        state=state,
+    )
 
 
 def _running_change(

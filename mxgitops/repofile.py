@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mxgitops import policy
 from mxgitops.errors import ConfigError
 from mxgitops.manifests import Problem, read_text
 from mxgitops.yamldoc import Document, YamlError, documents
@@ -38,6 +39,7 @@ REPO_SETTINGS: dict[str, tuple[str, type]] = {
     "namespace": ("namespace", str),
     "prune": ("prune", bool),
     "accelerators": ("accelerators", dict),
+    "policy": ("repo_policy", dict),  # can only make the operator's policy stricter
 }
 
 # Key an operator might expect here -> the flag that sets it ("" when env only).
@@ -58,6 +60,8 @@ OPERATOR_SETTINGS: dict[str, str] = {
     "sshKey": "--ssh-key",
     "knownHosts": "--known-hosts",
     "gitToken": "",
+    "policyFile": "--policy-file",
+    "tenancy": "--tenant-service-account",
 }
 
 
@@ -118,6 +122,9 @@ def _settings(doc: Document) -> RepoFile:
             )
         if isinstance(value, str) and key == "path":
             _check_path(value, line)
+        if key == "policy":
+            where = f"{REPO_CONFIG_FILE}:{line}: policy"
+            value = policy.parse(value, where=where, source=policy.REPOSITORY)
         values[attribute] = value
     return RepoFile(values, tuple(refused))
 

@@ -44,10 +44,16 @@ class Review:
     def ok(self) -> bool:
         return not self.broken and not self.still_broken
 
+    @property
+    def violations(self) -> list[Problem]:
+        """The policy violations this change adds: a sync would not run those jobs."""
+        return [p for p in self.broken if p.message.startswith("policy: ")]
+
 
 def review(base: LoadResult, head: LoadResult) -> Review:
     before = {job.key: job for job in base.jobs}
     after = {job.key: job for job in head.jobs}
+    held = {job.key for job in head.held}  # the policy forbids them: held, not pruned
     known_before = {(p.file, p.field, p.message) for p in base.problems}
     warned_before = {(w.file, w.field, w.message) for w in base.warnings}
     result = Review(
@@ -60,7 +66,7 @@ def review(base: LoadResult, head: LoadResult) -> Review:
         removed=[
             _change(j)
             for k, j in sorted(before.items())
-            if k not in after and k not in head.invalid_keys
+            if k not in after and k not in head.invalid_keys and k not in held
         ],
         unchanged=sum(
             1 for k, j in after.items() if k in before and before[k].spec_hash == j.spec_hash
@@ -97,6 +103,7 @@ def render_text(result: Review) -> str:
         f"{len(result.added)} added, {len(result.changed)} changed (replaced on sync), "
         f"{len(result.removed)} removed (pruned on sync), {result.unchanged} unchanged, "
         f"{len(result.broken)} new problems"
+        + (f", {len(result.violations)} of them policy violations" if result.violations else "")
     ]
     lines += [f"  + {c.qualified_name} ({c.source})" for c in result.added]
     lines += [f"  ~ {c.qualified_name} ({c.source}): {c.detail}" for c in result.changed]
@@ -120,6 +127,12 @@ def render_markdown(result: Review) -> str:
             lines.append(f"| {kind} | {name} | {source} | {detail} |")
     else:
         lines.append("No job is added, changed or removed.")
+    if result.violations:
+        lines += [
+            "",
+            f"**This change adds {len(result.violations)} policy violations**: a sync "
+            "neither creates nor changes those jobs.",
+        ]
     if result.broken or result.still_broken:
         lines += [
             "",
@@ -155,6 +168,7 @@ def render_json(result: Review) -> str:
             "removed": jobs(result.removed),
             "unchanged": result.unchanged,
             "broken": problems(result.broken),
+            "policy_violations": problems(result.violations),
             "still_broken": problems(result.still_broken),
             "warnings": problems(result.warnings),
         },

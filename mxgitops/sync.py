@@ -206,18 +206,22 @@ def repository_kind(repo: str) -> RepositoryKind:
 def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:
     """Validate the manifests, or reuse the verdict on the same Git tree (most syncs)."""
     directory = _manifest_dir(workspace.root, config.path)
+    policy = settings.effective_policy(config)
 
     def validate() -> manifests.LoadResult:
         return manifests.load(
-            [directory], default_namespace=config.namespace, max_file_size=config.max_file_size
+            [directory],
+            default_namespace=config.namespace,
+            max_file_size=config.max_file_size,
+            policy=policy,
         )
 
     repository = workspace.repository
     tree = repository.tree_id(workspace.commit, config.path) if repository else None
     if repository is None or tree is None:
         return validate()
-    settings = (config.namespace, config.max_file_size)
-    return loadcache.load(repository.state_file("manifests.json"), tree, settings, validate)
+    shaping = (config.namespace, config.max_file_size, repr(policy))
+    return loadcache.load(repository.state_file("manifests.json"), tree, shaping, validate)
 
 
 def _manifest_dir(root: Path, path: str) -> Path:
@@ -268,6 +272,7 @@ def _plan(
         options,
         invalid=loaded.invalid_keys,
         unnamed_invalid=loaded.unnamed_invalid,
+        held=loaded.policy_holds(),
     )
 
 

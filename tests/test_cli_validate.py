@@ -287,7 +287,12 @@ def test_the_default_namespace_comes_from_the_repositorys_settings(
     # Like a sync: both manifests are the job ml-training/train, defined twice.
     assert result.exit_code == ExitCode.FAILED
     assert "job ml-training/train is defined more than once" in result.stdout
-    elsewhere = json.loads(invoke("validate", "-n", "other", "-o", "json").stdout)
+    # The default policy allows the default namespace only: the operator allows both.
+    allowing = repo / "policy.yaml"
+    allowing.write_text("policy:\n  allowedNamespaces: [other, ml-training]\n")
+    elsewhere = json.loads(
+        invoke("validate", "-n", "other", "--policy-file", str(allowing), "-o", "json").stdout
+    )
     assert {(j["namespace"], j["name"]) for j in elsewhere["jobs"]} == {
         ("other", "train"),
         ("ml-training", "train"),

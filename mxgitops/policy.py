@@ -1,0 +1,314 @@
+"""Policy: what a job of the jobs repository may run, and where.
+
+Whoever can merge into the jobs repository runs pods with mxgitops' rights, so
+a manifest is checked against a policy before anything of it is written: in
+the pull request (`validate`, `diff`) and again at sync, where a violating job
+is held (`plan.py`). Two places set policy. The operator's (`--policy-file`,
+`MXGITOPS_POLICY_FILE`) starts from the defaults below; the jobs repository's
+`policy` section of `.mxgitops.yaml` can only make it stricter: for each key
+the stricter of the two wins (`combine`). Nothing here performs I/O but
+`read_file`, which reads the operator's file as carefully as a manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from mxgitops.errors import ConfigError
+from mxgitops.model import MxJob
+from mxgitops.podsecurity import Level, check
+from mxgitops.yamldoc import FieldPath, YamlError, documents
+
+MAX_FILE_SIZE = 64 * 1024
+OPERATOR = "the operator's policy"
+REPOSITORY = ".mxgitops.yaml's policy"
+DEFAULT = "the default policy"
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """A list key as one party set it: empty means that key's default (see `Policy`)."""
+
+    values: tuple[str, ...] = ()
+    source: str = DEFAULT
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The effective policy: each list key is every party's list (a job must pass all of
+    them), each other key the strictest value, with the party that set it."""
+
+    allowed_namespaces: tuple[Allowed, ...] = ()  # empty: the default namespace only
+    pod_security: tuple[Level, str] = (Level.BASELINE, DEFAULT)
+    allowed_images: tuple[Allowed, ...] = ()  # empty: any image
+    require_resource_limits: tuple[bool, str] = (False, DEFAULT)
+    max_replicas_per_job: tuple[int, str] = (256, DEFAULT)
+    max_gpus_per_job: tuple[int, str] = (64, DEFAULT)
+    allowed_service_accounts: tuple[Allowed, ...] = ()  # empty: the namespace's default only
+    allowed_priority_classes: tuple[Allowed, ...] = ()  # empty: any
+
+
+DEFAULT_POLICY = Policy()
+
+# key of the `policy` section -> (Policy field, what its value must be)
+KEYS: dict[str, tuple[str, str]] = {
+    "allowedNamespaces": ("allowed_namespaces", "list"),
+    "podSecurity": ("pod_security", "level"),
+    "allowedImages": ("allowed_images", "list"),
+    "requireResourceLimits": ("require_resource_limits", "bool"),
+    "maxReplicasPerJob": ("max_replicas_per_job", "count"),
+    "maxGpusPerJob": ("max_gpus_per_job", "count"),
+    "allowedServiceAccounts": ("allowed_service_accounts", "list"),
+    "allowedPriorityClasses": ("allowed_priority_classes", "list"),
+}
+_EXPECTED = {
+    "list": "a list of strings",
+    "level": "one of privileged, baseline, restricted",
+    "bool": "true or false",
+    "count": "a whole number of at least 0",
+}
+
+
+def parse(raw: object, *, where: str, source: str) -> dict[str, Any]:
+    """The keys a `policy` section sets (Policy field -> value); ConfigError when a key
+    is unknown or a value has the wrong type."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of policy keys ({', '.join(KEYS)})")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in KEYS:
+            raise ConfigError(f"{where}.{key}: not a policy key (known: {', '.join(KEYS)})")
+        attribute, kind = KEYS[key]
+        parsed = _value(kind, value)
+        if parsed is None:
+            raise ConfigError(f"{where}.{key}: expected {_EXPECTED[kind]}, got {_quoted(value)}")
+        values[attribute] = (Allowed(parsed, source),) if kind == "list" else (parsed, source)
+    return values
+
+
+def _value(kind: str, value: object) -> Any:
+    if kind == "list":
+        ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+        return tuple(value) if ok and isinstance(value, list) else None
+    if kind == "level":
+        return Level(value) if isinstance(value, str) and value in list(Level) else None
+    if kind == "bool":
+        return value if isinstance(value, bool) else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if ok else None
+
+
+def combine(*parties: Mapping[str, Any]) -> Policy:
+    """The default policy, made stricter key by key by each party's settings."""
+    merged: dict[str, Any] = {}
+    for f in fields(Policy):
+        current = getattr(DEFAULT_POLICY, f.name)
+        for party in parties:
+            if f.name in party:
+                current = _stricter(f.name, current, party[f.name])
+        merged[f.name] = current
+    return Policy(**merged)
+
+
+def _stricter(name: str, current: Any, new: Any) -> Any:
+    if isinstance(current, tuple) and (not current or isinstance(current[0], Allowed)):
+        return (*current, *new)  # a job must pass every party's list
+    value, other = current[0], new[0]
+    if name == "pod_security":
+        return new if other.rank > value.rank else current
+    if name == "require_resource_limits":
+        return new if other and not value else current
+    return new if other < value else current  # the maxima
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The operator's policy file: YAML with one `policy` section, as in .mxgitops.yaml."""
+    from mxgitops.manifests import read_text  # manifests imports this module
+
+    where = f"policy file {path}"
+    try:
+        text = read_text(path, MAX_FILE_SIZE)
+        docs = list(documents(text, max_values=10_000, max_depth=16))
+    except YamlError as error:
+        line = f" (line {error.line})" if error.line else ""
+        raise ConfigError(f"{where}{line}: {error.message}") from error
+    data = docs[0].data if len(docs) == 1 else None
+    if not isinstance(data, dict) or set(data) != {"policy"}:
+        raise ConfigError(f"{where}: must be one YAML mapping with a single key, policy")
+    return parse(data["policy"], where=f"{where}: policy", source=OPERATOR)
+
+
+# -- the checks -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    path: FieldPath  # in the manifest
+    message: str  # without the "policy: " prefix
+
+
+def violations(job: MxJob, policy: Policy, default_namespace: str) -> list[Violation]:
+    """Everything of `job` that `policy` does not allow; [] when it passes."""
+    return [
+        *_namespace(job, policy, default_namespace),
+        *_limits(job, policy),
+        *_templates(job, policy),
+    ]
+
+
+def _namespace(job: MxJob, policy: Policy, default_namespace: str) -> Iterator[Violation]:
+    for allowed in policy.allowed_namespaces or (Allowed(),):
+        permitted = allowed.values or (default_namespace,)
+        if job.namespace not in permitted:
+            what = (
+                ", ".join(permitted) if allowed.values else f"the default namespace, {permitted[0]}"
+            )
+            yield Violation(
+                ("metadata", "namespace"),
+                f"allowedNamespaces: namespace {job.namespace} is not allowed "
+                f"({allowed.source} allows {what})",
+            )
+            return
+
+
+def _limits(job: MxJob, policy: Policy) -> Iterator[Violation]:
+    replicas = sum(r.replicas for r in job.replica_specs)
+    most, source = policy.max_replicas_per_job
+    if replicas > most:
+        yield Violation(
+            ("spec",), f"maxReplicasPerJob: {replicas} replicas in all, more than {most} ({source})"
+        )
+    gpus = sum(r.replicas * _pod_gpus(r.template) for r in job.replica_specs)
+    most, source = policy.max_gpus_per_job
+    if gpus > most:
+        yield Violation(
+            ("spec",), f"maxGpusPerJob: {gpus:g} GPUs in all replicas, more than {most} ({source})"
+        )
+
+
+def _templates(job: MxJob, policy: Policy) -> Iterator[Violation]:
+    level, level_source = policy.pod_security
+    for replica in job.replica_specs:
+        at = (*replica.path, "template")
+        template = replica.template
+        for v in check(template, level):
+            yield Violation((*at, *v.path), f"podSecurity {level} ({level_source}): {v}")
+        spec = template.get("spec") or {}
+        yield from _service_account(at, spec, policy)
+        yield from _priority_class(at, spec, policy)
+        for path, container in _containers(spec):
+            yield from _container((*at, *path), container, policy)
+
+
+def _service_account(at: FieldPath, spec: Mapping[str, Any], policy: Policy) -> Iterator[Violation]:
+    for key in ("serviceAccountName", "serviceAccount"):
+        name = spec.get(key)
+        if not name or name == "default":
+            continue
+        for allowed in policy.allowed_service_accounts or (Allowed(),):
+            if name not in allowed.values:
+                what = (
+                    ", ".join(allowed.values) if allowed.values else "only the namespace's default"
+                )
+                yield Violation(
+                    (*at, "spec", key),
+                    f"allowedServiceAccounts: service account {name} is not allowed "
+                    f"({allowed.source} allows {what})",
+                )
+                break
+
+
+def _priority_class(at: FieldPath, spec: Mapping[str, Any], policy: Policy) -> Iterator[Violation]:
+    name = spec.get("priorityClassName")
+    for allowed in policy.allowed_priority_classes:
+        if allowed.values and name not in allowed.values:
+            yield Violation(
+                (*at, "spec", "priorityClassName"),
+                f"allowedPriorityClasses: priority class {name or '(none)'} is not allowed "
+                f"({allowed.source} allows {', '.join(allowed.values)})",
+            )
+            return
+
+
+def _container(at: FieldPath, container: Mapping[str, Any], policy: Policy) -> Iterator[Violation]:
+    image = str(container.get("image") or "")
+    for allowed in policy.allowed_images:
+        if allowed.values and not image.startswith(allowed.values):
+            yield Violation(
+                (*at, "image"),
+                f"allowedImages: image {image or '(none)'} is not from an allowed registry "
+                f"({allowed.source} allows {', '.join(allowed.values)})",
+            )
+            break
+    required, source = policy.require_resource_limits
+    limits = (container.get("resources") or {}).get("limits") or {}
+    missing = [r for r in ("cpu", "memory") if r not in limits]
+    if required and missing:
+        yield Violation(
+            (*at, "resources", "limits"),
+            f"requireResourceLimits: container {container.get('name')} sets no "
+            f"{' and no '.join(missing)} limit ({source})",
+        )
+
+
+def _containers(spec: Mapping[str, Any]) -> Iterator[tuple[FieldPath, Mapping[str, Any]]]:
+    for key in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(key) or []):
+            if isinstance(container, Mapping):
+                yield ("spec", key, index), container
+
+
+def is_gpu(resource: str) -> bool:
+    """nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915: a GPU by its name."""
+    domain, slash, item = resource.partition("/")
+    return bool(slash) and (item == "gpu" or "gpu" in domain.split("."))
+
+
+def _pod_gpus(template: Mapping[str, Any]) -> Decimal:
+    """GPUs one pod holds: its containers' together, or an init container's if more."""
+    spec = template.get("spec") or {}
+
+    def gpus(container: Mapping[str, Any]) -> Decimal:
+        resources = container.get("resources") or {}
+        amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        return sum((_quantity(v) for k, v in amounts.items() if is_gpu(str(k))), Decimal(0))
+
+    main = sum((gpus(c) for c in _mappings(spec.get("containers"))), Decimal(0))
+    init = max((gpus(c) for c in _mappings(spec.get("initContainers"))), default=Decimal(0))
+    return max(main, init)
+
+
+def _mappings(items: Any) -> Sequence[Mapping[str, Any]]:
+    return [i for i in items or [] if isinstance(i, Mapping)]
+
+
+_SUFFIXES: dict[str, int | Decimal] = {
+    **{"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "m": Decimal("0.001")},
+    **{"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40},
+}
+
+
+def _quantity(value: Any) -> Decimal:
+    """A Kubernetes quantity (the schema has checked its form) as a number."""
+    text = str(value).strip()
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if text.endswith(suffix):
+            try:
+                return Decimal(text[: -len(suffix)]) * _SUFFIXES[suffix]
+            except InvalidOperation:
+                return Decimal(0)
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return Decimal(0)
+
+
+def _quoted(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
