@@ -25,6 +25,7 @@ import os
 import re
 import traceback
 from collections.abc import Callable
+from datetime import UTC, datetime
 from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -34,9 +35,10 @@ from click.core import ParameterSource
 
 from mxgitops import __version__, convert, report, review
 from mxgitops.cluster import MAX_REQUEST_TIMEOUT
-from mxgitops.commands import diff_commits, read_status
+from mxgitops.commands import diff_commits, missing_note_hint, read_status
 from mxgitops.config import (
     FILE_SIZE_BOUNDS,
+    MAX_FAILURE_LOG_LINES,
     MAX_PARALLELISM,
     SyncConfig,
     effective_policy,
@@ -419,6 +421,14 @@ def repo_options(command: F) -> F:
     "that does not answer in time is unreachable (exit 4).  [default: 30]",
 )
 @_opt(
+    "--failure-log-lines",
+    type=click.IntRange(0, MAX_FAILURE_LOG_LINES),
+    metavar="N",
+    help="Last lines of a failed container's log kept with its job (in the ledger, the "
+    "note and status), read once when the job is first seen failed; 0 reads none.  "
+    "[default: 20]",
+)
+@_opt(
     "--max-file-size",
     type=ByteSize(),
     help="Larger manifest files are reported, not read.  [default: 1MiB]",
@@ -454,12 +464,27 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
     """
     config, explicit = _sync_config(ctx, options)
     configure_logging(config.log_format, config.verbose)
+
+    def show(summary: report.Summary, notices: tuple[str, ...]) -> None:
+        """Printed and logged before the note is written: a failed push never hides it."""
+        if config.output == "json":
+            shown = {"notices": list(notices), **summary.to_dict()}
+            click.echo(json.dumps(shown, indent=2, sort_keys=True))
+        else:
+            for notice in notices:
+                click.echo(f"Note: {notice}")
+            click.echo(report.render_plan(summary, verbose=config.verbose > 0))
+        logging.getLogger("mxgitops").info(
+            "sync finished",
+            extra={"commit": summary.commit, "ok": summary.ok, "actions": summary.counts()},
+        )
+
     try:
         with (
             stopped_cleanly_on_sigterm(),
             progress_display(config.output == "text" and config.verbose >= 0) as progress,
         ):
-            outcome = run_sync(config, explicit=explicit, progress=progress)
+            outcome = run_sync(config, explicit=explicit, progress=progress, on_summary=show)
     except SystemExit:
         click.echo(
             "Stopped by SIGTERM: no further write was started and the Lease, if this sync "
@@ -467,27 +492,11 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
             err=True,
         )
         raise
-    if config.output == "json":
-        click.echo(
-            json.dumps(
-                {"notices": list(outcome.notices), **outcome.summary.to_dict()},
-                indent=2,
-                sort_keys=True,
-            )
-        )
-    else:
-        for notice in outcome.notices:
-            click.echo(f"Note: {notice}")
-        click.echo(report.render_plan(outcome.summary, verbose=config.verbose > 0))
-    logging.getLogger("mxgitops").info(
-        "sync finished",
-        extra={
-            "commit": outcome.summary.commit,
-            "ok": outcome.ok,
-            "actions": outcome.summary.counts(),
-        },
-    )
-    return ExitCode.OK if outcome.ok else ExitCode.FAILED
+    if outcome.note_error:
+        click.echo(f"Error: {outcome.note_error}", err=True)
+    if not outcome.ok:
+        return ExitCode.FAILED
+    return ExitCode.GIT if outcome.note_error else ExitCode.OK
 
 
 def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfig, frozenset[str]]:
@@ -528,7 +537,7 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
     if summary is None:
         click.echo(
             f"No mxgitops status note on {sha[:12]} ({config.notes_ref}): that commit "
-            "has not been synced (or its note was not pushed).",
+            f"has not been synced (or its note was not pushed){missing_note_hint(config)}.",
             err=True,
         )
         return ExitCode.FAILED
@@ -538,6 +547,8 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
         "json": report.render_json,
     }
     click.echo(renderers[output](summary))
+    if output == "text":
+        click.echo(f"\nnote written {report.age(summary, datetime.now(UTC))}")
     return ExitCode.OK
 
 

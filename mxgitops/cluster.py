@@ -142,6 +142,18 @@ class Cluster:
             item.setdefault("apiVersion", _API_VERSIONS[kind])
         return items
 
+    def pod_log(
+        self, namespace: str, pod: str, *, container: str, tail_lines: int, limit_bytes: int
+    ) -> str:
+        """The last `tail_lines` lines of a container's log, at most `limit_bytes` read."""
+        query = {
+            "container": container,
+            "tailLines": str(tail_lines),
+            "limitBytes": str(limit_bytes),
+        }
+        path = f"{_path(Kind.POD, namespace, pod)}/log"
+        return self._raw("GET", path, query=query).decode("utf-8", "replace")
+
     def get(self, ref: ObjectRef) -> KubeObject | None:
         try:
             return self._request("GET", _path(ref.kind, ref.namespace, ref.name))
@@ -270,6 +282,17 @@ class Cluster:
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
     ) -> KubeObject:
+        result: KubeObject = json.loads(self._raw(method, path, query=query, body=body) or b"{}")
+        return result
+
+    def _raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: KubeObject | None = None,
+    ) -> bytes:
         try:
             return self._retried(method, path, query, body)
         except (SystemExit, KeyboardInterrupt):
@@ -278,7 +301,7 @@ class Cluster:
 
     def _retried(
         self, method: str, path: str, query: dict[str, str] | None, body: KubeObject | None
-    ) -> KubeObject:
+    ) -> bytes:
         budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
         deadline = self.clock() + budget
         for attempt in _attempts(self.retry.attempts):
@@ -317,8 +340,8 @@ class Cluster:
         query: dict[str, str] | None,
         body: KubeObject | None,
         timeout: float,
-    ) -> KubeObject:
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    ) -> bytes:
+        headers = {"Accept": "application/json, */*", "Content-Type": "application/json"}
         request = self.api_client.param_serialize(
             method=method,
             resource_path=path,
@@ -338,8 +361,8 @@ class Cluster:
             raise ApiException.from_response(
                 http_resp=response, body=data.decode("utf-8", "replace"), data=None
             )
-        result: KubeObject = json.loads(data or b"{}")
-        return result
+        body_bytes: bytes = data
+        return body_bytes
 
 
 def connect(

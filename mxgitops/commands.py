@@ -34,6 +34,14 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary 
     return (report.parse_note(note) if note else None), sha
 
 
+def missing_note_hint(config: SyncConfig) -> str:
+    """What to run when a local checkout has no status notes: a clone does not fetch them."""
+    if repository_kind(config.repo) not in ("work tree", "bare repository"):
+        return ""
+    ref = source.full_notes_ref(config.notes_ref)
+    return f"; a clone does not fetch notes: git -C {config.repo} fetch origin {ref}:{ref}"
+
+
 def diff_commits(
     repo: Path,
     base: str,

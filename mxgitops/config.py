@@ -33,6 +33,7 @@ from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 MAX_PARALLELISM = 256  # each write holds a connection of the client's pool
 FILE_SIZE_BOUNDS = (1 << 10, 64 << 20)  # of --max-file-size: 1 KiB to 64 MiB
+MAX_FAILURE_LOG_LINES = 1000  # of --failure-log-lines
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
 
@@ -68,6 +69,7 @@ class SyncConfig:
     known_hosts: Path | None = None
     git_token: str | None = field(default=None, repr=False)
     max_file_size: int = 1024 * 1024
+    failure_log_lines: int = 20  # of a newly failed container's log kept; 0: none
     accelerators: Mapping[str, Any] = field(default_factory=dict)
     policy_file: Path | None = None  # the operator's policy
     repo_policy: Mapping[str, Any] = field(default_factory=dict)  # .mxgitops.yaml's, parsed
@@ -88,6 +90,11 @@ class SyncConfig:
         if not 0 <= self.max_prune_share <= 1:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"
+            )
+        if not 0 <= self.failure_log_lines <= MAX_FAILURE_LOG_LINES:
+            raise ConfigError(
+                f"failure-log-lines must be between 0 and {MAX_FAILURE_LOG_LINES}, "
+                f"not {self.failure_log_lines}"
             )
         if not FILE_SIZE_BOUNDS[0] <= self.max_file_size <= FILE_SIZE_BOUNDS[1]:
             raise ConfigError(

@@ -448,6 +448,9 @@ def _full_notes_ref(notes_ref: str) -> str:
     return "refs/notes/" + notes_ref.removeprefix("notes/")
 
 
+full_notes_ref = _full_notes_ref  # what `status` tells a checkout to fetch
+
+
 def _tracking(notes_ref: str) -> str:
     return "refs/notes/remotes/origin/" + notes_ref.removeprefix("refs/notes/")
 

@@ -14,15 +14,16 @@ import re
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from mxgitops import __version__, failurelog, lease, ledger, loadcache, manifests, report, source
 from mxgitops import cluster as kube
 from mxgitops import config as settings
-from mxgitops import lease, ledger, loadcache, manifests, report, source
 from mxgitops.apply import ChangeSet, apply
 from mxgitops.config import SyncConfig
-from mxgitops.errors import ClusterError, ConfigError
+from mxgitops.errors import ClusterError, ConfigError, GitError
 from mxgitops.objects import Kind, LiveObjects, WriteResult, ownership_selector
 from mxgitops.plan import Plan, PlanOptions, plan
 from mxgitops.trainer import parse_accelerators
@@ -60,6 +61,7 @@ class SyncOutcome:
     workspace: Workspace
     notices: tuple[str, ...] = ()
     note_written: bool = False
+    note_error: str = ""  # the note could not be written or pushed; the apply stands
 
     @property
     def ok(self) -> bool:
@@ -72,9 +74,12 @@ def sync(
     explicit: frozenset[str] = frozenset(),
     connect: Callable[..., kube.Cluster] = kube.connect,
     progress: Progress | None = None,
+    on_summary: Callable[[report.Summary, tuple[str, ...]], None] | None = None,
 ) -> SyncOutcome:
     """Run one sync. `explicit` names the settings given by flag or environment,
-    which the jobs repository's .mxgitops.yaml must not override."""
+    which the jobs repository's .mxgitops.yaml must not override. `on_summary`
+    hears what this sync did (and its notices) before the note is written, so a
+    note that cannot be pushed never hides it."""
     progress = progress or Progress()
     # The Git cache stays locked until the note is written: other syncs sharing it wait.
     with ExitStack() as cache:
@@ -95,27 +100,36 @@ def sync(
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)
         state = _read_state(cluster, config)
-        the_plan = _plan(loaded, *state, options)
+
+        def planned(live: LiveObjects, known: ledger.Ledger) -> Plan:
+            # Logs of newly failed replicas are read before apply deletes anything.
+            made = _plan(loaded, live, known, options)
+            return failurelog.capture(made, cluster, lines=config.failure_log_lines)
+
+        the_plan = planned(*state)
         changeset = None
         if cluster is not None and not config.dry_run and the_plan.writes:
             the_plan, changeset = _apply_under_lease(
-                cluster,
-                config,
-                progress,
-                (state, the_plan),
-                lambda live, known: _plan(loaded, live, known, options),
+                cluster, config, progress, (state, the_plan), planned
             )
         summary = report.summarize(
             the_plan,
             changeset,
             problems=[str(p) for p in loaded.problems],
+            warnings=[str(w) for w in loaded.warnings],
             commit=workspace.commit,
             instance=config.instance,
             dry_run=config.dry_run,
+            synced_at=datetime.now(UTC),
+            version=__version__,
         )
         _log(summary, notices, the_plan)
-        summary, written = _note(workspace, config, summary, progress)
-        return SyncOutcome(config, summary, the_plan, changeset, workspace, tuple(notices), written)
+        if on_summary is not None:
+            on_summary(summary, tuple(notices))
+        written, note_error = _note(workspace, config, summary, progress)
+        return SyncOutcome(
+            config, summary, the_plan, changeset, workspace, tuple(notices), written, note_error
+        )
 
 
 def _log(summary: report.Summary, notices: list[str], done: Plan) -> None:
@@ -331,18 +345,23 @@ def _write_ledger(
 
 def _note(
     workspace: Workspace, config: SyncConfig, summary: report.Summary, progress: Progress
-) -> tuple[report.Summary, bool]:
-    """Write the summary as a note on the synced commit, if it changed, and push it."""
+) -> tuple[bool, str]:
+    """Write the summary as a note on the synced commit, if it changed, and push it.
+    Whether it was written, and why it could not be (a Git error, logged): what was
+    applied stands either way."""
     repository = workspace.repository
-    if repository is None or not workspace.commit:
-        return summary, False
-    previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
-    summary = report.carry_forward(summary, report.parse_note(previous or ""))
-    if config.dry_run or not config.notes:
-        return summary, False
+    if repository is None or not workspace.commit or config.dry_run or not config.notes:
+        return False, ""
     progress.phase("writing the status note")
-    written = repository.write_note(
-        workspace.commit, report.render_note(summary), notes_ref=config.notes_ref
-    )
-    repository.push_notes(notes_ref=config.notes_ref)
-    return summary, written
+    try:
+        previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
+        note = report.for_note(summary, report.parse_note(previous or ""))
+        written = repository.write_note(
+            workspace.commit, report.render_note(note), notes_ref=config.notes_ref
+        )
+        repository.push_notes(notes_ref=config.notes_ref)
+    except GitError as exc:
+        message = f"the status note was not pushed: {exc}"
+        log.error(message)
+        return False, message
+    return written, ""

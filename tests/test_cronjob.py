@@ -30,6 +30,7 @@ CLUSTER_WIDE = {
     ("batch", "jobs"): {"list", "get", "create", "delete"},
     ("", "services"): {"list", "get", "create", "delete"},
     ("", "pods"): {"list"},
+    ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
 }
 IN_OWN_NAMESPACE = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},

@@ -1,0 +1,375 @@
+"""What mxgitops tells people is true (issue 9): what this sync did, why a job waits
+or failed, and that a finished job holds nothing.
+
+End to end over HTTP against the `kubeapi` fixture (the API double, and the real
+control plane where the test can run there), with Git remotes where a note is read.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from mxgitops import __version__, ledger, report
+from mxgitops.cli import main
+from mxgitops.config import SyncConfig
+from mxgitops.sync import sync
+from tests.gitfixtures import GitRemote
+from tests.kubeapi.clients import raw
+from tests.kubeapi.harness import KubeAPI
+from tests.test_reconcile_e2e import (
+    INSTANCE,
+    NS,
+    Syncer,
+    batch_job,
+    job_objects,
+    mxjob,
+    remove,
+    summary_of,
+    write,
+    writes,
+)
+
+UPSTREAM = Path(__file__).resolve().parents[2] / "shared/examples/upstream"
+
+
+def files(*docs: dict[str, Any]) -> dict[str, str]:
+    return {f"jobs/{d['metadata']['name']}.yaml": yaml.safe_dump(d) for d in docs}
+
+
+def git_config(remote: GitRemote, api: KubeAPI, tmp_path: Path, **overrides: Any) -> SyncConfig:
+    values: dict[str, Any] = {
+        "repo": remote.url,
+        "path": "jobs",
+        "namespace": NS,
+        "instance": INSTANCE,
+        "cache_dir": tmp_path / "cache",
+        "kubeconfig": api.kubeconfig,
+        **overrides,
+    }
+    return SyncConfig(**values)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    return path
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+# -- 1. what this sync did, not what the note says ------------------------------------
+
+
+def test_a_second_sync_and_a_dry_run_of_a_synced_commit_say_what_this_run_did(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    remote = make_git_remote(
+        "jobs", files=files(mxjob("a", servers=0), mxjob("b", servers=0), mxjob("c", servers=0))
+    )
+    config = git_config(remote, kubeapi, tmp_path)
+    first = sync(config)
+    assert first.summary.counts() == {"create": 3} and first.note_written
+    kubeapi.clear_log()
+
+    again = sync(config)
+    assert again.summary.counts() == {"unchanged": 3}
+    assert report.render_plan(again.summary).splitlines()[0].endswith(": 3 unchanged")
+    assert not writes(kubeapi)
+    # The note still tells of the sync that created them.
+    note = report.parse_note(remote.note(remote.rev()) or "")
+    assert note is not None and note.counts() == {"create": 3}
+
+    dry = sync(git_config(remote, kubeapi, tmp_path, dry_run=True))
+    assert dry.summary.counts() == {"unchanged": 3}
+    assert "to create" not in report.render_plan(dry.summary)
+
+
+# -- 2. Pending with the scheduler's reason, Deleting, the live runtime ------------------
+
+
+def test_a_job_whose_pod_cannot_be_scheduled_is_pending_with_the_schedulers_reason(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    run = Syncer(kubeapi, repo)
+    greedy = {"limits": {"nvidia.com/gpu": 4}}
+    doc = mxjob("gpu", servers=0)
+    doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = (
+        greedy
+    )
+    write(repo, doc)
+    created = run()
+    assert summary_of(created, "gpu").state == "Pending"
+    kubeapi.run_job_controller(NS)
+    (pod,) = [p for p in kubeapi.objects("pods", NS) if p["metadata"]["name"].startswith("gpu-")]
+    if kubeapi.backend == "double":  # no scheduler: say what kube-scheduler says
+        unschedulable(kubeapi, pod["metadata"]["name"])
+    else:
+        kubeapi.settle()
+    outcome = run()
+    job = summary_of(outcome, "gpu")
+    assert job.state == "Pending"
+    assert "Insufficient nvidia.com/gpu" in job.state_reason
+    assert "Insufficient nvidia.com/gpu" in report.render_plan(outcome.summary, verbose=True)
+    assert job.runtime_id and job.runtime_id in pod["metadata"]["name"]
+
+
+def unschedulable(api: KubeAPI, pod: str) -> None:
+    obj = api.get("pods", pod, NS)
+    assert obj is not None
+    obj["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. "
+                "preemption: 0/4 nodes are available: 4 No preemption victims found.",
+            }
+        ],
+    }
+    status, _, body = raw(api, "PUT", f"/api/v1/namespaces/{NS}/pods/{pod}/status", obj)
+    assert status == 200, body
+
+
+def test_a_pruned_job_is_deleting_and_a_replaced_one_shows_its_new_runtime(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    run = Syncer(kubeapi, repo)
+    write(repo, mxjob("a", servers=0), mxjob("b", servers=0), mxjob("c", servers=0))
+    run()
+    kubeapi.run_job_controller(NS)
+    for name in ("a", "b"):
+        kubeapi.kubelet(job=batch_job(kubeapi, name, "worker"), namespace=NS, phase="Running")
+    remove(repo, "a")
+    write(repo, mxjob("b", servers=0, args=["train.py", "--lr", "0.1"]))
+    outcome = run()
+    pruned, replaced = summary_of(outcome, "a"), summary_of(outcome, "b")
+    assert (pruned.action, pruned.state) == ("delete", "Deleting")
+    assert (replaced.action, replaced.state) == ("replace", "Pending")
+    assert "replace under way" in replaced.reason
+    (new,) = job_objects(kubeapi, "b")
+    assert replaced.runtime_id == new["metadata"]["labels"]["runtime_id"]
+    assert [(r.type, r.state) for r in replaced.replicas] == [("WORKER", "Pending")]
+
+
+# -- 3. why a job failed, kept after cleanPodPolicy -------------------------------------
+
+LOG = "".join(f"step {n}: loss 0.{n:02d}\n" for n in range(1, 31)) + "CUDA out of memory\n"
+
+
+@pytest.mark.double_only("pod logs: the real control plane has no kubelet serving them")
+def test_an_oom_killed_workers_exit_code_reason_and_log_tail_survive_clean_pod_policy(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    doc = mxjob("oom", servers=0, restart="Never", cleanPodPolicy="All", backoffLimit=0)
+    remote = make_git_remote("jobs", files=files(doc))
+    config = git_config(remote, kubeapi, tmp_path)
+    sync(config)
+    kubeapi.run_job_controller(NS)
+    worker = batch_job(kubeapi, "oom", "worker")
+    kubeapi.container_log(job=worker, namespace=NS, text=LOG)
+    kubeapi.kubelet(
+        job=worker, namespace=NS, phase="Failed", exit_code=137, reason="OOMKilled", message=""
+    )
+    kubeapi.clear_log()
+    failed = sync(config)
+    job = summary_of(failed, "oom")
+    assert (job.state, job.action) == ("Failed", "clean")
+    assert job.failure is not None
+    assert (job.failure["exit_code"], job.failure["replica"]) == (137, "WORKER 0")
+    assert "OOMKilled" in job.failure["reason"]
+    tail = job.failure["log"].splitlines()
+    assert len(tail) == 20 and tail[-1] == "CUDA out of memory" and tail[0] == "step 12: loss 0.12"
+    logs = [e for e in kubeapi.request_log if e["path"].endswith("/log")]
+    assert len(logs) == 1  # read once, before the clean deleted the pod
+    assert not job_objects(kubeapi, "oom") and not kubeapi.objects("pods", NS)
+
+    kubeapi.clear_log()
+    remote.commit({"README": "touch\n"}, "another commit")
+    later = sync(config)
+    assert not [e for e in kubeapi.request_log if e["path"].endswith("/log")]
+    assert summary_of(later, "oom").failure == job.failure  # from the ledger
+    result = cli(
+        "status", "--repo", remote.url, "--cache-dir", str(tmp_path / "cache"), "-o", "json"
+    )
+    assert result.exit_code == 0, result.output
+    (shown,) = json.loads(result.output)["jobs"]
+    assert shown["failure"]["exit_code"] == 137 and "OOMKilled" in shown["failure"]["reason"]
+    assert shown["failure"]["log"].endswith("CUDA out of memory")
+    text = cli("status", "--repo", remote.url, "--cache-dir", str(tmp_path / "cache"))
+    assert "ml/oom: failed: WORKER 0 exited 137 (OOMKilled" in text.output
+    assert "  | CUDA out of memory" in text.output
+    markdown = cli(
+        "status", "--repo", remote.url, "--cache-dir", str(tmp_path / "cache"), "-o", "markdown"
+    )
+    assert "CUDA out of memory" in markdown.output and "exited 137" in markdown.output
+    entry = ledger.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
+    assert "CUDA out of memory" in entry.entries[(NS, "oom")].failure
+
+
+def test_failure_log_lines_0_reads_no_log_and_an_unreadable_log_fails_nothing(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    run = Syncer(kubeapi, repo)
+    write(repo, mxjob("quiet", servers=0, restart="Never"), mxjob("loud", servers=0))
+    run()
+    kubeapi.run_job_controller(NS)
+    for name in ("quiet", "loud"):
+        kubeapi.kubelet(
+            job=batch_job(kubeapi, name, "worker"),
+            namespace=NS,
+            phase="Failed",
+            exit_code=2,
+            message="bad flag --lr",
+        )
+    kubeapi.clear_log()
+    outcome = run(failure_log_lines=0)
+    assert outcome.ok
+    assert not [e for e in kubeapi.request_log if e["path"].endswith("/log")]
+    quiet = summary_of(outcome, "quiet")
+    assert quiet.failure is not None and quiet.failure["message"] == "bad flag --lr"
+    assert quiet.failure["exit_code"] == 2 and quiet.failure["log"] == ""
+
+
+def test_a_log_that_cannot_be_read_is_said_so_and_the_sync_goes_on(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    run = Syncer(kubeapi, repo)
+    write(repo, mxjob("gone", servers=0, restart="Never"))
+    run()
+    kubeapi.run_job_controller(NS)
+    worker = batch_job(kubeapi, "gone", "worker")
+    kubeapi.kubelet(job=worker, namespace=NS, phase="Failed", exit_code=1, message="boom")
+    kubeapi.faults("get/pods:500=1")  # the only GET of pods a sync makes: the log
+    outcome = run()
+    kubeapi.faults("")
+    assert outcome.ok
+    failure = summary_of(outcome, "gone").failure
+    assert failure is not None and failure["log"].startswith("log unavailable: ")
+
+
+# -- 4. a finished job holds nothing ---------------------------------------------------
+
+
+def test_a_failed_on_failure_seed_job_keeps_no_active_batch_job(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    run = Syncer(kubeapi, repo)
+    (repo / "seed.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "mxnet.mlkube.io/v1beta1",
+                "kind": "MxJob",
+                "metadata": {"name": "crashy"},
+                "spec": {
+                    "jobMode": "local",
+                    "replicaSpecs": [
+                        {
+                            "replicas": 1,
+                            "mxReplicaType": "WORKER",
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "OnFailure",
+                                    "containers": [{"name": "mxnet", "image": "mxnet/python"}],
+                                }
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    )
+    run()
+    kubeapi.run_job_controller(NS)
+    worker = batch_job(kubeapi, "crashy", "worker")
+    kubeapi.kubelet(job=worker, namespace=NS, phase="Running")
+    # Restarted in place (CrashLoopBackOff): the batch Job stays active.
+    kubeapi.kubelet(job=worker, namespace=NS, phase="Failed", exit_code=1, message="bad config")
+    outcome = run()
+    job = summary_of(outcome, "crashy")
+    assert (job.state, job.action) == ("Failed", "stop")
+    assert "a finished job holds nothing" in job.reason
+    assert job.failure is not None and job.failure["message"] == "bad config"
+    kubeapi.settle()
+    active = [
+        o for o in job_objects(kubeapi, "crashy") if not (o.get("status") or {}).get("conditions")
+    ]
+    assert not active
+    kubeapi.clear_log()
+    again = run()
+    assert summary_of(again, "crashy").state == "Failed"
+    assert not writes(kubeapi)
+
+
+# -- 7. a note that cannot be pushed never hides what was applied -----------------------
+
+
+def test_a_rejected_notes_push_is_reported_on_its_own_line_after_the_summary(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    remote = make_git_remote("jobs", files=files(mxjob("a", servers=0)))
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do case $ref in refs/notes/*) "
+        'echo "notes are read-only here" >&2; exit 1;; esac; done\n'
+    )
+    hook.chmod(0o755)
+    args = ["sync", "--repo", remote.url, "--path", "jobs", "--namespace", NS]
+    args += ["--instance", INSTANCE, "--cache-dir", str(tmp_path / "cache")]
+    args += ["--kubeconfig", str(kubeapi.kubeconfig)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 3, result.output
+    assert result.stdout.startswith("Sync of ")
+    assert "1 created" in result.stdout and "+ create    ml/a: new job" in result.stdout
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert error.startswith("Error: the status note was not pushed: ")
+    assert job_objects(kubeapi, "a")
+
+
+# -- notes carry their time, version and warnings; status says their age ----------------
+
+
+def test_the_note_carries_time_version_and_warnings_and_status_prints_its_age(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    older = (UPSTREAM / "mlkube-v1beta1-dist.yaml").read_text()  # read with a warning
+    remote = make_git_remote("jobs", files={"jobs/old.yaml": older})
+    outcome = sync(git_config(remote, kubeapi, tmp_path))
+    assert outcome.summary.warnings and "warning" in outcome.summary.warnings[0]
+    note = report.parse_note(remote.note(remote.rev()) or "")
+    assert note is not None
+    assert note.version == __version__ and note.synced_at.endswith("Z")
+    assert note.warnings == outcome.summary.warnings
+    result = cli("status", "--repo", remote.url, "--cache-dir", str(tmp_path / "cache"))
+    assert result.exit_code == 0
+    assert f"synced {note.synced_at} by mxgitops {__version__}" in result.output
+    assert "note written " in result.output and " ago" in result.output
+
+
+def test_status_in_a_checkout_without_notes_prints_the_fetch_command(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    remote = make_git_remote("jobs", files=files(mxjob("a", servers=0)))
+    sync(git_config(remote, kubeapi, tmp_path))
+    checkout = tmp_path / "checkout"
+    subprocess.run(
+        ["git", "clone", "--quiet", remote.url, str(checkout)], check=True, capture_output=True
+    )
+    result = CliRunner().invoke(
+        main, ["status", "--repo", str(checkout), "--cache-dir", str(tmp_path / "c2")]
+    )
+    assert result.exit_code == 1
+    assert "git -C" in result.stderr
+    assert "fetch origin refs/notes/mxgitops:refs/notes/mxgitops" in result.stderr
