@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from mxgitops.manifests import LoadResult, Problem
 from mxgitops.markdown import code, text, visible
-from mxgitops.spec import MxJob
+from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class JobChange:
     name: str
     source: str
     detail: str = ""
+    effect: str = ""  # what a sync does, when on-change: wait makes it wait
 
     @property
     def qualified_name(self) -> str:
@@ -59,12 +60,12 @@ def review(base: LoadResult, head: LoadResult) -> Review:
     result = Review(
         added=[_change(j) for k, j in sorted(after.items()) if k not in before],
         changed=[
-            _change(j, _what_changed(before[k], j))
+            _change(j, _what_changed(before[k], j), _waits(j, WAIT_REPLACE))
             for k, j in sorted(after.items())
             if k in before and before[k].spec_hash != j.spec_hash
         ],
         removed=[
-            _change(j)
+            _change(j, effect=_waits(j, WAIT_REMOVE))
             for k, j in sorted(before.items())
             if k not in after and k not in head.invalid_keys and k not in held
         ],
@@ -78,8 +79,20 @@ def review(base: LoadResult, head: LoadResult) -> Review:
     return result
 
 
-def _change(job: MxJob, detail: str = "") -> JobChange:
-    return JobChange(job.namespace, job.name, job.source_path, detail)
+def _change(job: MxJob, detail: str = "", effect: str = "") -> JobChange:
+    return JobChange(job.namespace, job.name, job.source_path, detail, effect)
+
+
+# A sync holds these while the job runs (plan.py): the changed job's new manifest, and
+# the removed job's last one (its live objects carry it), say on-change: wait.
+WAIT_REPLACE = "replaced when the running job finishes"
+WAIT_REMOVE = "removed when it finishes"
+
+
+def _waits(job: MxJob, effect: str) -> str:
+    if job.on_change is not OnChange.WAIT:
+        return ""
+    return f"{effect} ({ON_CHANGE_ANNOTATION}: wait; at once if it has finished)"
 
 
 def _what_changed(old: MxJob, new: MxJob) -> str:
@@ -106,8 +119,14 @@ def render_text(result: Review) -> str:
         + (f", {len(result.violations)} of them policy violations" if result.violations else "")
     ]
     lines += [f"  + {c.qualified_name} ({c.source})" for c in result.added]
-    lines += [f"  ~ {c.qualified_name} ({c.source}): {c.detail}" for c in result.changed]
-    lines += [f"  - {c.qualified_name} ({c.source})" for c in result.removed]
+    lines += [
+        f"  ~ {c.qualified_name} ({c.source}): {c.detail}" + (f"; {c.effect}" if c.effect else "")
+        for c in result.changed
+    ]
+    lines += [
+        f"  - {c.qualified_name} ({c.source})" + (f": {c.effect}" if c.effect else "")
+        for c in result.removed
+    ]
     lines += [f"  ! {p}" for p in result.broken]
     lines += [f"  ! (already before) {p}" for p in result.still_broken]
     lines += [f"  ? {w}" for w in result.warnings]
@@ -122,7 +141,8 @@ def render_markdown(result: Review) -> str:
         lines += ["| | job | manifest | what happens on sync |", "|---|---|---|---|"]
         effect = {"added": "created", "changed": "replaced (new runtime)", "removed": "deleted"}
         for kind, c in rows:
-            detail = f"{effect[kind]}: {text(c.detail, table=True)}" if c.detail else effect[kind]
+            what = text(c.effect, table=True) if c.effect else effect[kind]
+            detail = f"{what}: {text(c.detail, table=True)}" if c.detail else what
             name, source = code(c.qualified_name, table=True), code(c.source, table=True)
             lines.append(f"| {kind} | {name} | {source} | {detail} |")
     else:
@@ -151,7 +171,13 @@ def render_markdown(result: Review) -> str:
 def render_json(result: Review) -> str:
     def jobs(changes: list[JobChange]) -> list[dict[str, str]]:
         return [
-            {"namespace": c.namespace, "name": c.name, "source": c.source, "detail": c.detail}
+            {
+                "namespace": c.namespace,
+                "name": c.name,
+                "source": c.source,
+                "detail": c.detail,
+                **({"effect": c.effect} if c.effect else {}),
+            }
             for c in changes
         ]
 

@@ -373,3 +373,37 @@ def test_status_in_a_checkout_without_notes_prints_the_fetch_command(
     assert result.exit_code == 1
     assert "git -C" in result.stderr
     assert "fetch origin refs/notes/mxgitops:refs/notes/mxgitops" in result.stderr
+
+
+# -- 6. diff knows on-change: wait ---------------------------------------------------------
+
+WAIT = {"mxgitops.io/on-change": "wait"}
+
+
+def test_diff_says_a_waiting_job_is_replaced_or_removed_when_it_finishes(
+    make_git_remote: Callable[..., GitRemote],
+) -> None:
+    jobs = [mxjob(n, servers=0, annotations=WAIT) for n in ("patient", "gone", "hasty")]
+    remote = make_git_remote("jobs", files=files(*jobs))
+    base = remote.rev()
+    hasty = mxjob("hasty", servers=0, args=["train.py", "--fast"])  # wait dropped with the change
+    remote.commit(
+        {
+            **files(mxjob("patient", servers=0, args=["train.py", "--lr=1"], annotations=WAIT)),
+            **files(hasty),
+            "jobs/gone.yaml": None,
+        },
+        "change",
+    )
+    args = ["diff", base, "HEAD", "--repo", str(remote.work), "--path", "jobs", "-n", NS]
+    text = cli(*args)
+    assert text.exit_code == 0, text.output
+    lines = {line.split()[1]: line for line in text.output.splitlines()[1:]}
+    assert "replaced when the running job finishes" in lines["ml/patient"]
+    assert "removed when it finishes" in lines["ml/gone"]
+    assert "finishes" not in lines["ml/hasty"]  # on-change: replace in the same change: at once
+    markdown = cli(*args, "-o", "markdown").output
+    assert "replaced when the running job finishes" in markdown
+    changed = {j["name"]: j for j in json.loads(cli(*args, "-o", "json").output)["changed"]}
+    assert changed["patient"]["effect"].startswith("replaced when the running job finishes")
+    assert "effect" not in changed["hasty"]
