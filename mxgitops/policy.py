@@ -65,6 +65,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "allowedServiceAccounts": ("allowed_service_accounts", "list"),
     "allowedPriorityClasses": ("allowed_priority_classes", "list"),
 }
+LIST_FIELDS = frozenset(attribute for attribute, kind in KEYS.values() if kind == "list")
 _EXPECTED = {
     "list": "a list of strings",
     "level": "one of privileged, baseline, restricted",
@@ -104,20 +105,27 @@ def _value(kind: str, value: object) -> Any:
     return value if ok else None
 
 
-def combine(*parties: Mapping[str, Any]) -> Policy:
-    """The default policy, made stricter key by key by each party's settings."""
+def combine(operator: Mapping[str, Any], *tighter: Mapping[str, Any]) -> Policy:
+    """The defaults with the operator's settings in their place, then made stricter key by
+    key by each of `tighter` (the jobs repository's): those can never loosen a key."""
     merged: dict[str, Any] = {}
     for f in fields(Policy):
-        current = getattr(DEFAULT_POLICY, f.name)
-        for party in parties:
+        current = operator.get(f.name, getattr(DEFAULT_POLICY, f.name))
+        if f.name in RESTRICTIVE_WHEN_EMPTY and not current:
+            current = (Allowed(),)  # the default's meaning, which a repository cannot widen
+        for party in tighter:
             if f.name in party:
                 current = _stricter(f.name, current, party[f.name])
         merged[f.name] = current
     return Policy(**merged)
 
 
+# Lists whose empty default allows one thing (the default namespace, its default account).
+RESTRICTIVE_WHEN_EMPTY = frozenset({"allowed_namespaces", "allowed_service_accounts"})
+
+
 def _stricter(name: str, current: Any, new: Any) -> Any:
-    if isinstance(current, tuple) and (not current or isinstance(current[0], Allowed)):
+    if name in LIST_FIELDS:
         return (*current, *new)  # a job must pass every party's list
     value, other = current[0], new[0]
     if name == "pod_security":
