@@ -18,6 +18,7 @@ never guessed at.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -30,6 +31,7 @@ from mxgitops.errors import ClusterClientError, ClusterError, LeaseHeldError, St
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
 DEFAULT_DURATION_SECONDS = 600
+log = logging.getLogger("mxgitops")
 
 
 class LeaseAPI(Protocol):
@@ -162,6 +164,7 @@ def release(api: LeaseAPI, lease: KubeObject) -> None:
             return
         except ClusterClientError as exc:
             if exc.status != 409:
+                _not_released(ours, exc)
                 return
             with suppress(ClusterError):
                 current = api.get(ObjectRef.of(lease))
@@ -169,8 +172,22 @@ def release(api: LeaseAPI, lease: KubeObject) -> None:
                     ours = current
                     continue
             return
-        except ClusterError:
+        except ClusterError as exc:
+            _not_released(ours, exc)
             return
+
+
+def _not_released(lease: KubeObject, error: ClusterError) -> None:
+    """Say why the Lease stays held: the next syncs stop on it until it expires."""
+    spec = _spec(lease)
+    log.warning(
+        "could not release Lease %s: %s; syncs wait until it expires "
+        "(%ss after its renewal at %s)",
+        ObjectRef.of(lease),
+        error,
+        spec.get("leaseDurationSeconds"),
+        spec.get("renewTime"),
+    )
 
 
 def _give_back(api: LeaseAPI, ref: ObjectRef, holder: str) -> None:

@@ -179,6 +179,9 @@ def test_patch_flavours(k8s: Clients) -> None:
     assert code == 422 and "pod updates may not add or remove containers" in body["message"]
 
 
+@pytest.mark.double_only(
+    "writes a Job's status, which the real job controller owns and rewrites concurrently"
+)
 def test_status_subresource(k8s: Clients) -> None:
     k8s.batch.create_namespaced_job(NS, job_manifest("x"))
     ignored = k8s.batch.patch_namespaced_job("x", NS, {"status": {"active": 3}})

@@ -203,3 +203,18 @@ def test_a_long_apply_renews_the_lease_and_releases_the_renewed_one() -> None:
         api.fail_replace = None
     stored = api.get(REF)
     assert stored is not None and stored["spec"]["holderIdentity"] is None  # released
+
+
+def test_a_lease_that_cannot_be_released_says_why(caplog: pytest.LogCaptureFixture) -> None:
+    """A release refused (RBAC without update, found by the real authorizer) is not
+    silent: the next syncs stop on this Lease until it expires, and the log says why."""
+    from mxgitops.errors import ClusterForbidden
+
+    api = FakeLeases()
+    taken = lease.acquire(api, instance="t1", namespace="ml", holder="me", now=NOW)
+    api.fail_replace = ClusterForbidden("the Kubernetes API refused PUT leases: forbidden")
+    with caplog.at_level("WARNING", logger="mxgitops"):
+        lease.release(api, taken)
+    (record,) = caplog.records
+    assert record.getMessage().startswith("could not release Lease lease/mxgitops-t1 in ml")
+    assert "forbidden" in record.getMessage() and "600s" in record.getMessage()

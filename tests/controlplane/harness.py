@@ -158,6 +158,12 @@ class RealCluster:
             self.plane.kubeconfig(self.kubeconfig, server=self._proxy.url)
         self._proxy.faults.configure(spec, seed, retry_after)
 
+    @property
+    def proxy_url(self) -> str:
+        """The fault proxy's URL (start it with :meth:`faults`)."""
+        assert self._proxy is not None, "call faults() first"
+        return self._proxy.url
+
     def direct(self) -> None:
         """No proxy: mxgitops talks to the API server itself again."""
         if self._proxy is not None:

@@ -4,7 +4,8 @@ Faults are the API double's own (``tests/kubeapi/faults.py``: 500, 503, 429 with
 Retry-After, delays, dropped connections, ``lose`` = the server acts but the answer
 never arrives, ``hang``), decided per request by the same seeded rules, so a fault
 test says the same thing to either backend. What is not faulted is forwarded to
-kube-apiserver under the identity mxgitops runs as in tests, and the real answer
+kube-apiserver under the identity mxgitops runs as in tests (or, when the client
+sends a bearer token, a ServiceAccount's, under that token), and the real answer
 comes back unchanged. The proxy keeps the double's request log too: it sees the
 requests that a fault kept from ever reaching the server.
 
@@ -46,10 +47,13 @@ class FaultProxy(ThreadingHTTPServer):
         self.upstream = upstream
         self.faults = Faults()
         self.log = log
-        self.session = requests.Session()
+        self.session = requests.Session()  # as the tests' mxgitops identity
         self.session.trust_env = False
         self.session.verify = ca
         self.session.cert = (str(identity.cert), str(identity.key))
+        self.bearer_session = requests.Session()  # a client with a token speaks for itself
+        self.bearer_session.trust_env = False
+        self.bearer_session.verify = ca
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(str(serving.cert), str(serving.key))
         self.socket = context.wrap_socket(self.socket, server_side=True)
@@ -153,9 +157,10 @@ class Handler(BaseHTTPRequestHandler):
         headers = {
             key: value
             for key, value in self.headers.items()
-            if key.lower() in ("content-type", "accept", "user-agent")
+            if key.lower() in ("content-type", "accept", "user-agent", "authorization")
         }
-        with self.server.session.request(
+        session = self.server.bearer_session if "Authorization" in headers else self.server.session
+        with session.request(
             method,
             self.server.upstream + self.path,
             data=body or None,
