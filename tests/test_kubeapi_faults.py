@@ -14,7 +14,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from tests.kubeapi.clients import Clients, clients_for, raw
-from tests.kubeapi.faults import parse_spec
+from tests.kubeapi.faults import Faults, parse_spec
 from tests.kubeapi.harness import KubeAPI
 
 NS = "default"
@@ -93,9 +93,17 @@ def test_fault_spec_parsing() -> None:
     assert rules[0].verbs == {"create", "update", "patch", "delete", "deletecollection"}
     assert rules[1].resources == {"jobs", "pods"} and rules[1].action == "drop"
     assert (rules[2].delay_ms, rules[2].probability) == (5.0, 0.5)
-    for bad in ("write:600=0.1", "write:500=2", "nope:500=0.1", "write500"):
+    for bad in ("write:600=0.1", "write:500=2", "nope:500=0.1", "write500", "get:500=1xa"):
         with pytest.raises(ValueError):
             parse_spec(bad)
+
+
+def test_a_limited_rule_fires_at_most_its_count() -> None:
+    (rule,) = parse_spec("create/configmaps:lose=1x2")
+    assert (rule.probability, rule.limit) == (1.0, 2)
+    faults = Faults("create/configmaps:lose=1x2")
+    lost = [faults.decide("create", "configmaps").lose for _ in range(4)]
+    assert lost == [True, True, False, False]
 
 
 def test_standalone_server(tmp_path: Path) -> None:

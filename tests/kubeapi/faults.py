@@ -17,6 +17,10 @@ separated list of ``VERBS[/RESOURCES]:ACTION=VALUE`` rules.
   called again; :attr:`Faults.hanging` is set when one hangs) where ``P`` is a
   probability in [0, 1]; ``delay=Nms`` (always) or ``delay=Nms@P``.
 
+An error action's ``P`` may end in ``xN``: the rule fires at most N times
+(``create/configmaps:lose=1x1``: the first create's answer is lost, its retry's
+is not).
+
 Example: ``write:500=0.05,write:503=0.05,write/jobs:429=0.05,write:drop=0.05,*:delay=5ms``.
 
 Every request to the Kubernetes API (not to ``/_kubeapi/``) draws, for each
@@ -51,6 +55,7 @@ class FaultRule:
     action: str
     probability: float
     delay_ms: float = 0.0
+    limit: int | None = None  # fires at most this many times
 
     def matches(self, verb: str, resource: str) -> bool:
         return verb in self.verbs and (self.resources is None or resource in self.resources)
@@ -108,7 +113,16 @@ def parse_spec(spec: str) -> list[FaultRule]:
                 )
             )
         else:
-            rules.append(FaultRule(_verbs(verbs_text), resources, action, _probability(value)))
+            chance, _, limit = value.partition("x")
+            rules.append(
+                FaultRule(
+                    _verbs(verbs_text),
+                    resources,
+                    action,
+                    _probability(chance),
+                    limit=int(limit) if limit else None,
+                )
+            )
     return rules
 
 
@@ -157,6 +171,7 @@ class Faults:
         with self._lock:
             self.spec, self.seed, self.retry_after = spec, seed, retry_after
             self.rules = rules
+            self._fired = [0] * len(rules)
             self._random = random.Random(seed)
 
     def release_hung(self) -> None:
@@ -176,12 +191,13 @@ class Faults:
     def decide(self, verb: str, resource: str) -> Decision:
         decision = Decision()
         with self._lock:
-            for rule in self.rules:
+            for index, rule in enumerate(self.rules):
                 if not rule.matches(verb, resource):
                     continue
                 fired = self._random.random() < rule.probability
-                if not fired:
+                if not fired or (rule.limit is not None and self._fired[index] >= rule.limit):
                     continue
+                self._fired[index] += 1
                 if rule.action == "delay":
                     decision.delay_ms += rule.delay_ms
                 elif decision.error is None and not (decision.drop or decision.lose):

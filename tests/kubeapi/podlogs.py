@@ -34,10 +34,17 @@ class PodLogs:
         if container and container not in names:
             raise errors.bad_request(f"container {container} is not valid for pod {pod}")
         with self._lock:
-            lines = self._texts.get((namespace, job), "").splitlines(keepends=True)
-        if query.get("tailLines", "").isdigit():
-            lines = lines[len(lines) - min(len(lines), int(query["tailLines"])) :]
-        data = "".join(lines).encode()
-        if query.get("limitBytes", "").isdigit():
-            data = data[: int(query["limitBytes"])]
-        return data
+            text = self._texts.get((namespace, job), "")
+        return tail(text, query)
+
+
+def tail(text: str, query: dict[str, str]) -> bytes:
+    """``text`` as a kubelet serves a log: the last ``tailLines``, then at most
+    ``limitBytes`` (the fake kubelet of the real control plane serves it the same way)."""
+    lines = text.splitlines(keepends=True)
+    if query.get("tailLines", "").isdigit():
+        lines = lines[len(lines) - min(len(lines), int(query["tailLines"])) :]
+    data = "".join(lines).encode()
+    if query.get("limitBytes", "").isdigit():
+        data = data[: int(query["limitBytes"])]
+    return data
