@@ -13,6 +13,9 @@ What it promises the planner and apply:
 - every failure becomes an `errors.ClusterError` with the cause chained;
 - no call takes longer than its timeout, retries included: an API server that
   accepts connections but never answers is unreachable (exit 4), not a hang;
+- under tenancy (`tenant_service_account`), a request about a job's objects in
+  namespace N is made as that service account of N (`Impersonate-User`): N's
+  RBAC and Pod Security admission judge it, and a refusal is that job's error;
 - once `stop()` is called (SIGTERM), no further write starts and what is left
   (releasing the Lease) gets a short deadline; writes run on daemon threads, so
   a write in flight never keeps the process from exiting.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -117,6 +121,9 @@ class Cluster:
     timeout: float = DEFAULT_REQUEST_TIMEOUT
     clock: Callable[[], float] = time.monotonic
     stopping: threading.Event = field(default_factory=threading.Event)
+    # Tenancy: every request about a job's objects in namespace N is made as this service
+    # account of N (impersonation), so N's RBAC and Pod Security admission decide.
+    tenant_service_account: str = ""
 
     def stop(self) -> None:
         """The sync is stopping (SIGTERM): start no further write, and give each call
@@ -346,7 +353,7 @@ class Cluster:
             method=method,
             resource_path=path,
             query_params=list((query or {}).items()),
-            header_params=headers,
+            header_params={**headers, **self._acting_as(path)},
             body=body,
             auth_settings=["BearerToken"],
             # The client's own `configuration.host` re-reads the proxy environment on
@@ -364,6 +371,23 @@ class Cluster:
         body_bytes: bytes = data
         return body_bytes
 
+    def _acting_as(self, path: str) -> dict[str, str]:
+        """The impersonation header of a request about a batch Job or Service in a
+        namespace, under tenancy; none for the cluster-wide LISTs, the Lease and ledger."""
+        match = _TENANT_PATH.match(path)
+        if not self.tenant_service_account or match is None:
+            return {}
+        namespace = match.group(1)
+        return {
+            "Impersonate-User": f"system:serviceaccount:{namespace}:{self.tenant_service_account}"
+        }
+
+
+# The objects a job is made of, namespaced: what tenancy writes (and reads back) as the tenant.
+_TENANT_PATH = re.compile(
+    r"^(?:/apis/batch/v1|/api/v1)/namespaces/([^/]+)/(?:jobs|services)(?:/|$)"
+)
+
 
 def connect(
     *,
@@ -373,6 +397,7 @@ def connect(
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], None] | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    tenant_service_account: str | None = None,
 ) -> Cluster:
     """Connect like any Kubernetes tool: a kubeconfig (this one, else $KUBECONFIG or
     ~/.kube/config) with its current or the given context, else the pod's service
@@ -398,6 +423,7 @@ def connect(
         sleep=sleep or time.sleep,
         server=configuration.host,
         timeout=request_timeout,
+        tenant_service_account=tenant_service_account or "",
     )
 
 

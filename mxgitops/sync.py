@@ -259,6 +259,7 @@ def _cluster(
         context=config.context,
         parallelism=config.parallelism,
         request_timeout=config.request_timeout,
+        tenant_service_account=config.tenant_service_account,
     )
 
 

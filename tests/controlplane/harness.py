@@ -124,7 +124,7 @@ class RealCluster:
         self.kubeconfig = plane.kubeconfig(kubeconfig)
         self.audit_log = plane.audit_log
         self.rest = Rest(plane.url, plane.pki.ca, plane.admin.cert, plane.admin.key)
-        self.node = FakeKubelet(self.rest).start()
+        self.node = FakeKubelet(self.rest, plane.pki.serving("kubelet")).start()
         self._namespaces: set[str] = set()
         self._handed_out: set[str] = set()  # pods run_job_controller returned already
         for namespace in TEST_NAMESPACES:
@@ -268,7 +268,8 @@ class RealCluster:
     def raw(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> tuple[int, dict[str, str], Any]:
-        """One plain HTTP request as admin: (status, headers, JSON body)."""
+        """One plain HTTP request as admin: (status, headers, JSON body, or the text
+        of a body that is not JSON, such as a log)."""
         response = self.rest.session.request(
             method,
             self.url + path,
@@ -276,7 +277,10 @@ class RealCluster:
             headers={"Content-Type": content_type, "Accept": "application/json"},
             timeout=30,
         )
-        return response.status_code, dict(response.headers), response.json()
+        is_json = response.headers.get("Content-Type", "").startswith("application/json")
+        return response.status_code, dict(response.headers), (
+            response.json() if is_json else response.text
+        )
 
     def wipe(self) -> None:
         """Remove every object a test may have made, in every non-system namespace,
@@ -372,6 +376,11 @@ class RealCluster:
         return updated
 
     set_pod_phase = kubelet
+
+    def container_log(self, *, job: str, namespace: str, text: str) -> None:
+        """What every pod of the batch Job ``job`` serves as its log, through the real
+        API server's ``pods/{name}/log``, which proxies it from the fake kubelet."""
+        self.node.logs.texts[(namespace, job)] = text
 
     def _bound(self, pod: dict[str, Any]) -> dict[str, Any]:
         meta = pod["metadata"]

@@ -1,6 +1,7 @@
 """A fake kubelet: one Node, and pods moved through their lives through the real API.
 
-There is no container runtime. The Node is registered Ready with room for GPUs,
+There is no container runtime. The Node is registered Ready with room for GPUs, at
+127.0.0.1 (the API server reaches a node's kubelet at its address: it must be loopback),
 so the real scheduler binds pods to it (or leaves them Pending with its own
 Unschedulable reason when they ask for more than it has). A pod then stays as
 the scheduler left it until a test says what its containers did; the status
@@ -8,7 +9,9 @@ written is the one ``tests/kubeapi/podstatus.py`` computes for the double, so a
 test reads the same pod on either backend. What a kubelet does on its own, it
 does here too, in a background thread: a pod being deleted on this node is
 removed at once (its containers "stopped"), as the kubelet confirms a graceful
-deletion.
+deletion. And it serves the kubelet's ``/containerLogs/`` endpoint on loopback,
+which kube-apiserver proxies ``pods/{name}/log`` to: every pod of a batch Job
+logs what the test set for that Job (``container_log``).
 """
 
 from __future__ import annotations
@@ -16,15 +19,20 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import ssl
 import threading
 import uuid
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import requests
 
 from tests.kubeapi import podstatus
+from tests.kubeapi.podlogs import JOB_NAME_LABEL, tail
 
+from .pki import KeyPair
 from .rest import Rest
 
 NODE = "mxgitops-node"
@@ -41,7 +49,7 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def node_status() -> dict[str, Any]:
+def node_status(kubelet_port: int) -> dict[str, Any]:
     stamp = now()
     conditions = [
         ("Ready", "True", "KubeletReady"),
@@ -52,7 +60,8 @@ def node_status() -> dict[str, Any]:
     return {
         "capacity": CAPACITY,
         "allocatable": CAPACITY,
-        "addresses": [{"type": "InternalIP", "address": podstatus.HOST_IP}],
+        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "conditions": [
             {
                 "type": kind,
@@ -78,11 +87,54 @@ def node_status() -> dict[str, Any]:
     }
 
 
-class FakeKubelet:
-    """Register the node, finalize deleted pods in the background, write pod status on demand."""
+class LogServer(ThreadingHTTPServer):
+    """The kubelet's ``GET /containerLogs/{namespace}/{pod}/{container}``, over TLS."""
 
-    def __init__(self, rest: Rest) -> None:
+    daemon_threads = True
+
+    def __init__(self, rest: Rest, serving: KeyPair) -> None:
+        super().__init__(("127.0.0.1", 0), LogHandler)
         self.rest = rest
+        self.texts: dict[tuple[str, str], str] = {}
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(serving.cert), str(serving.key))
+        self.socket = context.wrap_socket(self.socket, server_side=True)
+        threading.Thread(target=self.serve_forever, name="kubelet-logs", daemon=True).start()
+
+
+class LogHandler(BaseHTTPRequestHandler):
+    server: LogServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent."""
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        parts = url.path.strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "containerLogs":
+            self.send_error(404)
+            return
+        _, namespace, pod, _container = parts
+        found = self.server.rest.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+        if found is None:
+            self.send_error(404)
+            return
+        job = (found["metadata"].get("labels") or {}).get(JOB_NAME_LABEL, "")
+        data = tail(self.server.texts.get((namespace, job), ""), dict(parse_qsl(url.query)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class FakeKubelet:
+    """Register the node, finalize deleted pods in the background, serve container logs,
+    write pod status on demand."""
+
+    def __init__(self, rest: Rest, serving: KeyPair) -> None:
+        self.rest = rest
+        self.logs = LogServer(rest, serving)
         self._stop = threading.Event()
         self._ips = itertools.count(2)
         self._thread = threading.Thread(target=self._finalize_loop, name="kubelet", daemon=True)
@@ -100,7 +152,7 @@ class FakeKubelet:
             },
         )
         node = self.rest.get(f"/api/v1/nodes/{NODE}")
-        node["status"] = node_status()
+        node["status"] = node_status(self.logs.server_address[1])
         self.rest.put(f"/api/v1/nodes/{NODE}/status", node)
         # TaintNodesByCondition admission marks a new node not-ready; the node
         # lifecycle controller would lift it once the node reports Ready.
@@ -111,6 +163,8 @@ class FakeKubelet:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self.logs.shutdown()
+        self.logs.server_close()
 
     # -- pods being deleted ------------------------------------------------------
     def _finalize_loop(self) -> None:
