@@ -1,8 +1,9 @@
 """Apply: execute a Plan against the cluster, and nothing the plan does not say.
 
 Deletions run first (a replace frees its old runtime before the new one
-starts), then the creations a change needs first (`Change.first`), then the
-others, each phase with the cluster's bounded parallelism.
+starts), together with in-place patches (`Change.patches`: independent of
+anything else), then the creations a change needs first (`Change.first`),
+then the others, each phase with the cluster's bounded parallelism.
 A failed write does not stop the others: the change set records, per job,
 what was done and what failed, so a partial apply is reported honestly and
 the next sync finishes the work (every write is idempotent).
@@ -17,7 +18,7 @@ from typing import Protocol
 
 from mxgitops.errors import MxGitOpsError
 from mxgitops.ledger import JobKey
-from mxgitops.objects import Create, Delete, ObjectRef, Write, WriteResult
+from mxgitops.objects import Create, Delete, ObjectRef, Patch, Write, WriteResult
 from mxgitops.plan import Change, Plan
 
 
@@ -33,6 +34,7 @@ class ChangeResult:
     created: tuple[ObjectRef, ...] = ()
     deleted: tuple[ObjectRef, ...] = ()
     errors: tuple[str, ...] = ()
+    patched: tuple[ObjectRef, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -61,6 +63,7 @@ class _Outcome:
     created: list[ObjectRef] = field(default_factory=list)
     deleted: list[ObjectRef] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    patched: list[ObjectRef] = field(default_factory=list)
 
 
 def apply(
@@ -78,16 +81,18 @@ def apply(
         for ref in change.deletes:
             owners[ref] = change.key
             deletes.append(Delete(ref))
+        for patch in change.patches:
+            owners[patch.ref] = change.key
+            deletes.append(Patch(patch.ref, patch.patch))
         for obj in change.creates:
             owners[ObjectRef.of(obj)] = change.key
             (firsts if ObjectRef.of(obj) in change.first else creates).append(Create(obj))
-    _record(cluster.write(deletes, on_done), owners, outcomes)
     # A job whose old objects could not all be deleted is not started anew, so it
     # never has two live runtimes. (The pods of deleted Jobs may still be terminating
     # while the new ones start: the API server deletes them in the background.)
-    blocked = {key for key, outcome in outcomes.items() if outcome.errors}
-    _record(cluster.write(_unblocked(firsts, owners, blocked), on_done), owners, outcomes)
-    unready = {key for key, outcome in outcomes.items() if outcome.errors} - blocked
+    blocked = _failed(cluster.write(deletes, on_done), owners, outcomes, Delete)
+    first = cluster.write(_unblocked(firsts, owners, blocked), on_done)
+    unready = _failed(first, owners, outcomes, Create) - blocked
     _record(
         cluster.write(_unblocked(creates, owners, blocked | unready), on_done), owners, outcomes
     )
@@ -101,6 +106,18 @@ def apply(
                 "not started: what it needs first (its scheduler's Service) was not created"
             )
     return ChangeSet(tuple(_result(c, outcomes[c.key]) for c in writing))
+
+
+def _failed(
+    results: list[WriteResult],
+    owners: dict[ObjectRef, JobKey],
+    outcomes: dict[JobKey, _Outcome],
+    kind: type[Create] | type[Delete],
+) -> set[JobKey]:
+    """Record `results`; the jobs whose writes of `kind` failed (a failed patch blocks
+    nothing: it changes no object's existence)."""
+    _record(results, owners, outcomes)
+    return {owners[_ref(r.write)] for r in results if r.error and isinstance(r.write, kind)}
 
 
 def _unblocked(
@@ -119,6 +136,8 @@ def _record(
             outcome.errors.append(f"{_verb(result.write)} {ref}: {_message(result.error)}")
         elif isinstance(result.write, Create):
             outcome.created.append(ref)
+        elif isinstance(result.write, Patch):
+            outcome.patched.append(ref)
         else:
             outcome.deleted.append(ref)
 
@@ -128,7 +147,7 @@ def _ref(write: Write) -> ObjectRef:
 
 
 def _verb(write: Write) -> str:
-    return "create" if isinstance(write, Create) else "delete"
+    return {Create: "create", Patch: "patch", Delete: "delete"}[type(write)]
 
 
 def _message(error: MxGitOpsError) -> str:
@@ -137,5 +156,9 @@ def _message(error: MxGitOpsError) -> str:
 
 def _result(change: Change, outcome: _Outcome) -> ChangeResult:
     return ChangeResult(
-        change, tuple(outcome.created), tuple(outcome.deleted), tuple(outcome.errors)
+        change,
+        tuple(outcome.created),
+        tuple(outcome.deleted),
+        tuple(outcome.errors),
+        tuple(outcome.patched),
     )

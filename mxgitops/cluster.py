@@ -53,6 +53,7 @@ from mxgitops.objects import (
     KubeObject,
     LiveObjects,
     ObjectRef,
+    Patch,
     Write,
     WriteResult,
     same_owner,
@@ -242,6 +243,9 @@ class Cluster:
             if isinstance(write, Create):
                 ref = write.ref
                 self._request("POST", _path(ref.kind, ref.namespace), body=write.obj)
+            elif isinstance(write, Patch):
+                ref = write.ref
+                self._request("PATCH", _path(ref.kind, ref.namespace, ref.name), body=write.body)
             else:
                 ref = write.ref
                 # Background: the Job goes at once, the garbage collector takes its pods.
@@ -348,7 +352,8 @@ class Cluster:
         body: KubeObject | None,
         timeout: float,
     ) -> bytes:
-        headers = {"Accept": "application/json, */*", "Content-Type": "application/json"}
+        kind = "application/merge-patch+json" if method == "PATCH" else "application/json"
+        headers = {"Accept": "application/json, */*", "Content-Type": kind}
         request = self.api_client.param_serialize(
             method=method,
             resource_path=path,

@@ -197,10 +197,13 @@ class MxJob:
 
     @cached_property
     def spec_hash(self) -> str:
-        """sha256 of everything that shapes the job's objects.
+        """sha256 of everything that shapes the job's objects and cannot change on a
+        live batch Job.
 
         The dialect, the on-change annotation and the source path are left out:
         rewriting a manifest in the other dialect, or moving it, changes nothing.
+        So are suspend, activeDeadlineSeconds, backoffLimit and
+        ttlSecondsAfterFinished: they are patched in place, without a new runtime.
         """
         return hashlib.sha256(_canonical_json(self).encode()).hexdigest()
 
@@ -251,12 +254,15 @@ def _canonical_json(job: MxJob) -> str:
             }
             for r in job.replica_specs
         ],
+        # What a live batch Job lets change is patched in place (trainer/inplace.py), so
+        # it does not name the runtime: hashed as unset, which keeps the hash of every
+        # job that sets none of it as it was before (upgrade note in the README).
         "runPolicy": {
             "cleanPodPolicy": job.run_policy.clean_pod_policy,
-            "ttlSecondsAfterFinished": job.run_policy.ttl_seconds_after_finished,
-            "activeDeadlineSeconds": job.run_policy.active_deadline_seconds,
-            "backoffLimit": job.run_policy.backoff_limit,
-            "suspend": job.run_policy.suspend,
+            "ttlSecondsAfterFinished": None,
+            "activeDeadlineSeconds": None,
+            "backoffLimit": None,
+            "suspend": False,
         },
         "successPolicy": job.success_policy.value,
     }

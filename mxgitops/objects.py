@@ -115,7 +115,15 @@ class Delete:
     ref: ObjectRef
 
 
-Write = Create | Delete
+@dataclass(frozen=True)
+class Patch:
+    """A JSON merge patch of an object's fields that change in place."""
+
+    ref: ObjectRef
+    body: KubeObject
+
+
+Write = Create | Delete | Patch
 
 
 @dataclass(frozen=True)

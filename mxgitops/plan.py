@@ -41,11 +41,13 @@ from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
 from mxgitops.trainer import (
     AcceleratorConfig,
     Failure,
+    InPlace,
     LiveJob,
     MxReplicaStatus,
     RenderContext,
     ReplicaState,
     State,
+    compare_in_place,
     group_live,
     job_refs,
     render_job,
@@ -59,7 +61,8 @@ FINISHED = (State.SUCCEEDED, State.FAILED)
 class Action(StrEnum):
     CREATE = "create"
     REPLACE = "replace"
-    REPAIR = "repair"
+    REPAIR = "repair"  # missing objects recreated, hand-edited fields set back
+    UPDATE = "update"  # fields a live Job lets change (suspend...) patched: no restart
     DELETE = "delete"
     CLEAN = "clean"  # a finished job's pods go, as its cleanPodPolicy asks
     STOP = "stop"  # a finished job's replicas still active go: it holds nothing
@@ -81,6 +84,7 @@ class Change:
     deletes: tuple[ObjectRef, ...] = ()
     runtime_id: str = ""  # the live runtime once this change is applied
     failure: Failure | None = None  # why a Failed job failed, from its pods or the ledger
+    patches: tuple[InPlace, ...] = ()  # in-place changes of live objects
 
     @property
     def key(self) -> JobKey:
@@ -88,7 +92,7 @@ class Change:
 
     @property
     def writes(self) -> bool:
-        return bool(self.creates or self.deletes)
+        return bool(self.creates or self.deletes or self.patches)
 
     @property
     def first(self) -> tuple[ObjectRef, ...]:
@@ -282,7 +286,9 @@ def _policy_hold(job: MxJob, why: str, live: LiveJob | None) -> Change:
 def _running_change(
     job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: _Base
 ) -> Change:
-    """Self-heal: recreate what is missing of a running job.
+    """Self-heal: recreate what is missing of a running job, and patch in place what
+    a live Job lets change (suspend, deadlines, backoff, TTL, the on-change annotation):
+    an update when the manifest changed it, a repair when a hand changed it.
 
     With ttlSecondsAfterFinished, Kubernetes deletes each batch Job once its
     replica finished, while the others may still run; recreating it would run
@@ -294,13 +300,24 @@ def _running_change(
     if job.run_policy.ttl_seconds_after_finished is not None:
         collected = [ref for ref in missing if ref.kind is Kind.JOB]
         missing -= set(collected)
+    patches = tuple(compare_in_place(job, live.jobs, live.services))
     if missing:
         names = ", ".join(sorted(ref.name for ref in missing))
         return base.change(
             Action.REPAIR,
-            f"{len(missing)} of its objects are missing: {names}",
+            f"{len(missing)} of its objects are missing: {names}" + _patched(patches),
             state=state,
             creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in missing),
+            patches=patches,
+        )
+    if patches:
+        drift = all(p.drift for p in patches)
+        return base.change(
+            Action.REPAIR if drift else Action.UPDATE,
+            ("edited by hand, set back in place: " if drift else "changed in place: ")
+            + _fields(patches),
+            state=state,
+            patches=patches,
         )
     if collected:
         return base.change(
@@ -310,6 +327,16 @@ def _running_change(
             state=state,
         )
     return base.change(Action.UNCHANGED, "in sync", state=state)
+
+
+def _fields(patches: Sequence[InPlace]) -> str:
+    """What moved, once per distinct change (every batch Job of a job moves alike)."""
+    moved = dict.fromkeys(f for p in patches for f in p.fields)
+    return f"{', '.join(moved)} ({len(patches)} objects, no restart)"
+
+
+def _patched(patches: Sequence[InPlace]) -> str:
+    return f"; in place: {_fields(patches)}" if patches else ""
 
 
 @dataclass(frozen=True)
@@ -332,6 +359,7 @@ class _Base:
         state: State | None = None,
         creates: tuple[KubeObject, ...] = (),
         deletes: tuple[ObjectRef, ...] = (),
+        patches: tuple[InPlace, ...] = (),
     ) -> Change:
         return Change(
             self.namespace,
@@ -346,6 +374,7 @@ class _Base:
             deletes,
             self.runtime_id,
             self.failure if state is State.FAILED else None,
+            patches,
         )
 
 

@@ -38,6 +38,7 @@ _SYMBOLS = {
     Action.CREATE: "+",
     Action.REPLACE: "~",
     Action.REPAIR: "+",
+    Action.UPDATE: "~",
     Action.DELETE: "-",
     Action.CLEAN: "-",
     Action.STOP: "-",
@@ -181,6 +182,7 @@ def _rfc3339(moment: datetime) -> str:
 def _job_summary(change: Change, errors: Iterable[str]) -> JobSummary:
     objects = [f"+{o['kind'].lower()}/{o['metadata']['name']}" for o in change.creates]
     objects = [f"-{r.kind.lower()}/{r.name}" for r in change.deletes] + objects
+    objects += [f"~{p.describe()}" for p in change.patches]
     return JobSummary(
         namespace=change.namespace,
         name=change.name,
@@ -354,7 +356,13 @@ def _job_details(job: JobSummary) -> list[str]:
 
 
 def _extra(summary: Summary) -> list[str]:
-    extra = [line for job in summary.jobs for line in job.details()]
+    """Under the table: what each sync that acted did, and why; why jobs wait or failed."""
+    extra = [
+        f"{job.qualified_name}: {job.action}: {job.reason}"
+        for job in summary.jobs
+        if job.action != Action.UNCHANGED.value
+    ]
+    extra += [line for job in summary.jobs for line in job.details()]
     extra += [f"invalid: {p}" for p in summary.problems]
     extra += list(summary.warnings)  # each reads "FILE:LINE: ... warning: ..."
     if summary.prune_refused:
@@ -394,6 +402,7 @@ def _past(action: str, dry_run: bool) -> str:
         "create": "created",
         "replace": "replaced",
         "repair": "repaired",
+        "update": "updated",
         "delete": "deleted",
         "clean": "cleaned",
         "stop": "stopped",

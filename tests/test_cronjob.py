@@ -27,8 +27,8 @@ CRONJOB = ROOT / "cronjob"
 BASE, OVERLAY = CRONJOB / "base", CRONJOB / "overlays/example"
 # What a sync does, per (API group, resource): cluster.py, lease.py and ledger.py.
 CLUSTER_WIDE = {
-    ("batch", "jobs"): {"list", "get", "create", "delete"},
-    ("", "services"): {"list", "get", "create", "delete"},
+    ("batch", "jobs"): {"list", "get", "create", "patch", "delete"},
+    ("", "services"): {"list", "get", "create", "patch", "delete"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
 }

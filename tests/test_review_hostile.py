@@ -283,8 +283,8 @@ def test_a_field_named_like_the_note_marker_cannot_forge_the_note() -> None:
     note = report.render_note(summary)
     assert report.parse_note(note) == summary
     # The readable part gains no line from the newlines in the problems: title, blank,
-    # header, one job, blank, the problem, the prune refusal.
-    assert len(report.render_table(summary).splitlines()) == 7
+    # header, one job, blank, what the job's action did, the problem, the prune refusal.
+    assert len(report.render_table(summary).splitlines()) == 8
     lines = note.splitlines()
     assert [i for i, line in enumerate(lines) if line == report.NOTE_MARKER] == [len(lines) - 2]
 

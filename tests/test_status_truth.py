@@ -407,3 +407,65 @@ def test_diff_says_a_waiting_job_is_replaced_or_removed_when_it_finishes(
     changed = {j["name"]: j for j in json.loads(cli(*args, "-o", "json").output)["changed"]}
     assert changed["patient"]["effect"].startswith("replaced when the running job finishes")
     assert "effect" not in changed["hasty"]
+
+
+# -- 5. changes without restarts -------------------------------------------------------
+
+
+def test_suspend_and_resume_patch_the_live_batch_jobs_in_place(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    run = Syncer(kubeapi, repo)
+    write(repo, mxjob("pausable", workers=2))
+    run()
+    before = {o["metadata"]["name"]: o["metadata"]["uid"] for o in job_objects(kubeapi, "pausable")}
+    for suspend, state in ((True, "Suspended"), (False, "Pending")):
+        write(repo, mxjob("pausable", workers=2, runPolicy={"suspend": suspend}))
+        kubeapi.clear_log()
+        outcome = run()
+        job = summary_of(outcome, "pausable")
+        assert job.action == "update", job
+        assert f"spec.suspend {json.dumps(not suspend)} -> {json.dumps(suspend)}" in job.reason
+        done = [e for e in writes(kubeapi) if e["resource"] != "leases"]
+        assert {e["method"] for e in done} == {"PATCH"}, done
+        assert len(done) == 4  # the four batch Jobs; the Service has nothing to change
+        after = {
+            o["metadata"]["name"]: o["metadata"]["uid"] for o in job_objects(kubeapi, "pausable")
+        }
+        assert after == before  # the same objects: same runtime, nothing restarted
+        assert {o["spec"].get("suspend", False) for o in job_objects(kubeapi, "pausable")} == {
+            suspend
+        }
+        kubeapi.clear_log()
+        again = run()
+        assert summary_of(again, "pausable").state == state
+        assert not writes(kubeapi)
+
+
+def test_a_hand_edited_backoff_limit_is_set_back_and_named_in_the_note(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    remote = make_git_remote("jobs", files=files(mxjob("tuned", servers=0, backoffLimit=2)))
+    config = git_config(remote, kubeapi, tmp_path)
+    sync(config)
+    (worker,) = job_objects(kubeapi, "tuned")
+    name = worker["metadata"]["name"]
+    status, _, body = raw(
+        kubeapi,
+        "PATCH",
+        f"/apis/batch/v1/namespaces/{NS}/jobs/{name}",
+        {"spec": {"backoffLimit": 9}},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200, body
+    kubeapi.clear_log()
+    remote.commit({"README": "touch\n"}, "another commit")
+    outcome = sync(config)
+    job = summary_of(outcome, "tuned")
+    assert job.action == "repair"
+    assert "spec.backoffLimit 9 -> 2 (set back)" in job.reason
+    assert [e["method"] for e in writes(kubeapi) if e["resource"] == "jobs"] == ["PATCH"]
+    patched = kubeapi.get("jobs", name, NS)
+    assert patched is not None and patched["spec"]["backoffLimit"] == 2
+    note = remote.note(remote.rev()) or ""
+    assert "spec.backoffLimit 9 -> 2" in note

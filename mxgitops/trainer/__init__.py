@@ -14,6 +14,8 @@ from mxgitops.trainer.accelerators import (
     parse_accelerators,
 )
 from mxgitops.trainer.failure import Failure
+from mxgitops.trainer.inplace import InPlace
+from mxgitops.trainer.inplace import compare as compare_in_place
 from mxgitops.trainer.job import TrainingJob
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
@@ -54,6 +56,7 @@ __all__ = [
     "AcceleratorVolume",
     "Address",
     "Failure",
+    "InPlace",
     "KubernetesLabels",
     "LiveJob",
     "MXReplicaSet",
@@ -64,6 +67,7 @@ __all__ = [
     "ReplicaState",
     "State",
     "TrainingJob",
+    "compare_in_place",
     "dmlc_env",
     "group_live",
     "is_retryable_termination",

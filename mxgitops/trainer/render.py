@@ -32,6 +32,7 @@ from mxgitops.spec import (
     scheduler_service_name,
 )
 from mxgitops.trainer.accelerators import AcceleratorConfig, apply_accelerators
+from mxgitops.trainer.inplace import annotation as in_place_annotation
 from mxgitops.trainer.labels import replica_labels, shape_annotations
 from mxgitops.trainer.mxconfig import dmlc_env
 
@@ -101,12 +102,9 @@ def render_batch_job(
             ]
         }
     spec["template"] = _pod_template(job, replica, index, labels, ctx)
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": _metadata(job_object_name(job, replica.type, index), job, labels, ctx),
-        "spec": spec,
-    }
+    metadata = _metadata(job_object_name(job, replica.type, index), job, labels, ctx)
+    metadata["annotations"].update(in_place_annotation(job))  # the Job's, not its pods'
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
 def render_scheduler_service(job: MxJob, ctx: RenderContext) -> KubeObject:

@@ -1,0 +1,136 @@
+"""What changes on a live batch Job without a restart: compared, and patched in place.
+
+Kubernetes lets a few fields of a running Job change: `spec.suspend` (pausing
+deletes the pods, resuming starts new ones: the job's runtime, its names and
+its place in the ledger stay), `activeDeadlineSeconds`, `backoffLimit`,
+`ttlSecondsAfterFinished`, and metadata. Replacing the job for those would
+restart training from scratch, so the spec hash that names a runtime leaves
+them out (`model.IN_PLACE_RUN_POLICY`) and this module compares them instead,
+for the planner: pure, no I/O.
+
+Each batch Job records the values mxgitops last set in the annotation
+`mxgitops.io/in-place` (absent while none is set). A value the manifest
+changed since is an update; a value the manifest did not change but the
+object no longer has was edited by hand (drift), and is set back. Either
+way the change names the field, and the object is patched (a JSON merge
+patch), never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mxgitops import objects
+from mxgitops.objects import KubeObject, ObjectRef
+from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
+
+IN_PLACE_ANNOTATION = "mxgitops.io/in-place"
+FIELDS = ("suspend", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
+_DEFAULTS: Mapping[str, Any] = {"suspend": False}  # what an absent field reads as
+
+
+def desired(job: MxJob) -> dict[str, Any]:
+    """The in-place fields the manifest sets, as the batch Job's spec spells them."""
+    policy = job.run_policy
+    values: dict[str, Any] = {
+        "suspend": True if policy.suspend else None,
+        "activeDeadlineSeconds": policy.active_deadline_seconds,
+        "backoffLimit": policy.backoff_limit,
+        "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def annotation(job: MxJob) -> dict[str, str]:
+    """The annotation recording `desired(job)` on each batch Job; none while it is empty."""
+    values = desired(job)
+    return {IN_PLACE_ANNOTATION: _encode(values)} if values else {}
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """One object's patch, and what it changes (`drift`: set back after a hand edit)."""
+
+    ref: ObjectRef
+    patch: KubeObject
+    fields: tuple[str, ...]
+    drift: bool
+
+    def describe(self) -> str:
+        return f"{self.ref.kind.lower()}/{self.ref.name}: {', '.join(self.fields)}"
+
+
+def compare(
+    job: MxJob, live_jobs: tuple[KubeObject, ...], services: tuple[KubeObject, ...]
+) -> list[InPlace]:
+    """The patches that bring the live objects of `job`'s runtime to its manifest."""
+    want = desired(job)
+    wait = OnChange.WAIT.value if job.on_change is OnChange.WAIT else None
+    found = [_batch_job(obj, want, wait) for obj in live_jobs]
+    found += [_on_change_only(obj, wait) for obj in services]
+    return sorted((p for p in found if p is not None), key=lambda p: p.ref)
+
+
+def _batch_job(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> InPlace | None:
+    spec = obj.get("spec") or {}
+    annotations = objects.annotations_of(obj)
+    applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
+    spec_patch: dict[str, Any] = {}
+    updated, drifted = [], []
+    for name in FIELDS:
+        value, before = want.get(name), applied.get(name)
+        live = spec.get(name, _DEFAULTS.get(name))
+        target = value if value is not None else _DEFAULTS.get(name)
+        if value != before:
+            if live != target:
+                spec_patch[name] = value if value is not None else _DEFAULTS.get(name)
+                updated.append(f"spec.{name} {_shown(live)} -> {_shown(target)}")
+        elif target is not None and live != target:
+            spec_patch[name] = target
+            drifted.append(f"spec.{name} {_shown(live)} -> {_shown(target)} (set back)")
+    metadata: dict[str, Any] = {}
+    if want != applied:
+        metadata[IN_PLACE_ANNOTATION] = _encode(dict(want)) if want else None
+    if annotations.get(ON_CHANGE_ANNOTATION) != wait:
+        metadata[ON_CHANGE_ANNOTATION] = wait
+        updated.append(_on_change_moved(annotations.get(ON_CHANGE_ANNOTATION), wait))
+    if not spec_patch and not metadata:
+        return None
+    patch: KubeObject = {}
+    if metadata:
+        patch["metadata"] = {"annotations": metadata}
+    if spec_patch:
+        patch["spec"] = spec_patch
+    fields = tuple(updated + drifted) or ("its record of in-place values",)
+    return InPlace(ObjectRef.of(obj), patch, fields, drift=bool(drifted) and not updated)
+
+
+def _on_change_only(obj: KubeObject, wait: str | None) -> InPlace | None:
+    current = objects.annotations_of(obj).get(ON_CHANGE_ANNOTATION)
+    if current == wait:
+        return None
+    patch: KubeObject = {"metadata": {"annotations": {ON_CHANGE_ANNOTATION: wait}}}
+    return InPlace(ObjectRef.of(obj), patch, (_on_change_moved(current, wait),), drift=False)
+
+
+def _on_change_moved(before: str | None, after: str | None) -> str:
+    return f"{ON_CHANGE_ANNOTATION} {before or 'replace'} -> {after or 'replace'}"
+
+
+def _encode(values: Mapping[str, Any]) -> str:
+    return json.dumps(values, sort_keys=True, separators=(",", ":"))
+
+
+def _decode(text: str) -> dict[str, Any]:
+    try:
+        values = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {k: v for k, v in values.items() if k in FIELDS} if isinstance(values, dict) else {}
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else json.dumps(value)
