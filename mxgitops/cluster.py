@@ -377,8 +377,9 @@ class Cluster:
         return body_bytes
 
     def _acting_as(self, path: str) -> dict[str, str]:
-        """The impersonation header of a request about a batch Job or Service in a
-        namespace, under tenancy; none for the cluster-wide LISTs, the Lease and ledger."""
+        """The impersonation header of a request about a batch Job, Service or pod (its
+        log) in a namespace, under tenancy; none for the cluster-wide LISTs, the Lease
+        and ledger."""
         match = _TENANT_PATH.match(path)
         if not self.tenant_service_account or match is None:
             return {}
@@ -390,7 +391,7 @@ class Cluster:
 
 # The objects a job is made of, namespaced: what tenancy writes (and reads back) as the tenant.
 _TENANT_PATH = re.compile(
-    r"^(?:/apis/batch/v1|/api/v1)/namespaces/([^/]+)/(?:jobs|services)(?:/|$)"
+    r"^(?:/apis/batch/v1|/api/v1)/namespaces/([^/]+)/(?:jobs|services|pods)(?:/|$)"
 )
 
 

@@ -46,6 +46,7 @@ def test_only_requests_about_a_jobs_objects_act_as_the_tenant() -> None:
             "system:serviceaccount:team-a:runner"
         ),
         "/api/v1/namespaces/team-b/services/x": "system:serviceaccount:team-b:runner",
+        "/api/v1/namespaces/team-b/pods/x-0-abc/log": "system:serviceaccount:team-b:runner",
         "/apis/batch/v1/jobs": None,  # the cluster-wide LISTs: mxgitops' own
         "/api/v1/pods": None,
         "/api/v1/namespaces/mxgitops/configmaps": None,  # its ledger
