@@ -159,7 +159,8 @@ class Handler(BaseHTTPRequestHandler):
             for key, value in self.headers.items()
             if key.lower() in ("content-type", "accept", "user-agent", "authorization")
         }
-        session = self.server.bearer_session if "Authorization" in headers else self.server.session
+        bearer = any(key.lower() == "authorization" for key in headers)
+        session = self.server.bearer_session if bearer else self.server.session
         with session.request(
             method,
             self.server.upstream + self.path,

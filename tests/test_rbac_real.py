@@ -1,0 +1,266 @@
+"""The RBAC that cronjob/ grants is sufficient and minimal, judged by the real authorizer.
+
+A full round of syncs (create, a name taken by a foreign Job found out by a read, the
+ledger created (its answer lost, the retry's 409 settled by a read) and updated, a
+failed container's log read, replace, suspend in place, repair, prune, the Lease each
+time) runs as the CronJob's
+ServiceAccount, with exactly the Role and ClusterRole of the rendered example overlay:
+every sync succeeds. Then each granted verb is taken away in turn, and the round must
+fail on it with a one-line "forbidden" message that names it: no verb is granted that
+mxgitops does not use.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mxgitops import spec
+from mxgitops.trainer import RenderContext, render_job
+from tests.controlplane.harness import RealCluster
+from tests.gitfixtures import GitRemote
+from tests.test_cronjob import Docs
+from tests.test_cronjob_e2e import CronJobRun, environment, install, rendered
+
+__all__ = ["environment", "rendered"]  # fixtures of the CronJob test, used here too
+
+NS = "ml-training"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def mxjob(
+    name: str, workers: int = 1, servers: int = 1, args: str = "train.py", suspend: bool = False
+) -> str:
+    container = {"name": "mxnet", "image": "mxnet/python:1.9.1", "args": [args]}
+    replica = {"restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
+    replicas = {"Worker": {**replica, "replicas": workers}}
+    if servers:
+        replicas |= {
+            "Scheduler": {**replica, "replicas": 1},
+            "Server": {**replica, "replicas": servers},
+        }
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": replicas},
+    }
+    if suspend:
+        doc["spec"]["runPolicy"] = {"suspend": True}
+    return yaml.safe_dump(doc)
+
+
+def role_path(role: dict[str, Any]) -> str:
+    meta = role["metadata"]
+    if role["kind"] == "Role":
+        return f"{RBAC}/namespaces/{meta['namespace']}/roles/{meta['name']}"
+    return f"{RBAC}/clusterroles/{meta['name']}"
+
+
+def without(role: dict[str, Any], index: int, verb: str) -> dict[str, Any]:
+    reduced = copy.deepcopy(role)
+    rule = reduced["rules"][index]
+    rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+    if not rule["verbs"]:
+        del reduced["rules"][index]
+    return reduced
+
+
+class Round:
+    """The syncs of one round, run as the CronJob runs them, stopping at the first failure."""
+
+    def __init__(
+        self,
+        real: RealCluster,
+        docs: Docs,
+        remote: GitRemote,
+        token: Path,
+        tmp: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        self.real, self.docs, self.remote, self.tmp = real, docs, remote, tmp
+        self.monkeypatch = monkeypatch
+        self.token = token
+        self.runs = 0
+        tmp.mkdir(parents=True)
+
+    def __call__(self) -> tuple[int, str] | None:
+        """None if every sync did what it should, else the odd one's exit code and output."""
+        remote, real = self.remote, self.real
+        jobs = {
+            "a": mxjob("a"),
+            "b": mxjob("b", servers=0),
+            "c": mxjob("c", servers=0),
+            "d": mxjob("d", servers=0),
+        }
+        remote.commit({f"jobs/{name}.yaml": text for name, text in jobs.items()}, "four jobs")
+        # d's batch Job name is taken by a foreign Job: the create meets 409, the read
+        # that follows finds it is not ours, and d is reported, not taken over.
+        real.create(squatter(worker_name(jobs["d"])), NS)
+        if failed := self._step(expect="d-worker-", code=1):
+            return failed
+        remote.commit({"jobs/d.yaml": None}, "d goes")
+        real.run_job_controller(NS)
+        # b succeeds: the ledger is created, and the answer to that create is lost, so
+        # the retry meets 409 and reads the ConfigMap to recognise its own write.
+        real.kubelet(job=self._batch_job("b-worker-"), namespace=NS, phase="Succeeded")
+        real.faults("create/configmaps:lose=1x1")
+        proxied = self.tmp / "proxied.kubeconfig"
+        config = yaml.safe_load(self.token.read_text())
+        config["clusters"][0]["cluster"]["server"] = real.proxy_url
+        proxied.write_text(yaml.safe_dump(config))
+        try:
+            if failed := self._step(kubeconfig=proxied):
+                return failed
+        finally:
+            real.direct()
+        # c fails: the ledger is updated, and the failed container's log is read.
+        worker = self._batch_job("c-worker-")
+        real.container_log(job=worker, namespace=NS, text="epoch 3\nloss is NaN\n")
+        real.kubelet(job=worker, namespace=NS, phase="Failed", exit_code=1, message="loss is NaN")
+        if failed := self._step():
+            return failed
+        remote.commit({"jobs/a.yaml": mxjob("a", args="train.py --epochs=9")}, "replace a")
+        if failed := self._step():
+            return failed
+        # Suspended in place: its batch Jobs are patched, not replaced.
+        remote.commit(
+            {"jobs/a.yaml": mxjob("a", args="train.py --epochs=9", suspend=True)}, "pause a"
+        )
+        if failed := self._step():
+            return failed
+        path = f"/apis/batch/v1/namespaces/{NS}/jobs/{self._batch_job('a-worker-')}"
+        status, _, body = real.raw("DELETE", path, {"propagationPolicy": "Background"})
+        assert status == 200, body
+        if failed := self._step():  # repair
+            return failed
+        remote.commit({"jobs/a.yaml": None}, "prune a")
+        return self._step()
+
+    def _batch_job(self, prefix: str) -> str:
+        (name,) = [
+            o["metadata"]["name"]
+            for o in self.real.objects("jobs", NS)
+            if o["metadata"]["name"].startswith(prefix)
+            and o["metadata"]["labels"].get("app") != "squatter"
+        ]
+        return name
+
+    def _step(
+        self, expect: str = "", code: int = 0, kubeconfig: Path | None = None
+    ) -> tuple[int, str] | None:
+        self.runs += 1
+        run = CronJobRun(
+            self.docs, self.remote, kubeconfig or self.token, self.tmp / f"run{self.runs}"
+        )
+        self.real.settle()
+        result = run(self.monkeypatch)
+        # A step is odd when it ends otherwise than it should, or says it was forbidden
+        # something even if it ended well (a Lease it could not give back).
+        odd = (
+            result.exit_code != code
+            or "forbidden" in result.output.lower()
+            or (expect and "not managed by this mxgitops instance" not in result.output)
+        )
+        return (result.exit_code, result.output) if odd else None
+
+
+def worker_name(manifest: str) -> str:
+    """The name mxgitops gives the first worker's batch Job of a local job."""
+    doc = yaml.safe_load(manifest)
+    job = spec.from_manifest(doc, default_namespace=NS)
+    (worker,) = [o for o in render_job(job, RenderContext(instance="x")) if o["kind"] == "Job"]
+    name: str = worker["metadata"]["name"]
+    return name
+
+
+def squatter(name: str) -> dict[str, Any]:
+    container = {"name": "main", "image": "busybox"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"app": "squatter"}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
+    }
+
+
+def test_granted_rbac_is_sufficient_and_minimal(
+    control_plane: RealCluster,
+    rendered: Docs,
+    make_git_remote: Callable[..., GitRemote],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = control_plane
+    real.wipe()
+    token = tmp_path / "token.kubeconfig"
+    made = install(real, rendered, token)
+    roles = [d for d in rendered if d["kind"] in ("Role", "ClusterRole")]
+    remote = make_git_remote("jobs", files={".mxgitops.yaml": f"namespace: {NS}\npath: jobs\n"})
+    account = next(d for d in rendered if d["kind"] == "ServiceAccount")["metadata"]
+    user = f"system:serviceaccount:{account['namespace']}:{account['name']}"
+
+    def fresh_round(name: str) -> Round:
+        real.wipe()
+        remote.git("rm", "-rq", "--ignore-unmatch", "jobs")
+        remote.commit({}, f"no jobs before the round {name}")
+        return Round(real, rendered, remote, token, tmp_path / name, monkeypatch)
+
+    try:
+        failed = fresh_round("all")()
+        assert failed is None, f"with every rule granted, a sync failed: {failed}"
+        for role in roles:
+            for index, rule in enumerate(role["rules"]):
+                for verb in rule["verbs"]:
+                    (resource,), (group,) = rule["resources"], rule["apiGroups"]
+                    what = f"{verb} {resource}"
+                    real.rest.put(role_path(role), without(role, index, verb))
+                    wait_denied(real, user, verb, resource, group, account["namespace"])
+                    try:
+                        failed = fresh_round(f"{verb}-{resource}")()
+                    finally:
+                        real.rest.put(
+                            role_path(role),
+                            {**role, "metadata": real.rest.get(role_path(role))["metadata"]},
+                        )
+                    assert failed is not None, f"{what} is granted, yet no sync needed it"
+                    code, output = failed
+                    lines = [ln for ln in output.splitlines() if "forbidden" in ln.lower()]
+                    assert lines, f"without {what}: exit {code}, no 'forbidden' line:\n{output}"
+                    assert any(resource in ln for ln in lines), (what, lines)
+    finally:
+        for path in made:
+            real.raw("DELETE", path)
+        real.wipe()
+
+
+def wait_denied(
+    real: RealCluster, user: str, verb: str, resource: str, group: str, namespace: str
+) -> None:
+    """Wait until the authorizer's cache has the reduced role (a SubjectAccessReview)."""
+    from tests.controlplane.harness import wait_for
+
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "resourceAttributes": {
+                "verb": verb,
+                "resource": resource,
+                "group": group,
+                "namespace": namespace,
+            },
+        },
+    }
+
+    def denied() -> bool:
+        answer = real.rest.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+        return not answer["status"].get("allowed")
+
+    wait_for(f"for RBAC to deny {verb} {resource}", denied)
