@@ -34,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--backend",
         choices=(*BACKENDS, "both"),
-        default=os.environ.get("MXGITOPS_TEST_BACKEND", "double"),
+        default=os.environ.get("MXGITOPS_TEST_BACKEND", "both"),
         help="which Kubernetes API the end-to-end tests run against (default: both)",
     )
 
@@ -43,7 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "double_only(reason): needs what only the API double can do; says why"
     )
-    if config.getoption("--backend") != "double":
+    backend = config.getoption("--backend")
+    if os.environ.get("CI") == "true" and backend != "both":
+        raise pytest.UsageError(f"CI runs the tests on both backends, not --backend {backend}")
+    if backend != "double":
         # Build (or find cached) the control plane before any test runs, and put its
         # kubectl, of the same release as the server, first on PATH for every test.
         from tests.controlplane.build import ensure_built
