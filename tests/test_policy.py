@@ -379,3 +379,27 @@ def test_diff_marks_a_pull_request_that_adds_a_violation(
     )
     clean = invoke("diff", base, base, "--repo", remote.work, "--path", "jobs", "-o", "markdown")
     assert clean.exit_code == 0 and "policy violations" not in clean.stdout
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_diff_marks_each_key(
+    make_git_remote: Callable[..., GitRemote], tmp_path: Path, key: str, dialect: str
+) -> None:
+    strict, _, violating, passing = KEYS[key]
+    remote = make_git_remote("jobs", files={"jobs/t.yaml": manifest(dialect, **passing)})
+    base = remote.rev()
+    remote.commit({"jobs/t.yaml": manifest(dialect, **violating)}, "violate")
+    operator = tmp_path / "policy.yaml"
+    operator.write_text(yaml.safe_dump({"policy": {key: strict}}))
+    args = ("--repo", remote.work, "--path", "jobs", "--policy-file", operator, "-o", "json")
+    result = invoke("diff", base, "HEAD", "-n", "ml", *args)
+    assert result.exit_code == ExitCode.FAILED, result.output
+    found = yaml.safe_load(result.stdout)
+    messages = [p["message"] for p in found["policy_violations"]]
+    assert messages and all(m.startswith(f"policy: {key}") for m in messages)
+    # Held, neither replaced nor pruned; the job that moved namespace leaves its old one.
+    moved = ["ml/train"] if key == "allowedNamespaces" else []
+    assert [f"{j['namespace']}/{j['name']}" for j in found["removed"]] == moved
+    assert found["changed"] == []
+    assert invoke("diff", base, base, "-n", "ml", *args).exit_code == 0

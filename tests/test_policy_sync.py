@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_policy import DIALECTS, manifest
+from tests.test_policy import DIALECTS, KEYS, manifest
 from tests.test_sync_git_e2e import NS, WRITES, config_for, note_summary
 
 PRIVILEGED = {"securityContext": {"privileged": True}}
@@ -105,3 +106,30 @@ def test_the_repository_cannot_loosen_the_operators_policy_at_sync(
     (job,) = sync(config).summary.jobs
     assert job.action == "hold" and "allowedImages: image docker.io/me/mxnet" in job.reason
     assert job_writes(kubeapi) == []
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_each_key_holds_its_violating_job(
+    make_git_remote: Callable[..., GitRemote], kubeapi: Any, tmp_path: Path, key: str, dialect: str
+) -> None:
+    strict, _, violating, passing = KEYS[key]
+    remote = make_git_remote(
+        "jobs",
+        files={
+            "jobs/bad.yaml": manifest(dialect, "bad", **violating),
+            "jobs/good.yaml": manifest(dialect, "good", **{**passing, "namespace": None}),
+        },
+    )
+    operator = tmp_path / "policy.yaml"
+    operator.write_text(yaml.safe_dump({"policy": {key: strict, "allowedNamespaces": ["ml", NS]}}))
+    if key == "allowedNamespaces":
+        operator.write_text(yaml.safe_dump({"policy": {key: [*strict, NS]}}))
+    config = config_for(remote.url, tmp_path / "cache", kubeapi, policy_file=operator)
+    outcome = sync(config)
+    jobs = {j.name: j for j in outcome.summary.jobs}
+    assert jobs["bad"].action == "hold"
+    assert jobs["bad"].reason.startswith(f"not created: the policy forbids it ({key}")
+    assert jobs["good"].action == "create", outcome.summary.problems
+    assert len(job_writes(kubeapi)) == 4  # the good job's three batch Jobs and its Service
+    assert {o["metadata"]["namespace"] for o in kubeapi.objects("jobs")} == {NS}
