@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mxgitops.apply import ChangeSet
+from mxgitops.ledger import JobKey
 from mxgitops.markdown import code, text, visible
 from mxgitops.plan import Action, Change, Plan
 from mxgitops.trainer import Failure, State
@@ -156,10 +157,8 @@ def summarize(
     synced_at: datetime | None = None,
     version: str = "",
 ) -> Summary:
-    jobs = []
-    for change in plan.changes:
-        result = changeset.for_job(change.key) if changeset is not None else None
-        jobs.append(_job_summary(change, result.errors if result is not None else ()))
+    errors = _errors_by_job(changeset)
+    jobs = [_job_summary(change, errors.get(change.key, ())) for change in plan.changes]
     if changeset is not None and changeset.ledger_error:
         problems = [*problems, changeset.ledger_error]
     return Summary(
@@ -173,6 +172,15 @@ def summarize(
         _rfc3339(synced_at) if synced_at is not None else "",
         version,
     )
+
+
+def _errors_by_job(changeset: ChangeSet | None) -> dict[JobKey, tuple[str, ...]]:
+    """Each job's write errors, indexed in one pass: looking each job up in the change
+    set (`ChangeSet.for_job`, a scan) made a summary quadratic in the jobs written."""
+    errors: dict[JobKey, tuple[str, ...]] = {}
+    for result in changeset.results if changeset is not None else ():
+        errors.setdefault(result.change.key, result.errors)  # the first, as for_job
+    return errors
 
 
 def _rfc3339(moment: datetime) -> str:
