@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -332,10 +333,11 @@ class Cluster:
                         f"{method} {path} within {budget:g} s (--request-timeout)"
                     ) from exc
                 delay = self.retry.delay(attempt.number, None)
-                if attempt.last or self._late(deadline, delay):
+                tls = _tls_failure(exc)  # a certificate does not get better by retrying
+                if tls or attempt.last or self._late(deadline, delay):
                     raise ClusterUnreachable(
                         f"cannot reach the Kubernetes API at {self.server or 'the cluster'}: "
-                        f"{_short(exc)}"
+                        f"{tls or _cause(exc)}"
                     ) from exc
             self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -542,3 +544,26 @@ def _stopped() -> ClusterError:
 
 def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+_CAUSES = (
+    (re.compile(r"Connection refused", re.IGNORECASE), "connection refused"),
+    (re.compile(r"not known|nodename nor servname|name resolution"), "unknown host"),
+    (re.compile(r"No route to host|Network is unreachable"), "no route to the host"),
+    (re.compile(r"Connection reset|Connection aborted|RemoteDisconnected"), "connection reset"),
+)
+
+
+def _cause(exc: BaseException) -> str:
+    """What went wrong, in words, not urllib3's repr of the exception chain."""
+    text = str(getattr(exc, "reason", None) or exc)
+    return next((said for pattern, said in _CAUSES if pattern.search(text)), _short(exc))
+
+
+def _tls_failure(exc: BaseException) -> str:
+    """`TLS: <why>` when the connection failed in the TLS handshake, else ""."""
+    reason = getattr(exc, "reason", None) or exc
+    if not isinstance(reason, urllib3.exceptions.SSLError | ssl.SSLError):
+        return ""
+    found = re.search(r"\[SSL: [A-Z_]+\] ([^()']+)", str(reason))
+    return f"TLS: {(found.group(1) if found else _short(reason)).strip()}"

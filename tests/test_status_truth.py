@@ -17,7 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mxgitops import __version__, ledger, report
+from mxgitops import __version__, cluster, ledger, report
 from mxgitops.cli import main
 from mxgitops.config import SyncConfig
 from mxgitops.sync import sync
@@ -102,7 +102,7 @@ def test_a_job_whose_pod_cannot_be_scheduled_is_pending_with_the_schedulers_reas
     kubeapi: KubeAPI, repo: Path
 ) -> None:
     run = Syncer(kubeapi, repo)
-    greedy = {"limits": {"nvidia.com/gpu": 4}}
+    greedy = {"limits": {"nvidia.com/gpu": 64}}  # the real backend's node has 8
     doc = mxjob("gpu", servers=0)
     doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = (
         greedy
@@ -114,8 +114,13 @@ def test_a_job_whose_pod_cannot_be_scheduled_is_pending_with_the_schedulers_reas
     (pod,) = [p for p in kubeapi.objects("pods", NS) if p["metadata"]["name"].startswith("gpu-")]
     if kubeapi.backend == "double":  # no scheduler: say what kube-scheduler says
         unschedulable(kubeapi, pod["metadata"]["name"])
-    else:
-        kubeapi.settle()
+    else:  # kube-scheduler tries, and writes why it cannot
+        from tests.controlplane.harness import wait_for
+
+        wait_for(
+            "for kube-scheduler to find no node",
+            lambda: "Insufficient" in json.dumps(kubeapi.get("pods", pod["metadata"]["name"], NS)),
+        )
     outcome = run()
     job = summary_of(outcome, "gpu")
     assert job.state == "Pending"
@@ -469,3 +474,41 @@ def test_a_hand_edited_backoff_limit_is_set_back_and_named_in_the_note(
     assert patched is not None and patched["spec"]["backoffLimit"] == 2
     note = remote.note(remote.rev()) or ""
     assert "spec.backoffLimit 9 -> 2" in note
+
+
+# -- 8. errors on one line ------------------------------------------------------------------
+
+
+def sync_once(repo: Path, kubeconfig: Path, tmp_path: Path) -> Any:
+    args = ["sync", "--repo", str(repo), "--kubeconfig", str(kubeconfig), "--namespace", NS]
+    return CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cache")])
+
+
+def test_a_closed_api_port_is_one_line_saying_connection_refused(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.kubeapi.harness import write_kubeconfig
+
+    write(repo, mxjob("a", servers=0))
+    defaults = dict(cluster.connect.__kwdefaults__ or {})
+    monkeypatch.setattr(cluster.connect, "__kwdefaults__", {**defaults, "sleep": lambda _: None})
+    result = sync_once(repo, write_kubeconfig(tmp_path / "k", "http://127.0.0.1:1"), tmp_path)
+    assert result.exit_code == 4
+    assert result.stderr.splitlines() == [
+        "Error: cannot reach the Kubernetes API at http://127.0.0.1:1: connection refused"
+    ]
+
+
+@pytest.mark.double_only("a plain-HTTP server to fail a TLS handshake with")
+def test_a_tls_failure_is_one_line_and_not_retried(
+    kubeapi: KubeAPI, repo: Path, tmp_path: Path
+) -> None:
+    from tests.kubeapi.harness import write_kubeconfig
+
+    write(repo, mxjob("a", servers=0))
+    https = kubeapi.url.replace("http://", "https://")
+    result = sync_once(repo, write_kubeconfig(tmp_path / "k", https), tmp_path)
+    assert result.exit_code == 4
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"Error: cannot reach the Kubernetes API at {https}: TLS: ")
+    assert "HTTPSConnectionPool" not in line and len(line) < 200
