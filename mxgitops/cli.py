@@ -59,6 +59,7 @@ from mxgitops.errors import (
 )
 from mxgitops.manifests import MAX_FILE_SIZE, load
 from mxgitops.spec import NAMESPACE
+from mxgitops.sync import Progress
 from mxgitops.sync import sync as run_sync
 
 
@@ -480,24 +481,49 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
             extra={"commit": summary.commit, "ok": summary.ok, "actions": summary.counts()},
         )
 
+    progress = _Tally(Progress())
     try:
         with (
             stopped_cleanly_on_sigterm(),
-            progress_display(config.output == "text" and config.verbose >= 0) as progress,
+            progress_display(config.output == "text" and config.verbose >= 0) as display,
         ):
+            progress.display = display
             outcome = run_sync(config, explicit=explicit, progress=progress, on_summary=show)
     except SystemExit:
-        click.echo(
-            "Stopped by SIGTERM: no further write was started and the Lease, if this sync "
-            "held it, was released; the next sync finishes the work.",
-            err=True,
-        )
+        # One line, logged (stderr, or the JSON log): the CronJob's logs say why it ended.
+        logging.getLogger("mxgitops").error(progress.interrupted())
         raise
     if outcome.note_error:
         click.echo(f"Error: {outcome.note_error}", err=True)
     if not outcome.ok:
         return ExitCode.FAILED
     return ExitCode.GIT if outcome.note_error else ExitCode.OK
+
+
+class _Tally(Progress):
+    """Passes the sync's progress on, counting the apply's writes for SIGTERM's line."""
+
+    def __init__(self, display: Progress) -> None:
+        self.display = display
+        self.total: int | None = None
+        self.done = 0
+
+    def phase(self, description: str, total: int | None = None) -> None:
+        if description == "applying":
+            self.total, self.done = total, 0
+        self.display.phase(description, total)
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        self.display.advance(count)
+
+    def interrupted(self) -> str:
+        if self.total is None:
+            return "interrupted by SIGTERM before any write; the next sync does the work"
+        return (
+            f"interrupted by SIGTERM: lease released, {self.done} of {self.total} writes "
+            "done; the next sync finishes the rest"
+        )
 
 
 def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfig, frozenset[str]]:

@@ -616,12 +616,29 @@ class _Runner:
         except git.CommandError as exc:
             stderr = redact(_stderr_text(exc), self._secrets)
             status = exc.status if isinstance(exc.status, int) else -1
-            message = f"git {args[0]} failed: {stderr or f'exit status {status}'}"
+            message = f"git {args[0]} failed: {meaningful_line(stderr) or f'exit status {status}'}"
             raise _CommandFailed(message, status=status, stderr=stderr) from exc
 
 
 def _executable() -> str:
     return str(git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git")
+
+
+# What git adds to a failure without saying anything about it.
+_GENERIC = re.compile(
+    r"Could not read from remote repository|Please make sure you have the correct access"
+    r"|and the repository exists"
+)
+
+
+def meaningful_line(stderr: str) -> str:
+    """git's last line that says what went wrong (its `fatal:` or `error:` lines first,
+    its boilerplate last): an error message is one line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    told = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines
+    return next(
+        (line for line in reversed(told) if not _GENERIC.search(line)), told[-1] if told else ""
+    )
 
 
 def _stderr_text(exc: git.CommandError) -> str:

@@ -512,3 +512,19 @@ def test_a_tls_failure_is_one_line_and_not_retried(
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"Error: cannot reach the Kubernetes API at {https}: TLS: ")
     assert "HTTPSConnectionPool" not in line and len(line) < 200
+
+
+def test_a_git_fetch_failure_is_gits_meaningful_line_with_secrets_redacted(
+    tmp_path: Path, git_isolation: None
+) -> None:
+    missing = tmp_path / "no-such-repo.git"
+    for url, said in (
+        (missing.as_uri(), "does not appear to be a git repository"),
+        ("http://someone:s3cret@127.0.0.1:1/jobs.git", "127.0.0.1"),
+    ):
+        args = ["sync", "--repo", url, "--dry-run", "--cache-dir", str(tmp_path / "cache")]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 3, result.output
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("Error: ") and said in line, line
+        assert "s3cret" not in line and "Please make sure" not in line

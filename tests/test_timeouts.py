@@ -11,6 +11,7 @@ come from its proxy; either backend's request log says when a request hangs.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -153,7 +154,9 @@ def test_sigterm_stops_at_once_whatever_is_in_flight_and_releases_the_lease(
             process.communicate()
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert elapsed < 5
-    assert "Stopped by SIGTERM" in stderr
+    assert "interrupted by SIGTERM" in stderr
+    if lease_held:  # stopped in the apply: how far it got
+        assert re.search(r"lease released, \d+ of \d+ writes done; the next sync", stderr)
     assert len([line for line in stderr.splitlines() if line.strip()]) == 1, stderr
     stored = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
     assert stored is None or not stored["spec"].get("holderIdentity")
