@@ -32,12 +32,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import kubernetes
 import urllib3
 import yaml
-from kubernetes.client.exceptions import ApiException
 
 from mxgitops.errors import (
     ClusterClientError,
@@ -59,6 +57,9 @@ from mxgitops.objects import (
     WriteResult,
     same_owner,
 )
+
+if TYPE_CHECKING:
+    from kubernetes.client.exceptions import ApiException
 
 DEFAULT_PARALLELISM = 8
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries included
@@ -314,6 +315,8 @@ class Cluster:
     def _retried(
         self, method: str, path: str, query: dict[str, str] | None, body: KubeObject | None
     ) -> bytes:
+        from kubernetes.client.exceptions import ApiException  # loaded: there is a client
+
         budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
         deadline = self.clock() + budget
         for attempt in _attempts(self.retry.attempts):
@@ -372,6 +375,8 @@ class Cluster:
         response = self.api_client.call_api(*request, _request_timeout=timeouts)
         data = response.read()
         if not 200 <= response.status <= 299:
+            from kubernetes.client.exceptions import ApiException
+
             raise ApiException.from_response(
                 http_resp=response, body=data.decode("utf-8", "replace"), data=None
             )
@@ -409,7 +414,12 @@ def connect(
 ) -> Cluster:
     """Connect like any Kubernetes tool: a kubeconfig (this one, else $KUBECONFIG or
     ~/.kube/config) with its current or the given context, else the pod's service
-    account when running in a cluster."""
+    account when running in a cluster.
+
+    The official client is imported here, not with this module: it takes most of a
+    second, and validate, convert and a dry run without a cluster never need it."""
+    import kubernetes
+
     configuration = kubernetes.client.Configuration()
     try:
         source = _load_configuration(configuration, kubeconfig, context)
@@ -448,6 +458,8 @@ def _load_configuration(
     As kubectl does: a kubeconfig file if there is one (the flag, $KUBECONFIG,
     ~/.kube/config), else the pod's service account.
     """
+    import kubernetes
+
     if kubeconfig is not None and not kubeconfig.is_file():
         raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
     for candidate in _config_candidates(kubeconfig):

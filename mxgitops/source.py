@@ -36,15 +36,17 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
-
-import git
+from types import ModuleType
+from typing import TYPE_CHECKING, BinaryIO
 
 from mxgitops import cachelock
 from mxgitops.errors import GitError
 from mxgitops.gitauth import GIT_IDENTITY, Remote, git_environment
 from mxgitops.gitauth import Credentials as Credentials  # re-exported: part of this API
 from mxgitops.gitauth import redact as redact
+
+if TYPE_CHECKING:
+    import git
 
 NOTES_REF = "refs/notes/mxgitops"
 PUSH_ATTEMPTS = 5
@@ -530,6 +532,7 @@ def _remove(path: Path) -> None:
 
 def _locate(path: Path) -> dict[str, str] | None:
     """GIT_DIR (and GIT_WORK_TREE unless bare) of the repository holding `path`, or None."""
+    git = _gitpython()
     try:
         with git.Repo(path, search_parent_directories=True) as repo:
             located = {"GIT_DIR": str(repo.git_dir)}
@@ -567,7 +570,7 @@ class _Runner:
     """Runs git in one repository with our environment; failures become redacted errors."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str], secrets: tuple[str, ...] = ()) -> None:
-        self._git = git.Git(cwd)
+        self._git: git.Git = _gitpython().Git(cwd)
         self._git.update_environment(**env)
         self._secrets = secrets
 
@@ -613,7 +616,7 @@ class _Runner:
     def _failures(self, args: tuple[str, ...]) -> Iterator[None]:
         try:
             yield
-        except git.CommandError as exc:
+        except _gitpython().CommandError as exc:
             stderr = redact(_stderr_text(exc), self._secrets)
             status = exc.status if isinstance(exc.status, int) else -1
             message = f"git {args[0]} failed: {meaningful_line(stderr) or f'exit status {status}'}"
@@ -621,7 +624,15 @@ class _Runner:
 
 
 def _executable() -> str:
-    return str(git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git")
+    return str(_gitpython().Git.GIT_PYTHON_GIT_EXECUTABLE or "git")
+
+
+def _gitpython() -> ModuleType:
+    """GitPython, imported on first use: validate and convert of a plain directory
+    never run git, and should not pay for loading it."""
+    import git
+
+    return git
 
 
 # What git adds to a failure without saying anything about it.

@@ -1,0 +1,95 @@
+"""Commands that need no cluster never load the Kubernetes client, nor GitPython
+when they read a plain directory: importing either costs a good part of a second,
+more than validating a file. Each command runs in a fresh interpreter, which then
+reports what it imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "jobs-repo-example" / "jobs" / "vision"
+HEAVY = ("kubernetes", "git")
+
+# Runs the CLI in-process, then prints its exit code and the top-level modules it imported.
+_PROBE = """
+import json, sys
+from mxgitops.cli import main
+code = 0
+try:
+    main(sys.argv[1:], prog_name="mxgitops")
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps({"code": code, "loaded": sorted(m for m in sys.modules if "." not in m)}))
+"""
+
+
+def run(*args: str, home: Path) -> tuple[int, list[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "MXGITOPS_"))}
+    env["HOME"] = str(home)  # no ~/.kube/config: no cluster configured
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        check=False,
+        timeout=60,
+    )
+    last = json.loads(done.stdout.strip().splitlines()[-1])
+    return last["code"], [m for m in last["loaded"] if m in HEAVY]
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> Path:
+    """A plain directory (no Git) of valid manifests."""
+    return Path(shutil.copytree(EXAMPLE, tmp_path / "jobs"))
+
+
+def test_validate_of_a_plain_directory_loads_neither_kubernetes_nor_git(jobs: Path) -> None:
+    code, loaded = run("validate", str(jobs), home=jobs.parent)
+    assert code == 0
+    assert not {"kubernetes", "git"} & set(loaded), loaded
+
+
+def test_validate_of_one_file_loads_neither(jobs: Path) -> None:
+    code, loaded = run("validate", str(jobs / "cifar10-local.yaml"), home=jobs.parent)
+    assert code == 0
+    assert not {"kubernetes", "git"} & set(loaded), loaded
+
+
+def test_a_dry_run_without_a_cluster_never_loads_the_kubernetes_client(jobs: Path) -> None:
+    code, loaded = run("sync", "--dry-run", "--repo", str(jobs), home=jobs.parent)
+    assert code == 0
+    assert "kubernetes" not in loaded and "git" not in loaded, loaded
+
+
+def test_a_sync_with_a_cluster_still_loads_it(jobs: Path) -> None:
+    """The probe sees an import when there is one: a kubeconfig pointing nowhere makes
+    the sync connect (and fail, exit 4), which needs the client."""
+    kubeconfig = jobs.parent / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
+    )
+    code, loaded = run(
+        "sync",
+        "--dry-run",
+        "--repo",
+        str(jobs),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--request-timeout",
+        "2",
+        home=jobs.parent,
+    )
+    assert code == 4
+    assert "kubernetes" in loaded
