@@ -140,8 +140,10 @@ Each command has its own --help, with more examples.
 \b
 Exit codes:
   0 OK   1 invalid manifest or failed job   2 usage or configuration error
-  3 git error   4 cluster unreachable or forbidden   5 another sync holds the lease
+  3 git error (a sync that applied but could not push its note too)
+  4 cluster unreachable or forbidden   5 another sync holds the lease or the Git cache
   6 mxgitops' ledger or Lease is damaged (the message says how to repair it)
+  70 a bug in mxgitops (run with --debug for the traceback)   143 stopped by SIGTERM
 """
 
 
@@ -309,6 +311,9 @@ Exit codes:
   2 usage or configuration error   3 git error
   4 cluster unreachable or forbidden   5 another sync holds the lease or the cache
   6 the ledger or Lease is damaged (the message says how to repair it)
+  70 a bug in mxgitops (run with --debug)   143 stopped by SIGTERM
+A note that cannot be pushed is reported on its own line after the summary (exit 3
+when everything else went well).
 """
 
 

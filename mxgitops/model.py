@@ -208,6 +208,19 @@ class MxJob:
         return hashlib.sha256(_canonical_json(self).encode()).hexdigest()
 
     @cached_property
+    def legacy_spec_hash(self) -> str:
+        """The spec hash before mxgitops patched the run policy's in-place fields: what
+        the ledger entries and live objects of jobs from before the upgrade carry."""
+        policy = self.run_policy
+        if not policy.suspend and {
+            policy.ttl_seconds_after_finished,
+            policy.active_deadline_seconds,
+            policy.backoff_limit,
+        } == {None}:
+            return self.spec_hash  # none set: the same hash either way
+        return hashlib.sha256(_canonical_json(self, legacy=True).encode()).hexdigest()
+
+    @cached_property
     def runtime_id(self) -> str:
         return runtime_id_of(self.spec_hash)
 
@@ -239,7 +252,9 @@ def mappings(items: Any) -> Iterator[Mapping[str, Any]]:
 # -- hashing ------------------------------------------------------------------
 
 
-def _canonical_json(job: MxJob) -> str:
+def _canonical_json(job: MxJob, *, legacy: bool = False) -> str:
+    """`legacy`: as mxgitops hashed before the in-place fields left the hash."""
+    policy = job.run_policy
     shape = {
         "name": job.name,
         "namespace": job.namespace,
@@ -258,11 +273,11 @@ def _canonical_json(job: MxJob) -> str:
         # it does not name the runtime: hashed as unset, which keeps the hash of every
         # job that sets none of it as it was before (upgrade note in the README).
         "runPolicy": {
-            "cleanPodPolicy": job.run_policy.clean_pod_policy,
-            "ttlSecondsAfterFinished": None,
-            "activeDeadlineSeconds": None,
-            "backoffLimit": None,
-            "suspend": False,
+            "cleanPodPolicy": policy.clean_pod_policy,
+            "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished if legacy else None,
+            "activeDeadlineSeconds": policy.active_deadline_seconds if legacy else None,
+            "backoffLimit": policy.backoff_limit if legacy else None,
+            "suspend": policy.suspend if legacy else False,
         },
         "successPolicy": job.success_policy.value,
     }

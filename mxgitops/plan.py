@@ -239,7 +239,11 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
     base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
         return _left_alone(base, live)
-    finished = ledger.finished(job.key, job.spec_hash)
+    # A job finished before the upgrade that left the in-place fields out of the hash
+    # is recorded (and its objects labelled) under the hash it had then.
+    finished = ledger.finished(job.key, job.spec_hash) or ledger.finished(
+        job.key, job.legacy_spec_hash
+    )
     recorded = Failure.from_json(finished.failure) if finished and finished.failure else None
     if finished is not None and live is not None and not (live.jobs or live.services):
         live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
@@ -260,7 +264,9 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
         runtime_id=live.runtime_id or "",
         failure=recorded or (live.failure() if state is State.FAILED else None),
     )
-    if live.spec_hash != job.spec_hash:
+    # Finished under the hash it had before the upgrade: the same job, never run again.
+    legacy = state in FINISHED and live.spec_hash == job.legacy_spec_hash
+    if live.spec_hash != job.spec_hash and not legacy:
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:
         return _finished_change(job, live, state, base)
