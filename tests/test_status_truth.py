@@ -36,6 +36,8 @@ from tests.test_reconcile_e2e import (
     write,
     writes,
 )
+from tests.test_sync_git_e2e import config_for
+from tests.test_sync_git_e2e import mxjob as seed_mxjob
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared/examples/upstream"
 
@@ -45,16 +47,9 @@ def files(*docs: dict[str, Any]) -> dict[str, str]:
 
 
 def git_config(remote: GitRemote, api: KubeAPI, tmp_path: Path, **overrides: Any) -> SyncConfig:
-    values: dict[str, Any] = {
-        "repo": remote.url,
-        "path": "jobs",
-        "namespace": NS,
-        "instance": INSTANCE,
-        "cache_dir": tmp_path / "cache",
-        "kubeconfig": api.kubeconfig,
-        **overrides,
-    }
-    return SyncConfig(**values)
+    return config_for(
+        remote.url, tmp_path / "cache", api, namespace=NS, instance=INSTANCE, **overrides
+    )
 
 
 @pytest.fixture
@@ -272,30 +267,7 @@ def test_a_failed_on_failure_seed_job_keeps_no_active_batch_job(
     kubeapi: KubeAPI, repo: Path
 ) -> None:
     run = Syncer(kubeapi, repo)
-    (repo / "seed.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "mxnet.mlkube.io/v1beta1",
-                "kind": "MxJob",
-                "metadata": {"name": "crashy"},
-                "spec": {
-                    "jobMode": "local",
-                    "replicaSpecs": [
-                        {
-                            "replicas": 1,
-                            "mxReplicaType": "WORKER",
-                            "template": {
-                                "spec": {
-                                    "restartPolicy": "OnFailure",
-                                    "containers": [{"name": "mxnet", "image": "mxnet/python"}],
-                                }
-                            },
-                        }
-                    ],
-                },
-            }
-        )
-    )
+    (repo / "seed.yaml").write_text(seed_mxjob("crashy"))  # restartPolicy OnFailure
     run()
     kubeapi.run_job_controller(NS)
     worker = batch_job(kubeapi, "crashy", "worker")
