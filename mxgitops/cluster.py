@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import urllib3
 import yaml
 
 from mxgitops.errors import (
@@ -315,7 +314,8 @@ class Cluster:
     def _retried(
         self, method: str, path: str, query: dict[str, str] | None, body: KubeObject | None
     ) -> bytes:
-        from kubernetes.client.exceptions import ApiException  # loaded: there is a client
+        import urllib3  # both loaded with the client
+        from kubernetes.client.exceptions import ApiException
 
         budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
         deadline = self.clock() + budget
@@ -542,6 +542,8 @@ def _raise_first(results: list[WriteResult]) -> None:
 def _timed_out(exc: BaseException) -> bool:
     """A connect or read timeout, bare or as the reason urllib3 gave up (a refused
     connection is a NewConnectionError, which urllib3 derives from its timeouts)."""
+    import urllib3
+
     for error in (exc, getattr(exc, "reason", None)):
         if isinstance(error, urllib3.exceptions.NewConnectionError):
             return False
@@ -574,6 +576,8 @@ def _cause(exc: BaseException) -> str:
 
 def _tls_failure(exc: BaseException) -> str:
     """`TLS: <why>` when the connection failed in the TLS handshake, else ""."""
+    import urllib3
+
     reason = getattr(exc, "reason", None) or exc
     if not isinstance(reason, urllib3.exceptions.SSLError | ssl.SSLError):
         return ""

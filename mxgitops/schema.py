@@ -15,15 +15,17 @@ import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
-from jsonschema.exceptions import ValidationError, best_match
 
 from mxgitops.dialects import VERSIONS
 from mxgitops.model import Dialect
 from mxgitops.yamldoc import Issue
+
+if TYPE_CHECKING:  # Python jsonschema is imported only for an invalid manifest
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
 
 # The one Kubernetes version of the pod-template schema: the generator reads this
 # version's PodTemplateSpec from kubernetes-validate, and the tests check rendered
@@ -48,6 +50,8 @@ def _fast(dialect: Dialect) -> jsonschema_rs.Validator:
 
 @cache
 def _detailed(dialect: Dialect) -> jsonschema.Draft202012Validator:
+    import jsonschema  # a third of a second to import: only when a manifest is invalid
+
     return jsonschema.Draft202012Validator(schema(dialect))
 
 
@@ -92,6 +96,8 @@ def _readable(error: ValidationError) -> Iterator[Issue]:
             types = [t for e in error.context for t in _types(e.validator_value)]
             yield Issue(path, f"must be {_alternatives(types)}, not {_show(instance)}")
         else:
+            from jsonschema.exceptions import best_match
+
             yield from _readable(best_match(error.context))
     else:
         yield Issue(path, _message(keyword, expected, instance, error.message))

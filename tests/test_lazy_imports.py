@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "jobs-repo-example" / "jobs" / "vision"
-HEAVY = ("kubernetes", "git")
+HEAVY = ("kubernetes", "git", "jsonschema", "urllib3")
 
 # Runs the CLI in-process, then prints its exit code and the top-level modules it imported.
 _PROBE = """
@@ -31,7 +31,8 @@ print(json.dumps({"code": code, "loaded": sorted(m for m in sys.modules if "." n
 """
 
 
-def run(*args: str, home: Path) -> tuple[int, list[str]]:
+def run(*args: str, home: Path) -> tuple[int, list[str], str]:
+    """Exit code, which of HEAVY were imported, and what the command printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "MXGITOPS_"))}
     env["HOME"] = str(home)  # no ~/.kube/config: no cluster configured
     done = subprocess.run(
@@ -44,7 +45,7 @@ def run(*args: str, home: Path) -> tuple[int, list[str]]:
         timeout=60,
     )
     last = json.loads(done.stdout.strip().splitlines()[-1])
-    return last["code"], [m for m in last["loaded"] if m in HEAVY]
+    return last["code"], [m for m in last["loaded"] if m in HEAVY], done.stdout + done.stderr
 
 
 @pytest.fixture
@@ -54,20 +55,30 @@ def jobs(tmp_path: Path) -> Path:
 
 
 def test_validate_of_a_plain_directory_loads_neither_kubernetes_nor_git(jobs: Path) -> None:
-    code, loaded = run("validate", str(jobs), home=jobs.parent)
-    assert code == 0
+    code, loaded, printed = run("validate", str(jobs), home=jobs.parent)
+    assert code == 0 and "2 jobs valid, 0 invalid" in printed
     assert not {"kubernetes", "git"} & set(loaded), loaded
 
 
-def test_validate_of_one_file_loads_neither(jobs: Path) -> None:
-    code, loaded = run("validate", str(jobs / "cifar10-local.yaml"), home=jobs.parent)
-    assert code == 0
-    assert not {"kubernetes", "git"} & set(loaded), loaded
+def test_validate_of_one_valid_file_loads_no_client_nor_python_jsonschema(jobs: Path) -> None:
+    """jsonschema-rs says valid; Python jsonschema only words the errors of invalid ones."""
+    code, loaded, printed = run("validate", str(jobs / "cifar10-local.yaml"), home=jobs.parent)
+    assert code == 0 and "1 job valid, 0 invalid" in printed
+    assert loaded == [], loaded
+
+
+def test_an_invalid_manifest_still_gets_jsonschemas_readable_message(jobs: Path) -> None:
+    bad = jobs / "cifar10-local.yaml"
+    bad.write_text(bad.read_text().replace("jobMode: local", "jobMod: local", 1))
+    code, loaded, printed = run("validate", str(bad), home=jobs.parent)
+    assert code == 1
+    assert loaded == ["jsonschema"], loaded
+    assert 'unknown field "jobMod"; did you mean "jobMode"?' in printed
 
 
 def test_a_dry_run_without_a_cluster_never_loads_the_kubernetes_client(jobs: Path) -> None:
-    code, loaded = run("sync", "--dry-run", "--repo", str(jobs), home=jobs.parent)
-    assert code == 0
+    code, loaded, printed = run("sync", "--dry-run", "--repo", str(jobs), home=jobs.parent)
+    assert code == 0 and "2 to create" in printed
     assert "kubernetes" not in loaded and "git" not in loaded, loaded
 
 
@@ -80,7 +91,7 @@ def test_a_sync_with_a_cluster_still_loads_it(jobs: Path) -> None:
         "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
         "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
     )
-    code, loaded = run(
+    code, loaded, printed = run(
         "sync",
         "--dry-run",
         "--repo",
@@ -91,5 +102,5 @@ def test_a_sync_with_a_cluster_still_loads_it(jobs: Path) -> None:
         "2",
         home=jobs.parent,
     )
-    assert code == 4
+    assert code == 4 and "connection refused" in printed
     assert "kubernetes" in loaded
