@@ -1,11 +1,14 @@
-"""Validated manifests, remembered per Git tree between syncs.
+"""Validated manifests, remembered per file between syncs.
 
-Most syncs find no new commit. Their manifests are then byte for byte the ones
-the previous sync validated: a Git tree id names its files exactly. So the
-result of `manifests.load` is kept beside the Git cache, keyed by that tree
-id, the settings that shape it, and a fingerprint of mxgitops' own code and
-schemas (a changed rule must never reuse an old verdict). A missing, stale or
-unreadable entry only means validating again.
+Most syncs find no new commit, and a new commit changes a few files. What a
+file was found to be (`manifests.FileVerdict`) depends only on its name and
+text (`manifests.verdict_key`), the settings that shape validation, and
+mxgitops' own code and schemas (a changed rule must never reuse an old
+verdict). So the verdicts are kept in one file per manifest directory: beside
+the Git cache for a repository, under the cache directory for a plain
+directory. A sync then validates only the files it has not seen; the check
+across files (a job defined twice) runs every time, as it is cheap. A missing,
+stale or damaged entry only means validating that file again.
 """
 
 from __future__ import annotations
@@ -19,29 +22,68 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from mxgitops.manifests import Ignored, LoadResult, Problem
+from mxgitops.manifests import FileVerdict, Ignored, LoadResult, Named, Problem
 from mxgitops.spec import MxJob
 
 PACKAGE = Path(__file__).resolve().parent
 
 
 def load(
-    cache_file: Path, tree_id: str, settings: tuple[object, ...], validate: Callable[[], LoadResult]
+    cache_file: Path,
+    settings: tuple[object, ...],
+    validate: Callable[[Remembered], LoadResult],
 ) -> LoadResult:
-    """The remembered result for this tree and these settings, or `validate()`'s, kept."""
-    key = _key(tree_id, settings)
-    remembered = _read(cache_file, key)
-    if remembered is not None:
-        return remembered
-    result = validate()
-    _write(cache_file, key, result)
+    """`validate(verdicts)`'s result, where `verdicts` are those the last sync with
+    these settings kept; then only the verdicts this load used are kept."""
+    key = _key(settings)
+    verdicts = Remembered(_read(cache_file, key))
+    result = validate(verdicts)
+    if verdicts.changed:
+        _write(cache_file, key, verdicts.kept())
     return result
 
 
-def _key(tree_id: str, settings: tuple[object, ...]) -> str:
-    return hashlib.sha256(
-        json.dumps([tree_id, _code_fingerprint(), *settings]).encode()
-    ).hexdigest()
+def directory_cache(cache_dir: Path, directory: Path) -> Path:
+    """Where the verdicts on a plain directory's files are kept."""
+    name = hashlib.sha256(str(directory.resolve()).encode("utf-8", "surrogateescape"))
+    return cache_dir / "verdicts" / f"{name.hexdigest()[:32]}.json"
+
+
+class Remembered:
+    """The verdicts read from the cache file, decoded only when asked for, and those
+    added by this load (`manifests.Verdicts`)."""
+
+    def __init__(self, stored: dict[str, Any]) -> None:
+        self._stored = stored
+        self._used: set[str] = set()
+        self._added: dict[str, FileVerdict] = {}
+
+    def get(self, key: str, /) -> FileVerdict | None:
+        if key in self._added:
+            return self._added[key]
+        try:
+            verdict = _decode(self._stored[key])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # not seen, or damaged: validated again
+        self._used.add(key)
+        return verdict
+
+    def __setitem__(self, key: str, verdict: FileVerdict, /) -> None:
+        self._added[key] = verdict
+
+    @property
+    def changed(self) -> bool:
+        """Whether a file was validated, or a kept verdict is no longer used."""
+        return bool(self._added) or len(self._used) != len(self._stored)
+
+    def kept(self) -> dict[str, Any]:
+        """What to keep: the verdicts this load used or made (a removed file's go)."""
+        used = {key: self._stored[key] for key in self._used}
+        return used | {key: _encode(verdict) for key, verdict in self._added.items()}
+
+
+def _key(settings: tuple[object, ...]) -> str:
+    return hashlib.sha256(json.dumps([_code_fingerprint(), *settings]).encode()).hexdigest()
 
 
 @cache
@@ -53,46 +95,55 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _read(cache_file: Path, key: str) -> LoadResult | None:
+def _read(cache_file: Path, key: str) -> dict[str, Any]:
     try:
         data = json.loads(cache_file.read_text(encoding="utf-8"))
-        return _decode(data["result"]) if data.get("key") == key else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # absent or damaged: validate again
+        files = data["files"] if data.get("key") == key else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}  # absent or damaged: validate again
+    return files if isinstance(files, dict) else {}
 
 
-def _write(cache_file: Path, key: str, result: LoadResult) -> None:
+def _write(cache_file: Path, key: str, files: dict[str, Any]) -> None:
     """Atomically, and never failing the sync: the cache is only an optimisation."""
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         partial = cache_file.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(json.dumps({"key": key, "result": _encode(result)}), encoding="utf-8")
+        partial.write_text(json.dumps({"key": key, "files": files}), encoding="utf-8")
         partial.replace(cache_file)
     except OSError:
         pass
 
 
-def _encode(result: LoadResult) -> dict[str, Any]:
+def _encode(verdict: FileVerdict) -> dict[str, Any]:
     return {
-        "jobs": [job.to_dict() for job in result.jobs],
-        "problems": [asdict(p) for p in result.problems],
-        "ignored": [asdict(i) for i in result.ignored],
-        "invalid_keys": sorted(result.invalid_keys),
-        "invalid_manifests": result.invalid_manifests,
-        "unnamed_invalid": result.unnamed_invalid,
-        "warnings": [asdict(w) for w in result.warnings],
-        "held": [job.to_dict() for job in result.held],
+        "named": [
+            {**asdict(n), "job": n.job.to_dict() if n.job is not None else None}
+            for n in verdict.named
+        ],
+        "problems": [asdict(p) for p in verdict.problems],
+        "warnings": [asdict(w) for w in verdict.warnings],
+        "ignored": [asdict(i) for i in verdict.ignored],
+        "invalid": sorted(verdict.invalid),
+        "unnamed_invalid": verdict.unnamed_invalid,
     }
 
 
-def _decode(data: dict[str, Any]) -> LoadResult:
-    return LoadResult(
-        jobs=[MxJob.from_dict(job) for job in data["jobs"]],
-        problems=[Problem(**p) for p in data["problems"]],
-        ignored=[Ignored(**i) for i in data["ignored"]],
-        invalid_keys=frozenset((ns, name) for ns, name in data["invalid_keys"]),
-        invalid_manifests=data["invalid_manifests"],
-        unnamed_invalid=data["unnamed_invalid"],
-        warnings=[Problem(**w) for w in data["warnings"]],
-        held=[MxJob.from_dict(job) for job in data["held"]],
+def _decode(data: dict[str, Any]) -> FileVerdict:
+    return FileVerdict(
+        named=tuple(
+            Named(
+                **{
+                    **n,
+                    "key": tuple(n["key"]),
+                    "job": MxJob.from_dict(n["job"]) if n["job"] is not None else None,
+                }
+            )
+            for n in data["named"]
+        ),
+        problems=tuple(Problem(**p) for p in data["problems"]),
+        warnings=tuple(Problem(**w) for w in data["warnings"]),
+        ignored=tuple(Ignored(**i) for i in data["ignored"]),
+        invalid=frozenset((str(file), int(index)) for file, index in data["invalid"]),
+        unnamed_invalid=int(data["unnamed_invalid"]),
     )

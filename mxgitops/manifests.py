@@ -7,19 +7,25 @@ template), then the model's own rules (`spec.from_manifest`). A problem is
 reported with file, line, job and field path and never stops the other files.
 Documents of other kinds (a ConfigMap) are listed as ignored.
 
+Each file is validated on its own (`FileVerdict`), and only then are the files
+checked against each other (a job defined twice): given `verdicts`, what a
+file was found to be is reused while its name and text are the same, so a
+sync validates only the files that changed (`loadcache` keeps them).
+
 A job whose manifest is invalid is not desired, and its (namespace, name) is
 in `invalid_keys`, so a sync can leave the live job alone rather than prune it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mxgitops import policy as rules
 from mxgitops.dialects import VERSIONS, Version, version_of
@@ -172,17 +178,19 @@ def load(
     default_namespace: str = NAMESPACE,
     max_file_size: int = MAX_FILE_SIZE,
     policy: rules.Policy | None = None,
+    verdicts: Verdicts | None = None,
 ) -> LoadResult:
     """Validate every manifest under `paths` (files or directories), and, given a
     `policy`, check each valid job against it (a violation is a problem, and the job
-    is `held`, not desired).
+    is `held`, not desired). A file whose verdict is in `verdicts` is not validated
+    again; a file validated is added to them.
 
     File names in the result are relative to the directory given (a file given
     directly keeps the name it was given as). Raise ConfigError for a path
     that does not exist; everything wrong inside the files is a Problem.
     """
     roots = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    loader = _Loader(default_namespace, max_file_size, policy)
+    loader = _Loader(default_namespace, max_file_size, policy, verdicts)
     for root in roots:
         loader.load_root(Path(root))
     return loader.result()
@@ -291,8 +299,8 @@ def _size(number: int) -> str:
 # -- validation ----------------------------------------------------------------
 
 
-@dataclass
-class _Named:
+@dataclass(frozen=True)
+class Named:
     """An MxJob document whose key is known: for the duplicate check."""
 
     key: Key
@@ -304,12 +312,41 @@ class _Named:
     held: bool = False  # valid, but the policy forbids it
 
 
+@dataclass(frozen=True)
+class FileVerdict:
+    """What validating one file found, on its own (before the files are checked
+    against each other): the same for the same name and text, settings and code."""
+
+    named: tuple[Named, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+    ignored: tuple[Ignored, ...] = ()
+    invalid: frozenset[tuple[str, int]] = frozenset()  # (file, document index; -1: all)
+    unnamed_invalid: int = 0
+
+
+class Verdicts(Protocol):
+    """Verdicts by `verdict_key`, kept between loads made with the same settings."""
+
+    def get(self, key: str, /) -> FileVerdict | None: ...
+
+    def __setitem__(self, key: str, verdict: FileVerdict, /) -> None: ...
+
+
+def verdict_key(name: str, text: str) -> str:
+    """What a file's verdict depends on besides the settings: its name and its text."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(text.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
 @dataclass
 class _Loader:
     default_namespace: str
     max_file_size: int
     policy: rules.Policy | None = None
-    named: list[_Named] = field(default_factory=list)
+    verdicts: Verdicts | None = None
+    named: list[Named] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
@@ -328,10 +365,38 @@ class _Loader:
 
     def load_file(self, name: str, path: Path) -> None:
         try:
-            for document in documents(read_text(path, self.max_file_size)):
-                self.load_document(name, document)
+            text = read_text(path, self.max_file_size)
         except YamlError as error:
             self._file_problem(Problem(name, error.line, None, "", error.message))
+            return
+        key = verdict_key(name, text) if self.verdicts is not None else ""
+        verdict = self.verdicts.get(key) if self.verdicts is not None else None
+        if verdict is None:
+            verdict = self._validate(name, text)
+            if self.verdicts is not None:
+                self.verdicts[key] = verdict
+        self.named += verdict.named
+        self.problems += verdict.problems
+        self.warnings += verdict.warnings
+        self.ignored += verdict.ignored
+        self.invalid |= verdict.invalid
+        self.unnamed_invalid += verdict.unnamed_invalid
+
+    def _validate(self, name: str, text: str) -> FileVerdict:
+        alone = _Loader(self.default_namespace, self.max_file_size, self.policy)
+        try:
+            for document in documents(text):
+                alone.load_document(name, document)
+        except YamlError as error:
+            alone._file_problem(Problem(name, error.line, None, "", error.message))
+        return FileVerdict(
+            tuple(alone.named),
+            tuple(alone.problems),
+            tuple(alone.warnings),
+            tuple(alone.ignored),
+            frozenset(alone.invalid),
+            alone.unnamed_invalid,
+        )
 
     def load_document(self, name: str, document: Document) -> None:
         data = document.data
@@ -371,7 +436,7 @@ class _Loader:
         if key is not None:
             line = document.line_of(("metadata", "name"))
             reason = refused[0].message.split(":")[0] if refused else ""
-            self.named.append(_Named(key, name, document.index, line, job, reason, held))
+            self.named.append(Named(key, name, document.index, line, job, reason, held))
 
     def _violates(self, name: str, document: Document, job: MxJob) -> bool:
         """Report what the policy forbids in a valid job: `policy: ...` problems."""
@@ -421,7 +486,7 @@ class _Loader:
             if key is not None:
                 line = document.line_of(("metadata", "name"))
                 refused = f"{api_version} {kind} is not an MxJob dialect"
-                self.named.append(_Named(key, name, document.index, line, None, refused))
+                self.named.append(Named(key, name, document.index, line, None, refused))
             return
         self.ignored.append(
             Ignored(
@@ -463,7 +528,7 @@ class _Loader:
         self.problems.append(problem)
 
     def result(self) -> LoadResult:
-        by_key: dict[Key, list[_Named]] = defaultdict(list)
+        by_key: dict[Key, list[Named]] = defaultdict(list)
         for entry in self.named:
             by_key[entry.key].append(entry)
         jobs: list[MxJob] = []

@@ -218,24 +218,28 @@ def repository_kind(repo: str) -> RepositoryKind:
 
 
 def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:
-    """Validate the manifests, or reuse the verdict on the same Git tree (most syncs)."""
+    """Validate the manifests, reusing the verdict on each file seen before unchanged
+    (in most syncs, all of them)."""
     directory = _manifest_dir(workspace.root, config.path)
     policy = settings.effective_policy(config)
 
-    def validate() -> manifests.LoadResult:
+    def validate(verdicts: manifests.Verdicts) -> manifests.LoadResult:
         return manifests.load(
             [directory],
             default_namespace=config.namespace,
             max_file_size=config.max_file_size,
             policy=policy,
+            verdicts=verdicts,
         )
 
     repository = workspace.repository
-    tree = repository.tree_id(workspace.commit, config.path) if repository else None
-    if repository is None or tree is None:
-        return validate()
-    shaping = (config.namespace, config.max_file_size, repr(policy))
-    return loadcache.load(repository.state_file("manifests.json"), tree, shaping, validate)
+    kept = (
+        repository.state_file("manifests.json")
+        if repository is not None
+        else loadcache.directory_cache(config.cache_dir, directory)
+    )
+    shaping = (config.path, config.namespace, config.max_file_size, repr(policy))
+    return loadcache.load(kept, shaping, validate)
 
 
 def _manifest_dir(root: Path, path: str) -> Path:

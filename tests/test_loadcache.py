@@ -1,75 +1,125 @@
-"""loadcache: a sync with no new commit reuses the verdict on the same Git tree, and
-anything else (a new tree, other settings, a damaged entry) validates again."""
+"""loadcache: each file's verdict is reused while its name and text, the settings and
+mxgitops' code are the same; a sync validates only the files it has not seen, from a
+Git repository or a plain directory alike. Validation is counted as YAML files parsed."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mxgitops import loadcache, manifests
+from mxgitops.config import SyncConfig
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_sync_git_e2e import config_for, jobs_files
+from tests.test_sync_git_e2e import config_for, jobs_files, mxjob
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"
 EXAMPLE = Path(__file__).resolve().parents[1] / "jobs-repo-example"
 
 
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per file whose YAML is parsed, i.e. validated."""
+    calls: list[int] = []
+    real = manifests.documents
+
+    def counting(text: str) -> Any:
+        calls.append(1)
+        return real(text)
+
+    monkeypatch.setattr(manifests, "documents", counting)
+    return calls
+
+
+def load(cache: Path, root: Path, namespace: str = "ns") -> manifests.LoadResult:
+    def validate(verdicts: manifests.Verdicts) -> manifests.LoadResult:
+        return manifests.load([root], default_namespace=namespace, verdicts=verdicts)
+
+    return loadcache.load(cache, (namespace,), validate)
+
+
 @pytest.mark.parametrize("root", [SHARED, EXAMPLE], ids=["upstream", "jobs-repo-example"])
-def test_a_remembered_result_equals_a_fresh_one(root: Path, tmp_path: Path) -> None:
-    fresh = manifests.load([root])
+def test_a_remembered_result_equals_a_fresh_one(
+    root: Path, tmp_path: Path, parsed: list[int]
+) -> None:
+    fresh = manifests.load([root], default_namespace="ns")
     assert fresh.jobs and (fresh.problems or root == EXAMPLE)
     cache = tmp_path / "manifests.json"
-    loadcache.load(cache, "tree", ("ns",), lambda: fresh)
-    remembered = loadcache.load(cache, "tree", ("ns",), lambda: pytest.fail("validated again"))
+    assert load(cache, root) == fresh
+    files = len(parsed)
+    remembered = load(cache, root)
+    assert len(parsed) == files  # nothing parsed again
     assert remembered == fresh
     assert [j.spec_hash for j in remembered.jobs] == [j.spec_hash for j in fresh.jobs]
     assert [j.source_path for j in remembered.jobs] == [j.source_path for j in fresh.jobs]
 
 
-def test_another_tree_other_settings_or_a_damaged_entry_validate_again(tmp_path: Path) -> None:
-    cache, calls = tmp_path / "manifests.json", []
+def test_only_a_changed_or_new_file_is_validated_again(tmp_path: Path, parsed: list[int]) -> None:
+    root, cache = tmp_path / "jobs", tmp_path / "manifests.json"
+    root.mkdir()
+    for name in ("a", "b", "c"):
+        (root / f"{name}.yaml").write_text(mxjob(name))
+    load(cache, root)
+    assert len(parsed) == 3
+    (root / "b.yaml").write_text(mxjob("b", image="mxnet/python:2.0"))
+    (root / "d.yaml").write_text(mxjob("a"))  # a duplicate: checked across files each time
+    result = load(cache, root)
+    assert len(parsed) == 5
+    assert result == manifests.load([root], default_namespace="ns")
+    assert [j.name for j in result.jobs] == ["b", "c"]
+    assert ("ns", "a") in result.invalid_keys and "defined more than once" in str(result.problems)
+    (root / "d.yaml").unlink()
+    assert [j.name for j in load(cache, root).jobs] == ["a", "b", "c"]
+    assert len(parsed) == 9  # the fresh load compared with parsed four; this one none
+    assert len(json.loads(cache.read_text())["files"]) == 3  # d's verdict went with d
 
-    def validate() -> manifests.LoadResult:
-        calls.append(1)
-        return manifests.load([EXAMPLE])
 
-    loadcache.load(cache, "tree-a", ("ns",), validate)
-    loadcache.load(cache, "tree-b", ("ns",), validate)
-    loadcache.load(cache, "tree-b", ("other-ns",), validate)
+def test_other_settings_or_a_damaged_entry_validate_again(
+    tmp_path: Path, parsed: list[int]
+) -> None:
+    cache = tmp_path / "manifests.json"
+    files = len(manifests.manifest_files(EXAMPLE)[0])
+    load(cache, EXAMPLE)
+    load(cache, EXAMPLE, namespace="other-ns")
+    assert len(parsed) == 2 * files
     cache.write_text("{not json")
-    loadcache.load(cache, "tree-b", ("other-ns",), validate)
+    load(cache, EXAMPLE, namespace="other-ns")
     entry = json.loads(cache.read_text())
-    entry["result"] = {"jobs": "garbage"}
+    some = next(iter(entry["files"]))
+    entry["files"][some] = {"named": "garbage"}
     cache.write_text(json.dumps(entry))
-    loadcache.load(cache, "tree-b", ("other-ns",), validate)
-    assert len(calls) == 5
-    loadcache.load(cache, "tree-b", ("other-ns",), validate)
-    assert len(calls) == 5  # rewritten after the damage, and reused
+    load(cache, EXAMPLE, namespace="other-ns")
+    assert len(parsed) == 3 * files + 1
+    load(cache, EXAMPLE, namespace="other-ns")
+    assert len(parsed) == 3 * files + 1  # rewritten after the damage, and reused
 
 
-def test_a_sync_without_a_new_commit_does_not_validate_again(
-    make_git_remote: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_sync_without_a_new_commit_validates_no_file_again(
+    make_git_remote: Any, tmp_path: Path, parsed: list[int]
 ) -> None:
     remote: GitRemote = make_git_remote("jobs", files=jobs_files("alpha", "beta"))
     config = config_for(remote.url, tmp_path / "cache", None, dry_run=True)
-    calls: list[int] = []
-    real_load = manifests.load
-
-    def counting_load(*args: Any, **kwargs: Any) -> manifests.LoadResult:
-        calls.append(1)
-        return real_load(*args, **kwargs)
-
-    monkeypatch.setattr(manifests, "load", counting_load)
     first = sync(config)
     second = sync(config)
-    assert len(calls) == 1
+    assert len(parsed) == 2
     assert second.summary.jobs == first.summary.jobs
 
     remote.commit(jobs_files("gamma"))
     third = sync(config)
-    assert len(calls) == 2
+    assert len(parsed) == 3  # gamma only
     assert {j.name for j in third.summary.jobs} == {"alpha", "beta", "gamma"}
+
+
+def test_a_plain_directory_is_validated_once_too(tmp_path: Path, parsed: list[int]) -> None:
+    root = Path(shutil.copytree(EXAMPLE / "jobs", tmp_path / "jobs"))
+    files = len(manifests.manifest_files(root)[0])
+    config = SyncConfig(repo=str(root), dry_run=True, cache_dir=tmp_path / "cache")
+    first, second = sync(config), sync(config)
+    assert len(parsed) == files
+    assert second.summary.jobs == first.summary.jobs
+    assert loadcache.directory_cache(config.cache_dir, root).is_file()
+    assert not list(root.rglob("*.json"))  # nothing written into the directory synced
