@@ -59,12 +59,13 @@ def diff_commits(
     names it: the flag, or the pull request's .mxgitops.yaml.
     """
     with tempfile.TemporaryDirectory(prefix="mxgitops-diff-") as scratch:
-        results = []
+        results, cancel = [], ()
         tree = Path(scratch) / "tree"
         for rev in (base, head):
             shutil.rmtree(tree, ignore_errors=True)
             source.export_tree(repo, rev, tree)
             repo_file = settings.read_repo_settings(tree)
+            cancel = repo_file.values.get("cancel", ())  # HEAD's, the last read
             directory = path or repo_file.values.get("path", ".")
             default_namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
             target = _manifest_dir(tree, directory, rev)
@@ -77,7 +78,7 @@ def diff_commits(
             )
             loaded = manifests.load(roots, default_namespace=default_namespace, policy=policy)
             results.append(settings.with_problems(loaded, repo_file.refused))
-        return review(results[0], results[1])
+        return review(results[0], results[1], cancel=frozenset(cancel))
 
 
 def _manifest_dir(tree: Path, directory: str, rev: str) -> Path:

@@ -70,6 +70,7 @@ class SyncConfig:
     git_token: str | None = field(default=None, repr=False)
     max_file_size: int = 1024 * 1024
     failure_log_lines: int = 20  # of a newly failed container's log kept; 0: none
+    cancel: tuple[str, ...] = ()  # .mxgitops.yaml: namespace/name pruned without waiting
     accelerators: Mapping[str, Any] = field(default_factory=dict)
     policy_file: Path | None = None  # the operator's policy
     repo_policy: Mapping[str, Any] = field(default_factory=dict)  # .mxgitops.yaml's, parsed

@@ -129,6 +129,7 @@ class PlanOptions:
     max_prune_share: float = DEFAULT_MAX_PRUNE_SHARE
     force_prune: bool = False
     now: datetime | None = None  # when finished jobs are recorded in the ledger
+    cancel: frozenset[str] = frozenset()  # namespace/name: a removal that waits for nothing
     ledger_retention: timedelta = DEFAULT_LEDGER_RETENTION
 
     def render_context(self) -> RenderContext:
@@ -506,16 +507,22 @@ def _orphan_changes(
         elif not options.prune:
             change = base.change(Action.HOLD, "manifest removed; pruning is off", state=state)
         else:
-            change = _prune(base, live, state)
+            change = _prune(base, live, state, "/".join(live.key) in options.cancel)
         changes.append(change)
     return changes
 
 
-def _prune(base: _Base, live: LiveJob, state: State) -> Change:
+def _prune(base: _Base, live: LiveJob, state: State, cancelled: bool = False) -> Change:
     """Delete a job whose manifest is gone, unless it runs and asks to finish first;
-    leftovers of an interrupted replace or prune are no running job."""
+    leftovers of an interrupted replace or prune are no running job. The repository
+    cancels the wait in the same change as the removal by naming the job in its
+    `.mxgitops.yaml` `cancel` list."""
     leftover = live.incomplete()
-    if state not in FINISHED and _on_change(live) is OnChange.WAIT:
+    waits = state not in FINISHED and _on_change(live) is OnChange.WAIT
+    if waits and cancelled:
+        reason = "manifest removed; on-change: wait cancelled (.mxgitops.yaml cancel)"
+        return base.change(Action.DELETE, reason, state=state, deletes=tuple(live.refs()))
+    if waits:
         if leftover is None:
             return base.change(
                 Action.HOLD,

@@ -40,6 +40,7 @@ REPO_SETTINGS: dict[str, tuple[str, type]] = {
     "prune": ("prune", bool),
     "accelerators": ("accelerators", dict),
     "policy": ("repo_policy", dict),  # can only make the operator's policy stricter
+    "cancel": ("cancel", list),  # removed jobs pruned at once, even with on-change: wait
 }
 
 # Key an operator might expect here -> the flag that sets it ("" when env only).
@@ -125,8 +126,22 @@ def _settings(doc: Document) -> RepoFile:
         if key == "policy":
             where = f"{REPO_CONFIG_FILE}:{line}: policy"
             value = policy.parse(value, where=where, source=policy.REPOSITORY)
+        if key == "cancel":
+            value = _cancelled(value, line)
         values[attribute] = value
     return RepoFile(values, tuple(refused))
+
+
+def _cancelled(value: list[Any], line: int) -> tuple[str, ...]:
+    """`cancel`: the jobs, as namespace/name, whose removal waits for nothing."""
+    for item in value:
+        namespace, _, name = item.partition("/") if isinstance(item, str) else ("", "", "")
+        if not (namespace and name) or "/" in name:
+            raise ConfigError(
+                f"{REPO_CONFIG_FILE}:{line}: cancel: each entry is namespace/name, "
+                f"not {_quoted(item)}"
+            )
+    return tuple(value)
 
 
 def _operator_only(key: str) -> str:
@@ -155,6 +170,7 @@ _TYPE_NAMES: dict[type, str] = {
     bool: "true or false",
     str: "a string",
     dict: "a mapping",
+    list: "a list",
 }
 
 

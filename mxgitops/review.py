@@ -51,7 +51,8 @@ class Review:
         return [p for p in self.broken if p.message.startswith("policy: ")]
 
 
-def review(base: LoadResult, head: LoadResult) -> Review:
+def review(base: LoadResult, head: LoadResult, *, cancel: frozenset[str] = frozenset()) -> Review:
+    """`cancel`: HEAD's `.mxgitops.yaml` cancel list, removals that wait for nothing."""
     before = {job.key: job for job in base.jobs}
     after = {job.key: job for job in head.jobs}
     held = {job.key for job in head.held}  # the policy forbids them: held, not pruned
@@ -65,7 +66,7 @@ def review(base: LoadResult, head: LoadResult) -> Review:
             if k in before and before[k].spec_hash != j.spec_hash
         ],
         removed=[
-            _change(j, effect=_waits(j, WAIT_REMOVE))
+            _change(j, effect=_waits(j, WAIT_REMOVE, cancelled=f"{k[0]}/{k[1]}" in cancel))
             for k, j in sorted(before.items())
             if k not in after and k not in head.invalid_keys and k not in held
         ],
@@ -89,9 +90,11 @@ WAIT_REPLACE = "replaced when the running job finishes"
 WAIT_REMOVE = "removed when it finishes"
 
 
-def _waits(job: MxJob, effect: str) -> str:
+def _waits(job: MxJob, effect: str, *, cancelled: bool = False) -> str:
     if job.on_change is not OnChange.WAIT:
         return ""
+    if cancelled:
+        return f"removed at once: its {ON_CHANGE_ANNOTATION}: wait is cancelled (.mxgitops.yaml)"
     return f"{effect} ({ON_CHANGE_ANNOTATION}: wait; at once if it has finished)"
 
 

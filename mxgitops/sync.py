@@ -96,6 +96,7 @@ def sync(
             prune=config.prune,
             max_prune_share=config.max_prune_share,
             force_prune=config.force_prune,
+            cancel=frozenset(config.cancel),
         )
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)

@@ -500,3 +500,32 @@ def test_a_git_fetch_failure_is_gits_meaningful_line_with_secrets_redacted(
         (line,) = result.stderr.splitlines()
         assert line.startswith("Error: ") and said in line, line
         assert "s3cret" not in line and "Please make sure" not in line
+
+
+def test_one_change_removes_a_waiting_job_at_once_through_the_cancel_list(
+    kubeapi: KubeAPI, repo: Path
+) -> None:
+    run = Syncer(kubeapi, repo)
+    write(repo, *(mxjob(n, servers=0, annotations=WAIT) for n in ("keep", "drop", "stay")))
+    run()
+    kubeapi.run_job_controller(NS)
+    for name in ("keep", "drop", "stay"):
+        kubeapi.kubelet(job=batch_job(kubeapi, name, "worker"), namespace=NS, phase="Running")
+    remove(repo, "drop")
+    remove(repo, "stay")
+    (repo / ".mxgitops.yaml").write_text("cancel:\n  - ml/drop\n")
+    outcome = run()
+    dropped, stays = summary_of(outcome, "drop"), summary_of(outcome, "stay")
+    assert (dropped.action, dropped.state) == ("delete", "Deleting")
+    assert "wait cancelled" in dropped.reason
+    assert (stays.action, stays.state) == ("hold", "Waiting")
+    assert not job_objects(kubeapi, "drop") and job_objects(kubeapi, "stay")
+
+
+def test_diff_knows_the_cancel_list(make_git_remote: Callable[..., GitRemote]) -> None:
+    remote = make_git_remote("jobs", files=files(mxjob("gone", servers=0, annotations=WAIT)))
+    base = remote.rev()
+    remote.commit({"jobs/gone.yaml": None, ".mxgitops.yaml": "cancel: [ml/gone]\n"}, "cancel")
+    args = ["diff", base, "HEAD", "--repo", str(remote.work), "--path", "jobs", "-n", NS]
+    text = cli(*args).output
+    assert "removed at once" in text and "when it finishes" not in text

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
 
 from mxgitops import report
 from mxgitops.failurelog import keep_end
@@ -119,3 +122,15 @@ def test_the_top_level_help_lists_every_exit_code() -> None:
     listed = text.split("Exit codes:")[1].split("Options:")[0]
     for code in ExitCode:
         assert f" {code.value} " in f" {listed} ", code
+
+
+def test_the_cancel_list_names_jobs_as_namespace_and_name(tmp_path: Path) -> None:
+    from mxgitops import repofile
+    from mxgitops.errors import ConfigError
+
+    (tmp_path / ".mxgitops.yaml").write_text("cancel: [ml/a, other/b]\n")
+    assert repofile.read(tmp_path).values["cancel"] == ("ml/a", "other/b")
+    for bad in ("cancel: ml/a\n", "cancel: [a]\n", "cancel: [ml/a/b]\n", "cancel: [3]\n"):
+        (tmp_path / ".mxgitops.yaml").write_text(bad)
+        with pytest.raises(ConfigError, match="cancel"):
+            repofile.read(tmp_path)
