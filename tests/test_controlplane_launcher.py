@@ -104,3 +104,17 @@ def test_standalone_control_plane(tmp_path: Path) -> None:
         code = launcher.wait(timeout=60)
     assert code == 0
     assert not [pid for pid in processes if alive(pid)]
+
+
+def test_one_kubernetes_release_everywhere() -> None:
+    """The control plane, mxgitops' pod-template schemas and the double's validation
+    are one Kubernetes minor release (patch releases do not change the API)."""
+    from mxgitops import schema
+    from tests.controlplane.build import KUBERNETES_VERSION
+    from tests.kubeapi import schema as double_schema
+
+    def minor(version: str) -> str:
+        return ".".join(version.split(".")[:2])
+
+    assert minor(schema.KUBERNETES_VERSION) == minor(KUBERNETES_VERSION) == "v1.34"
+    assert double_schema.KUBERNETES_VERSION == schema.KUBERNETES_VERSION

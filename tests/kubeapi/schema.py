@@ -30,10 +30,13 @@ import jsonschema
 import jsonschema_rs
 from referencing import Registry, Resource
 
+from mxgitops import schema
+
 from .errors import ApiError, FieldError, bad_request
 from .resources import Resource as KubeResource
 
-KUBERNETES_VERSION = "v1.32.0"
+# The release mxgitops' own schemas and the real control plane are pinned to.
+KUBERNETES_VERSION = schema.KUBERNETES_VERSION
 _SCHEMA_ROOT = importlib_resources.files("kubernetes_validate") / "kubernetes-json-schema"
 _DEFS_URI = "https://kubernetes.io/api/_definitions.json"
 _DEFS_PREFIX = "#/$defs/"
