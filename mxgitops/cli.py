@@ -255,7 +255,10 @@ def validate(
     one line per problem: FILE:LINE: job NAME: field.path: message.
     Warnings (an older API version, a field mxgitops cannot honour) read
     FILE:LINE: job NAME: field.path: warning: message. Documents of other
-    kinds are listed as ignored. Exits 1 if any manifest is invalid, or with
+    kinds are listed as ignored. Every job is checked against the policy
+    (the defaults, --policy-file, and .mxgitops.yaml's stricter policy): a
+    violation reads FILE:LINE: job NAME: field.path: policy: message.
+    Exits 1 if any manifest is invalid or violates the policy, or with
     --strict if there is any warning.
 
     \b

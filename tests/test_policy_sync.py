@@ -133,3 +133,17 @@ def test_each_key_holds_its_violating_job(
     assert jobs["good"].action == "create", outcome.summary.problems
     assert len(job_writes(kubeapi)) == 4  # the good job's three batch Jobs and its Service
     assert {o["metadata"]["namespace"] for o in kubeapi.objects("jobs")} == {NS}
+
+
+def test_a_new_operator_policy_applies_to_the_same_commit(
+    make_git_remote: Callable[..., GitRemote], kubeapi: Any, tmp_path: Path
+) -> None:
+    """The remembered verdict on a Git tree is the verdict under one policy only."""
+    remote = make_git_remote("jobs", files={"jobs/train.yaml": manifest("seed", "train")})
+    operator = tmp_path / "policy.yaml"
+    operator.write_text("policy:\n  maxReplicasPerJob: 3\n")
+    config = config_for(remote.url, tmp_path / "cache", kubeapi, policy_file=operator)
+    assert [j.action for j in sync(config).summary.jobs] == ["create"]
+    operator.write_text("policy:\n  maxReplicasPerJob: 2\n")
+    (job,) = sync(config).summary.jobs
+    assert job.action == "hold" and "more than 2 (the operator's policy)" in job.reason
