@@ -5,7 +5,8 @@ client, so the rest of mxgitops never sees a client model or an ApiException.
 What it promises the planner and apply:
 
 - live state costs one LIST per kind, across namespaces, filtered by the
-  ownership selector, whatever the number of jobs;
+  ownership selector, read in pages of `LIST_PAGE_SIZE` objects (`limit` and
+  `continue`), so no response body grows with the number of jobs;
 - writes run with bounded parallelism and are idempotent: AlreadyExists on
   create and NotFound on delete count as success, so a retried write (after a
   429, a 5xx or a dropped connection) never duplicates anything, and no GET is
@@ -65,6 +66,7 @@ DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries inc
 MAX_REQUEST_TIMEOUT = 3600.0
 CONNECT_TIMEOUT = 10.0  # of each attempt, within the call's timeout
 STOP_GRACE = 2.0  # once stopping, a call (releasing the Lease) gets at most this long
+LIST_PAGE_SIZE = 1000  # objects per LIST request (kubectl asks for 500)
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
@@ -126,6 +128,7 @@ class Cluster:
     # Tenancy: every request about a job's objects in namespace N is made as this service
     # account of N (impersonation), so N's RBAC and Pod Security admission decide.
     tenant_service_account: str = ""
+    page_size: int = LIST_PAGE_SIZE
 
     def stop(self) -> None:
         """The sync is stopping (SIGTERM): start no further write, and give each call
@@ -143,13 +146,30 @@ class Cluster:
         )
 
     def list_all(self, kind: Kind, selector: str, namespace: str | None = None) -> list[KubeObject]:
-        """One LIST of the objects matching `selector`, in `namespace` or in all."""
-        body = self._request("GET", _path(kind, namespace), query={"labelSelector": selector})
-        items: list[KubeObject] = body.get("items") or []
-        for item in items:  # typed lists leave kind and apiVersion off their items
-            item.setdefault("kind", kind.value)
-            item.setdefault("apiVersion", _API_VERSIONS[kind])
-        return items
+        """One LIST of the objects matching `selector`, in `namespace` or in all, page by
+        page. A page's items are kept without their managedFields (nothing reads them,
+        and they are a good part of each object). A continuation the server no longer
+        has (410 Expired: the first page is older than its compaction) starts over."""
+        query = {"labelSelector": selector, "limit": str(self.page_size)}
+        items: list[KubeObject] = []
+        while True:
+            try:
+                body = self._request("GET", _path(kind, namespace), query=query)
+            except ClusterClientError as exc:
+                if exc.status != 410 or "continue" not in query:
+                    raise
+                query, items = {k: v for k, v in query.items() if k != "continue"}, []
+                continue
+            page: list[KubeObject] = body.get("items") or []
+            for item in page:  # typed lists leave kind and apiVersion off their items
+                item.setdefault("kind", kind.value)
+                item.setdefault("apiVersion", _API_VERSIONS[kind])
+                (item.get("metadata") or {}).pop("managedFields", None)
+            items += page
+            more = (body.get("metadata") or {}).get("continue")
+            if not more:
+                return items
+            query = {**query, "continue": str(more)}
 
     def pod_log(
         self, namespace: str, pod: str, *, container: str, tail_lines: int, limit_bytes: int

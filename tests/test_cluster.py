@@ -123,7 +123,7 @@ def test_list_is_one_request_per_kind_with_the_ownership_selector(
     (entry,) = kubeapi.request_log
     assert (entry["path"], entry["query"]) == (
         "/api/v1/configmaps",
-        {"labelSelector": ownership_selector("t1")},
+        {"labelSelector": ownership_selector("t1"), "limit": str(cluster.LIST_PAGE_SIZE)},
     )
 
 

@@ -29,8 +29,9 @@ Deliberate simplifications (what a real cluster does differently):
   LimitRanges/quotas), no API priority and fairness except injected 429s.
 * JSON only: no protobuf, no YAML bodies, no ``as=Table`` (kubectl prints its
   default NAME/AGE columns), no server-side apply (``apply-patch+yaml`` is a
-  415), no ``managedFields``, no pagination (``limit``/``continue`` are
-  ignored: lists are complete), ``resourceVersion``/``resourceVersionMatch``
+  415), no ``managedFields``; ``limit``/``continue`` page a list in key order,
+  but each page is read when asked (a real server serves a snapshot at the
+  first page's resourceVersion); ``resourceVersion``/``resourceVersionMatch``
   on lists are ignored (lists are always current), no ``sendInitialEvents``
   or watch bookmarks.
 * Deletion is immediate unless finalizers or Foreground propagation hold the

@@ -13,6 +13,8 @@ is the one intentional timing difference from a real cluster.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import json
 from typing import Any
@@ -99,8 +101,15 @@ class Rest:
         namespace: str | None,
         labels: tuple[Requirement, ...],
         fields: tuple[FieldRequirement, ...],
+        limit: int = 0,
+        token: str = "",
     ) -> bytes:
-        """A typed list, encoded; items carry neither kind nor apiVersion (as real)."""
+        """A typed list, encoded; items carry neither kind nor apiVersion (as real).
+
+        With `limit`, a page: items in key order (namespace, name) after the `token`'s
+        key, and `metadata.continue` when more are left; its pages carry the first
+        page's resourceVersion, but each is read when asked (not a snapshot)."""
+        after, first_rv = _continue_from(token) if token else (None, "")
         with self.store.lock:
             entries = [
                 e
@@ -108,14 +117,18 @@ class Rest:
                 if match_labels(labels, e.obj["metadata"].get("labels"))
                 and match_fields(fields, e.obj)
             ]
-            rv = self.store.rv
+            rv = first_rv or str(self.store.rv)
+            more: str | None = None
+            if limit > 0 or after is not None:
+                entries = sorted(entries, key=_key)
+                entries = [e for e in entries if after is None or _key(e) > after]
+                if 0 < limit < len(entries):
+                    entries = entries[:limit]
+                    more = _continue_token(_key(entries[-1]), rv)
             items = b",".join(e.encoded_item() for e in entries)
+        metadata = {"resourceVersion": rv, **({"continue": more} if more else {})}
         head = json.dumps(
-            {
-                "kind": res.list_kind,
-                "apiVersion": res.group_version,
-                "metadata": {"resourceVersion": str(rv)},
-            },
+            {"kind": res.list_kind, "apiVersion": res.group_version, "metadata": metadata},
             separators=(",", ":"),
         ).encode()
         return head[:-1] + b',"items":[' + items + b"]}"
@@ -456,3 +469,23 @@ def _key(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 __all__ = ["RESOURCES", "Rest"]
+
+
+def _key(entry: Any) -> tuple[str, str]:
+    meta = entry.obj["metadata"]
+    return (meta.get("namespace", ""), meta["name"])
+
+
+def _continue_token(after: tuple[str, str], rv: str) -> str:
+    data = json.dumps({"after": list(after), "rv": rv}).encode()
+    return base64.urlsafe_b64encode(data).decode()
+
+
+def _continue_from(token: str) -> tuple[tuple[str, str], str]:
+    """The key a page starts after, and the first page's resourceVersion."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        namespace, name = data["after"]
+        return (str(namespace), str(name)), str(data["rv"])
+    except (binascii.Error, ValueError, KeyError, TypeError) as exc:
+        raise errors.bad_request(f"continue key is not valid: {exc}") from exc

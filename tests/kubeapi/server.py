@@ -309,7 +309,8 @@ class Handler(BaseHTTPRequestHandler):
             labels = parse_label_selector(query.get("labelSelector", ""))
             fields = parse_field_selector(query.get("fieldSelector", ""))
             if route.verb == "list":
-                return self._send(200, rest.list_json(res, ns, labels, fields))
+                limit, token = int(query.get("limit") or 0), query.get("continue", "")
+                return self._send(200, rest.list_json(res, ns, labels, fields, limit, token))
             if route.verb == "watch":
                 return self._watch(res, ns, labels, fields, query)
             deleted, warnings = rest.delete_collection(
