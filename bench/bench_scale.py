@@ -1,0 +1,200 @@
+"""How a sync scales with the number of jobs, each figure beside its floor, measured
+in the same run against the API double (a subprocess).
+
+    python -m bench.bench_scale [JOBS ...]      (default: 100 1000 5000 10000)
+
+Per size, the jobs (dist: 7 batch Jobs and 1 Service each) are created by a first
+sync, then each sync runs as its own process, as the CronJob runs it:
+
+- no-op sync (median of 3): wall seconds of the process, of `sync()` inside it,
+  requests, peak RSS; against the floor: the same GET requests made with
+  http.client and their bodies read, nothing decoded (the "curl floor");
+- one changed manifest: wall, requests; against the no-op sync's median.
+
+Then `validate` of one file (process wall, median of 5) against `python -c pass`
+and against a process that imports PyYAML and parses the file; and `summarize` of
+10,000 written jobs against building their 10,000 rows as plain tuples.
+
+Prints a table; not a test. Targets (issue 14): no-op at 1,000 jobs <= 4x its
+floor and <= 120 MiB; at 10,000 <= 512 MiB, time linear; one change <= 1.2x.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.bench_sync import NS, ROOT, double, manifest, write_repo
+
+_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from mxgitops.config import SyncConfig
+from mxgitops.sync import sync
+repo, kubeconfig = sys.argv[1:3]
+config = SyncConfig(repo=repo, kubeconfig=Path(kubeconfig), namespace="bench",
+                    instance="bench", parallelism=16, cache_dir=Path(repo).parent / "cache")
+start = time.perf_counter()
+outcome = sync(config)
+took = time.perf_counter() - start
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"ok": outcome.ok, "sync": took, "rss": rss}))
+"""
+
+
+def child_sync(repo: Path, kubeconfig: Path) -> dict[str, Any]:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(repo), str(kubeconfig)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["wall"] = time.perf_counter() - start
+    if not result["ok"]:
+        raise RuntimeError(f"sync failed: {done.stdout[-2000:]}")
+    return result
+
+
+def floor(url: str, log: list[dict[str, Any]]) -> float:
+    """The same GETs over one connection, bodies read and not decoded."""
+    target = urllib.parse.urlsplit(url)
+    start = time.perf_counter()
+    connection = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
+    for entry in log:
+        query = urllib.parse.urlencode(entry.get("query") or {})
+        connection.request("GET", entry["path"] + (f"?{query}" if query else ""))
+        connection.getresponse().read()
+    connection.close()
+    return time.perf_counter() - start
+
+
+def scale(jobs: int, tmp: Path) -> dict[str, Any]:
+    repo = write_repo(tmp / f"repo-{jobs}", jobs)
+    with double(tmp, f"scale-{jobs}") as (api, kubeconfig):
+        first = child_sync(repo, kubeconfig)
+        noop = []
+        for _ in range(3):
+            api.clear()
+            noop.append(child_sync(repo, kubeconfig))
+            log = api.requests()
+        gets = [e for e in log if e["method"] == "GET"]
+        floors = [floor(api.url, gets) for _ in range(3)]
+        changed = manifest(jobs // 2)
+        changed["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 5
+        (repo / f"job-{jobs // 2:04d}.yaml").write_text(yaml.safe_dump(changed))
+        api.clear()
+        one = child_sync(repo, kubeconfig)
+        one_requests = len(api.requests())
+    return {
+        "jobs": jobs,
+        "first": first["wall"],
+        "first_rss": first["rss"],
+        "noop": statistics.median(r["wall"] for r in noop),
+        "noop_sync": statistics.median(r["sync"] for r in noop),
+        "noop_rss": max(r["rss"] for r in noop),
+        "requests": len(log),
+        "floor": statistics.median(floors),
+        "one": one["wall"],
+        "one_requests": one_requests,
+    }
+
+
+def process_wall(*args: str, runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(args, cwd=ROOT, capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def validate_one(tmp: Path) -> None:
+    path = tmp / "one.yaml"
+    path.write_text(yaml.safe_dump(manifest(1)))
+    ours = process_wall(sys.executable, "-m", "mxgitops.cli", "validate", str(path))
+    bare = process_wall(sys.executable, "-c", "pass")
+    parse = process_wall(sys.executable, "-c", f"import yaml; yaml.safe_load(open({str(path)!r}))")
+    print(
+        f"validate of one file: {ours:.2f} s wall (median of 5; target < 0.3 s); "
+        f"{ours / bare:.1f}x `python -c pass` ({bare:.2f} s), "
+        f"{ours / parse:.1f}x importing PyYAML and parsing it ({parse:.2f} s)"
+    )
+
+
+def summarize_many(count: int = 10_000) -> None:
+    from mxgitops import report
+    from mxgitops.apply import ChangeResult, ChangeSet
+    from mxgitops.plan import Action, Change, Plan
+
+    changes = tuple(Change(NS, f"job-{n:05d}", Action.CREATE, "new job") for n in range(count))
+    changeset = ChangeSet(tuple(ChangeResult(c) for c in changes))
+    the_plan = Plan(changes)
+
+    def ours() -> None:
+        report.summarize(the_plan, changeset)
+
+    def rows() -> None:
+        errors = {r.change.key: r.errors for r in changeset.results}
+        [(c.namespace, c.name, c.action.value, errors.get(c.key, ())) for c in changes]
+
+    took = {f.__name__: statistics.median(_timed(f) for _ in range(5)) for f in (ours, rows)}
+    print(
+        f"summarize of {count:,} written jobs: {took['ours']:.3f} s (median of 5; "
+        f"target < 0.2 s), {took['ours'] / took['rows']:.1f}x building plain rows "
+        f"({took['rows']:.3f} s)"
+    )
+
+
+def _timed(action: Any) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def main(sizes: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        validate_one(tmp)
+        summarize_many()
+        print(
+            "\n| jobs | first sync s | no-op s (process) | no-op s (sync()) | requests "
+            "| floor s | no-op / floor | peak RSS MiB | one change s | one / no-op "
+            "| one change requests |"
+        )
+        print("|" + "---|" * 11)
+        rows = []
+        for jobs in sizes:
+            row = scale(jobs, tmp / str(jobs))
+            rows.append(row)
+            print(
+                f"| {jobs:,} | {row['first']:.1f} | {row['noop']:.2f} | {row['noop_sync']:.2f} "
+                f"| {row['requests']} | {row['floor']:.2f} | {row['noop'] / row['floor']:.1f}x "
+                f"| {row['noop_rss']:.0f} | {row['one']:.2f} | {row['one'] / row['noop']:.2f}x "
+                f"| {row['one_requests']} |",
+                flush=True,
+            )
+        base = rows[0]
+        for row in rows[1:]:
+            growth = row["jobs"] / base["jobs"]
+            print(
+                f"{row['jobs']:,} vs {base['jobs']:,} jobs ({growth:.0f}x): no-op time "
+                f"{row['noop_sync'] / base['noop_sync']:.1f}x, peak RSS "
+                f"{row['noop_rss'] / base['noop_rss']:.1f}x"
+            )
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [100, 1000, 5000, 10000])
