@@ -145,18 +145,30 @@ def test_each_key_alone(tmp_path: Path, key: str, dialect: str) -> None:
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_every_key_at_once(tmp_path: Path, dialect: str) -> None:
-    strict = {key: value[0] for key, value in KEYS.items()}
-    violating = manifest(
+    result = checked(tmp_path, violating_everything(dialect), STRICT, {})
+    reported = {m.split(":")[1].split()[0] for m in policy_messages(result)}
+    assert reported == set(KEYS)
+    allowed = checked(tmp_path, manifest(dialect, **passing_everything()), STRICT, {})
+    assert allowed.ok, allowed.problems
+
+
+STRICT = {key: value[0] for key, value in KEYS.items()}
+
+
+def violating_everything(dialect: str, name: str = "train") -> str:
+    return manifest(
         dialect,
+        name,
         namespace="other",
         workers=3,
         image="docker.io/anyone/mxnet",
         container=gpus(1),
         pod={"serviceAccountName": "admin", "priorityClassName": "batch-high"},
     )
-    result = checked(tmp_path, violating, strict, {})
-    reported = {m.split(":")[1].split()[0] for m in policy_messages(result)}
-    assert reported == set(KEYS)
+
+
+def passing_everything() -> dict[str, Any]:
+    """The manifest's arguments that pass every key's strict value."""
     passing: dict[str, Any] = {}
     for value in KEYS.values():
         for name, argument in value[3].items():
@@ -164,8 +176,7 @@ def test_every_key_at_once(tmp_path: Path, dialect: str) -> None:
                 argument = _merge(passing[name], argument)
             passing[name] = argument
     passing["container"] = _merge(passing["container"], LIMITS)
-    allowed = checked(tmp_path, manifest(dialect, **passing), strict, {})
-    assert allowed.ok, allowed.problems
+    return passing
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

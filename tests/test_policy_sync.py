@@ -5,6 +5,7 @@ why; the other jobs go on. On the API double, and on the real control plane with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,14 @@ import yaml
 
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_policy import DIALECTS, KEYS, manifest
+from tests.test_policy import (
+    DIALECTS,
+    KEYS,
+    STRICT,
+    manifest,
+    passing_everything,
+    violating_everything,
+)
 from tests.test_sync_git_e2e import NS, WRITES, config_for, note_summary
 
 PRIVILEGED = {"securityContext": {"privileged": True}}
@@ -147,3 +155,31 @@ def test_a_new_operator_policy_applies_to_the_same_commit(
     operator.write_text("policy:\n  maxReplicasPerJob: 2\n")
     (job,) = sync(config).summary.jobs
     assert job.action == "hold" and "more than 2 (the operator's policy)" in job.reason
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_key_at_once(
+    make_git_remote: Callable[..., GitRemote], kubeapi: Any, tmp_path: Path, dialect: str
+) -> None:
+    remote = make_git_remote(
+        "jobs",
+        files={
+            "jobs/bad.yaml": violating_everything(dialect, "bad"),
+            "jobs/good.yaml": manifest(dialect, "good", **passing_everything()),
+        },
+    )
+    operator = tmp_path / "policy.yaml"
+    operator.write_text(yaml.safe_dump({"policy": STRICT}))
+    config = config_for(remote.url, tmp_path / "cache", kubeapi, policy_file=operator)
+    if hasattr(kubeapi, "ensure_namespace"):  # the real API server needs the namespace
+        kubeapi.ensure_namespace("ml")
+    jobs = {j.qualified_name: j for j in sync(config).summary.jobs}
+    assert jobs["other/bad"].action == "hold"
+    reason = jobs["other/bad"].reason
+    assert reason.startswith(
+        "not created: the policy forbids it (allowedNamespaces: namespace other is not allowed"
+    )
+    assert re.search(r", and \d+ more\)$", reason), reason
+    assert jobs["ml/good"].action == "create" and not jobs["ml/good"].errors
+    assert len(job_writes(kubeapi)) == 4
+    assert kubeapi.objects("jobs", "other") == []
