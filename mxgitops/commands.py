@@ -77,7 +77,8 @@ def diff_commits(
                 SyncConfig(policy_file=policy_file, repo_policy=repo_policy)
             )
             loaded = manifests.load(roots, default_namespace=default_namespace, policy=policy)
-            results.append(settings.with_problems(loaded, repo_file.refused))
+            rooted = settings.rooted(loaded, directory)
+            results.append(settings.with_problems(rooted, repo_file.refused))
         return review(results[0], results[1], cancel=frozenset(cancel))
 
 

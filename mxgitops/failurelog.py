@@ -64,7 +64,7 @@ def keep_end(text: str, max_bytes: int) -> str:
     """The end of `text` within `max_bytes` of UTF-8, starting at a line when it was cut."""
     data = text.encode()
     if len(data) <= max_bytes:
-        return text.rstrip("\n")
+        return text
     end = data[-max_bytes:].decode("utf-8", "ignore")
     newline = end.find("\n")
-    return (end[newline + 1 :] if 0 <= newline < len(end) - 1 else end).rstrip("\n")
+    return end[newline + 1 :] if 0 <= newline < len(end) - 1 else end

@@ -88,7 +88,8 @@ def sync(
         workspace = open_workspace(config, notices, cache, progress)
         config, refused = settings.apply_repo_settings(config, set(explicit), workspace.root)
         progress.phase("validating manifests")
-        loaded = settings.with_problems(_load_manifests(workspace, config), refused)
+        manifests_read = settings.rooted(_load_manifests(workspace, config), config.path)
+        loaded = settings.with_problems(manifests_read, refused)
         options = PlanOptions(
             instance=config.instance,
             commit=workspace.commit,

@@ -81,9 +81,10 @@ def test_the_plan_of_a_pull_request(pull_request: GitRemote) -> None:
     plan = (pull_request.work / "mxgitops-plan.md").read_text()
     assert plan.startswith(MARKER + "\n") and done.stdout.startswith(plan)
     for row in (
-        "| added | `ml-training/mnist-local` | `vision/mnist-local.yaml` | created |",
-        "| changed | `ml-training/cifar10-local` | `vision/cifar10-local.yaml` | replaced",
-        "| removed | `ml-training/bert-gpu` | `nlp/bert-gpu.yaml` | deleted |",
+        # Files named from the repository's root, as validate at its root names them.
+        "| added | `ml-training/mnist-local` | `jobs/vision/mnist-local.yaml` | created |",
+        "| changed | `ml-training/cifar10-local` | `jobs/vision/cifar10-local.yaml` | replaced",
+        "| removed | `ml-training/bert-gpu` | `jobs/nlp/bert-gpu.yaml` | deleted |",
     ):
         assert row in plan, plan
     assert "mxgitops validate passed" in plan

@@ -158,7 +158,7 @@ def test_a_symlink_to_etc_passwd_is_reported_and_diff_goes_on(remote: GitRemote)
     review = json.loads(result.stdout)
     assert [c["name"] for c in review["added"]] == ["beta"]
     (problem,) = review["broken"]
-    assert problem["file"] == "passwd.yaml"
+    assert problem["file"] == "jobs/passwd.yaml"  # from the repository's root, as validate
     assert "symlink to /etc/passwd" in problem["message"] and "not followed" in problem["message"]
     assert "root:" not in result.output
 

@@ -207,7 +207,7 @@ def test_an_oom_killed_workers_exit_code_reason_and_log_tail_survive_clean_pod_p
     assert result.exit_code == 0, result.output
     (shown,) = json.loads(result.output)["jobs"]
     assert shown["failure"]["exit_code"] == 137 and "OOMKilled" in shown["failure"]["reason"]
-    assert shown["failure"]["log"].endswith("CUDA out of memory")
+    assert shown["failure"]["log"].endswith("CUDA out of memory\n")  # as the container wrote it
     text = cli("status", "--repo", remote.url, "--cache-dir", str(tmp_path / "cache"))
     assert "ml/oom: failed: WORKER 0 exited 137 (OOMKilled" in text.output
     assert "  | CUDA out of memory" in text.output
@@ -529,3 +529,18 @@ def test_diff_knows_the_cancel_list(make_git_remote: Callable[..., GitRemote]) -
     args = ["diff", base, "HEAD", "--repo", str(remote.work), "--path", "jobs", "-n", NS]
     text = cli(*args).output
     assert "removed at once" in text and "when it finishes" not in text
+
+
+def test_validate_sync_and_diff_name_a_file_alike(
+    make_git_remote: Callable[..., GitRemote], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = mxjob("broken", servers=0)
+    broken["spec"]["mxReplicaSpecs"]["Worker"]["replica"] = 2
+    remote = make_git_remote("jobs", files={".mxgitops.yaml": "path: jobs\n"})
+    base = remote.rev()
+    remote.commit({"jobs/team/broken.yaml": yaml.safe_dump(broken)}, "break")
+    monkeypatch.chdir(remote.work)
+    said = "jobs/team/broken.yaml:"
+    assert said in cli("validate").output
+    assert f"Invalid: {said}" in cli("sync", "--dry-run", "--repo", ".", "-n", NS).output
+    assert f"! {said}" in cli("diff", base, "HEAD", "-n", NS).output

@@ -108,9 +108,9 @@ def test_a_failure_names_the_container_and_the_batch_jobs_verdict() -> None:
 def test_a_log_tail_keeps_the_end_within_its_bytes() -> None:
     text = "".join(f"line {n} é\n" for n in range(1000))
     kept = keep_end(text, 100)
-    assert len(kept.encode()) <= 100 and kept.endswith("line 999 é")
+    assert len(kept.encode()) <= 100 and kept.endswith("line 999 é\n")
     assert kept.startswith("line ")  # cut at a line
-    assert keep_end("short\n", 100) == "short"
+    assert keep_end("short\n", 100) == "short\n"
 
 
 def test_the_top_level_help_lists_every_exit_code() -> None:
