@@ -73,6 +73,9 @@ def test_the_example_repository_runs_to_its_end_states(
     local = batch_job(kubeapi, "cifar10-local", "worker")
     kubeapi.kubelet(job=local["metadata"]["name"], namespace=NS, phase="Succeeded")
     worker = batch_job(kubeapi, "bert-gpu", "worker", 1)
+    kubeapi.container_log(
+        job=worker["metadata"]["name"], namespace=NS, text="epoch 2\nepoch 3\nloss is NaN\n"
+    )
     kubeapi.kubelet(
         job=worker["metadata"]["name"],
         namespace=NS,
@@ -100,6 +103,10 @@ def test_the_example_repository_runs_to_its_end_states(
     jobs = {job["name"]: job for job in json.loads(status.output)["jobs"]}
     assert jobs["cifar10-local"]["state"] == "Succeeded"
     assert jobs["bert-gpu"]["state"] == "Failed"
+    failure = jobs["bert-gpu"]["failure"]  # why, kept even once cleanPodPolicy removes pods
+    assert (failure["replica"], failure["exit_code"]) == ("WORKER 1", 1)
+    assert "PodFailurePolicy" in failure["reason"] and failure["message"] == "loss is NaN"
+    assert failure["log"].endswith("loss is NaN\n")
     assert jobs["imagenet-dist"]["state"] not in ("Succeeded", "Failed")
     text = CliRunner().invoke(
         main,
@@ -107,4 +114,4 @@ def test_the_example_repository_runs_to_its_end_states(
         catch_exceptions=False,
     )
     assert re.search(r"bert-gpu.*Failed", text.output), text.output
-    print(json.dumps(jobs["bert-gpu"], indent=1))
+    assert "bert-gpu: failed: WORKER 1 exited 1" in text.output, text.output

@@ -194,7 +194,7 @@ class ControlPlane:
                 f"--client-ca-file={self.pki.ca}",
                 "--authorization-mode=RBAC",
                 "--allow-privileged=true",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-cluster-ip-range=10.0.0.0/16",  # a /24 is full at 254 Services
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={self.pki.service_account_pub}",
                 f"--service-account-signing-key-file={self.pki.service_account_key}",
