@@ -178,8 +178,11 @@ def main_real(jobs: int) -> None:
             for namespace in (NS, "bench-kubectl"):
                 admin.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
             kubeconfig = plane.kubeconfig(tmp / "kubeconfig")
-            objects = tmp / "objects.yaml"
-            objects.write_text(yaml.safe_dump_all(rendered_objects(repo, "bench-kubectl")))
+            # JSON, not YAML: PyYAML leaves a runtime id such as 1e5 unquoted, which
+            # kubectl's YAML reads as a number.
+            objects = tmp / "objects.json"
+            items = rendered_objects(repo, "bench-kubectl")
+            objects.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 
             def measure(what: str, action: Any) -> tuple[int, float]:
                 since = plane.audit_log.stat().st_size  # type: ignore[union-attr]

@@ -1,9 +1,9 @@
 """The RBAC that cronjob/ grants is sufficient and minimal, judged by the real authorizer.
 
-A full round of syncs (create, a name taken by a foreign Job found out by a read, the
+A full round of syncs (create, names taken by a foreign Job and Service found out by a read, the
 ledger created (its answer lost, the retry's 409 settled by a read) and updated, a
-failed container's log read, replace, suspend in place, repair, prune, the Lease each
-time) runs as the CronJob's
+failed container's log read, replace, suspend and on-change annotation in place, repair,
+prune, the Lease each time) runs as the CronJob's
 ServiceAccount, with exactly the Role and ClusterRole of the rendered example overlay:
 every sync succeeds. Then each granted verb is taken away in turn, and the round must
 fail on it with a one-line "forbidden" message that names it: no verb is granted that
@@ -31,10 +31,16 @@ __all__ = ["environment", "rendered"]  # fixtures of the CronJob test, used here
 
 NS = "ml-training"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
+NOT_OURS = "not managed by this mxgitops instance"
 
 
 def mxjob(
-    name: str, workers: int = 1, servers: int = 1, args: str = "train.py", suspend: bool = False
+    name: str,
+    workers: int = 1,
+    servers: int = 1,
+    args: str = "train.py",
+    suspend: bool = False,
+    wait: bool = False,
 ) -> str:
     container = {"name": "mxnet", "image": "mxnet/python:1.9.1", "args": [args]}
     replica = {"restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
@@ -52,6 +58,8 @@ def mxjob(
     }
     if suspend:
         doc["spec"]["runPolicy"] = {"suspend": True}
+    if wait:
+        doc["metadata"]["annotations"] = {"mxgitops.io/on-change": "wait"}
     return yaml.safe_dump(doc)
 
 
@@ -97,14 +105,18 @@ class Round:
             "b": mxjob("b", servers=0),
             "c": mxjob("c", servers=0),
             "d": mxjob("d", servers=0),
+            "e": mxjob("e"),
         }
-        remote.commit({f"jobs/{name}.yaml": text for name, text in jobs.items()}, "four jobs")
-        # d's batch Job name is taken by a foreign Job: the create meets 409, the read
-        # that follows finds it is not ours, and d is reported, not taken over.
-        real.create(squatter(worker_name(jobs["d"])), NS)
-        if failed := self._step(expect="d-worker-", code=1):
+        remote.commit({f"jobs/{name}.yaml": text for name, text in jobs.items()}, "five jobs")
+        # d's batch Job name and e's scheduler Service name are taken by foreign objects:
+        # each create meets 409, the read that follows finds it is not ours, and the job
+        # is reported, not taken over.
+        taken = (rendered_name(jobs["d"], "Job"), rendered_name(jobs["e"], "Service"))
+        real.create(squatter("Job", taken[0]), NS)
+        real.create(squatter("Service", taken[1]), NS)
+        if failed := self._step(reported=taken, code=1):
             return failed
-        remote.commit({"jobs/d.yaml": None}, "d goes")
+        remote.commit({"jobs/d.yaml": None, "jobs/e.yaml": None}, "d and e go")
         real.run_job_controller(NS)
         # b succeeds: the ledger is created, and the answer to that create is lost, so
         # the retry meets 409 and reads the ConfigMap to recognise its own write.
@@ -128,16 +140,19 @@ class Round:
         remote.commit({"jobs/a.yaml": mxjob("a", args="train.py --epochs=9")}, "replace a")
         if failed := self._step():
             return failed
-        # Suspended in place: its batch Jobs are patched, not replaced.
-        remote.commit(
-            {"jobs/a.yaml": mxjob("a", args="train.py --epochs=9", suspend=True)}, "pause a"
-        )
+        # Suspended, and told to wait on changes, in place: its batch Jobs and its
+        # Service are patched, not replaced.
+        paused = mxjob("a", args="train.py --epochs=9", suspend=True, wait=True)
+        remote.commit({"jobs/a.yaml": paused}, "pause a")
         if failed := self._step():
             return failed
+        # The annotation goes again (patched back), and a batch Job deleted by hand
+        # comes back (repair).
+        remote.commit({"jobs/a.yaml": mxjob("a", args="train.py --epochs=9", suspend=True)})
         path = f"/apis/batch/v1/namespaces/{NS}/jobs/{self._batch_job('a-worker-')}"
         status, _, body = real.raw("DELETE", path, {"propagationPolicy": "Background"})
         assert status == 200, body
-        if failed := self._step():  # repair
+        if failed := self._step():
             return failed
         remote.commit({"jobs/a.yaml": None}, "prune a")
         return self._step()
@@ -152,7 +167,7 @@ class Round:
         return name
 
     def _step(
-        self, expect: str = "", code: int = 0, kubeconfig: Path | None = None
+        self, reported: tuple[str, ...] = (), code: int = 0, kubeconfig: Path | None = None
     ) -> tuple[int, str] | None:
         self.runs += 1
         run = CronJobRun(
@@ -165,27 +180,37 @@ class Round:
         odd = (
             result.exit_code != code
             or "forbidden" in result.output.lower()
-            or (expect and "not managed by this mxgitops instance" not in result.output)
+            or not all(
+                any(name in line and NOT_OURS in line for line in result.output.splitlines())
+                for name in reported
+            )
         )
         return (result.exit_code, result.output) if odd else None
 
 
-def worker_name(manifest: str) -> str:
-    """The name mxgitops gives the first worker's batch Job of a local job."""
-    doc = yaml.safe_load(manifest)
-    job = spec.from_manifest(doc, default_namespace=NS)
-    (worker,) = [o for o in render_job(job, RenderContext(instance="x")) if o["kind"] == "Job"]
-    name: str = worker["metadata"]["name"]
+def rendered_name(manifest: str, kind: str) -> str:
+    """The name mxgitops gives the job's first object of ``kind``."""
+    job = spec.from_manifest(yaml.safe_load(manifest), default_namespace=NS)
+    name: str = next(
+        o["metadata"]["name"]
+        for o in render_job(job, RenderContext(instance="x"))
+        if o["kind"] == kind
+    )
     return name
 
 
-def squatter(name: str) -> dict[str, Any]:
+def squatter(kind: str, name: str) -> dict[str, Any]:
+    metadata = {"name": name, "labels": {"app": "squatter"}}
+    if kind == "Service":
+        port = {"port": 9091, "targetPort": 9091}
+        return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "spec": {"ports": [port]}}
     container = {"name": "main", "image": "busybox"}
+    template = {"spec": {"restartPolicy": "Never", "containers": [container]}}
     return {
         "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "labels": {"app": "squatter"}},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
+        "kind": kind,
+        "metadata": metadata,
+        "spec": {"template": template},
     }
 
 
