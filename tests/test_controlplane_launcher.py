@@ -4,7 +4,6 @@ log is the request log, and that leaves no process behind when it is stopped."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -72,7 +72,8 @@ def test_create_sets_metadata_and_job_defaults(k8s: Clients, kubeapi: KubeAPI) -
 
 
 @pytest.mark.double_only(
-    "the double's resourceVersion is one counter by design; etcd's revision also moves with every other writer"
+    "the double's resourceVersion is one counter by design; etcd's revision moves with "
+    "every other writer"
 )
 def test_resource_version_is_one_counter(k8s: Clients, kubeapi: KubeAPI) -> None:
     a = k8s.core.create_namespaced_config_map(NS, configmap("a"))

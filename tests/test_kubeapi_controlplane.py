@@ -156,7 +156,9 @@ def test_on_failure_restarts_in_place(k8s: Clients, kubeapi: KubeAPI) -> None:
     assert conditions(k8s, "train")["Failed"] == ("True", "BackoffLimitExceeded")
 
 
-@pytest.mark.double_only("moves the double's clock; the real job controller's deadline runs on wall time")
+@pytest.mark.double_only(
+    "moves the double's clock; the real job controller's deadline runs on wall time"
+)
 def test_active_deadline(k8s: Clients, kubeapi: KubeAPI) -> None:
     k8s.batch.create_namespaced_job(NS, job_manifest("train", activeDeadlineSeconds=60))
     kubeapi.run_job_controller()

@@ -28,6 +28,11 @@ def k8s(kubeapi: KubeAPI) -> Iterator[Clients]:
     clients.api.close()
 
 
+# Tests of the double's own fault injection. The real backend's fault proxy uses the
+# same rules and is exercised by the end-to-end fault tests.
+OWN_FAULTS = pytest.mark.double_only("tests the double's own fault injection")
+
+
 def configmap(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
 
@@ -40,7 +45,7 @@ def statuses(kubeapi: KubeAPI, seed: int) -> list[int]:
     return [e["status"] for e in kubeapi.request_log]
 
 
-@pytest.mark.double_only("tests the double's own fault injection; the real backend's proxy uses the same rules and is exercised by the end-to-end fault tests")
+@OWN_FAULTS
 def test_faults_are_seeded_and_reproducible(kubeapi: KubeAPI) -> None:
     first = statuses(kubeapi, seed=7)
     for obj in kubeapi.objects("configmaps"):
@@ -50,7 +55,7 @@ def test_faults_are_seeded_and_reproducible(kubeapi: KubeAPI) -> None:
     assert statuses(kubeapi, seed=8) != first
 
 
-@pytest.mark.double_only("tests the double's own fault injection; the real backend's proxy uses the same rules and is exercised by the end-to-end fault tests")
+@OWN_FAULTS
 def test_429_carries_retry_after(kubeapi: KubeAPI, k8s: Clients) -> None:
     kubeapi.faults("write/configmaps:429=1", retry_after=3)
     status, headers, body = raw(kubeapi, "POST", CONFIGMAPS, configmap("a"))
@@ -61,7 +66,7 @@ def test_429_carries_retry_after(kubeapi: KubeAPI, k8s: Clients) -> None:
     assert raw(kubeapi, "POST", CONFIGMAPS, configmap("a"))[0] == 201
 
 
-@pytest.mark.double_only("tests the double's own fault injection; the real backend's proxy uses the same rules and is exercised by the end-to-end fault tests")
+@OWN_FAULTS
 def test_dropped_connection_is_logged(kubeapi: KubeAPI) -> None:
     kubeapi.faults("get:drop=1")
     with pytest.raises(OSError):
@@ -70,7 +75,7 @@ def test_dropped_connection_is_logged(kubeapi: KubeAPI) -> None:
     assert (entry["status"], entry["dropped"], entry["fault"]) == (0, True, "drop")
 
 
-@pytest.mark.double_only("tests the double's own fault injection; the real backend's proxy uses the same rules and is exercised by the end-to-end fault tests")
+@OWN_FAULTS
 def test_injected_500_reaches_the_client(kubeapi: KubeAPI, k8s: Clients) -> None:
     kubeapi.faults("list:500=1")
     with pytest.raises(ApiException) as info:

@@ -223,7 +223,9 @@ class Rest:
         if subresource == "status":
             # As the real status strategies: the spec stays, the caller's labels and
             # annotations are taken with the status.
-            taken = {k: new["metadata"][k] for k in ("labels", "annotations") if k in new["metadata"]}
+            taken = {
+                k: new["metadata"][k] for k in ("labels", "annotations") if k in new["metadata"]
+            }
             new = {**copy.deepcopy(old), "status": new.get("status")}
             for key in ("labels", "annotations"):
                 new["metadata"].pop(key, None)

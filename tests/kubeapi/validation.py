@@ -331,7 +331,9 @@ def validate_update(
     ):
         errors.append(
             FieldError(
-                "Forbidden", "spec.containers", detail="pod updates may not add or remove containers"
+                "Forbidden",
+                "spec.containers",
+                detail="pod updates may not add or remove containers",
             )
         )
     elif res.kind == "Pod" and _without_images(new_spec) != _without_images(old_spec):
