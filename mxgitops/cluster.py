@@ -107,6 +107,16 @@ _API_VERSIONS = {
 }
 
 
+# What planning (trainer.live, trainer.status, trainer.inplace) never reads of a live
+# object: a batch Job's pod template (its run-policy fields, metadata and status are
+# read), a pod's containers and volumes (its metadata and status are). Most of each
+# object's size.
+_LIVE_UNREAD: dict[Kind, tuple[tuple[str, str], ...]] = {
+    Kind.JOB: (("spec", "template"),),
+    Kind.POD: (("spec", "containers"), ("spec", "volumes"), ("spec", "initContainers")),
+}
+
+
 def _path(kind: Kind, namespace: str | None = None, name: str | None = None) -> str:
     group, resource = _RESOURCES[kind]
     path = f"{group}/namespaces/{namespace}/{resource}" if namespace else f"{group}/{resource}"
@@ -138,18 +148,28 @@ class Cluster:
     # -- reads ----------------------------------------------------------------
 
     def list_live(self, selector: str) -> LiveObjects:
-        """One LIST per kind, across namespaces, of the objects matching `selector`."""
+        """One LIST per kind, across namespaces, of the objects matching `selector`,
+        each kept with what planning reads of it (`_LIVE_UNREAD`): memory grows with
+        the number of jobs, not with the size of their pod templates."""
         return LiveObjects(
-            jobs=tuple(self.list_all(Kind.JOB, selector)),
+            jobs=tuple(self.list_all(Kind.JOB, selector, unread=_LIVE_UNREAD[Kind.JOB])),
             services=tuple(self.list_all(Kind.SERVICE, selector)),
-            pods=tuple(self.list_all(Kind.POD, selector)),
+            pods=tuple(self.list_all(Kind.POD, selector, unread=_LIVE_UNREAD[Kind.POD])),
         )
 
-    def list_all(self, kind: Kind, selector: str, namespace: str | None = None) -> list[KubeObject]:
+    def list_all(
+        self,
+        kind: Kind,
+        selector: str,
+        namespace: str | None = None,
+        *,
+        unread: tuple[tuple[str, str], ...] = (),
+    ) -> list[KubeObject]:
         """One LIST of the objects matching `selector`, in `namespace` or in all, page by
         page. A page's items are kept without their managedFields (nothing reads them,
-        and they are a good part of each object). A continuation the server no longer
-        has (410 Expired: the first page is older than its compaction) starts over."""
+        and they are a good part of each object), nor the `unread` (section, field)
+        pairs. A continuation the server no longer has (410 Expired: the first page
+        is older than its compaction) starts over."""
         query = {"labelSelector": selector, "limit": str(self.page_size)}
         items: list[KubeObject] = []
         while True:
@@ -164,7 +184,8 @@ class Cluster:
             for item in page:  # typed lists leave kind and apiVersion off their items
                 item.setdefault("kind", kind.value)
                 item.setdefault("apiVersion", _API_VERSIONS[kind])
-                (item.get("metadata") or {}).pop("managedFields", None)
+                for section, name in (("metadata", "managedFields"), *unread):
+                    (item.get(section) or {}).pop(name, None)
             items += page
             more = (body.get("metadata") or {}).get("continue")
             if not more:

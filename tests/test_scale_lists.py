@@ -79,3 +79,39 @@ def test_an_expired_continuation_starts_the_list_over(populated: KubeAPI) -> Non
     items = kube.list_all(Kind.CONFIG_MAP, ownership_selector("t1"), NS)
     assert expired and len(items) == OBJECTS
     assert len({o["metadata"]["name"] for o in items}) == OBJECTS
+
+
+def batch_job(name: str) -> dict[str, Any]:
+    container = {"name": "mxnet", "image": "mxnet/python:1.9.1"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": ownership_labels("t1"),
+            "annotations": {"mxgitops.io/spec-hash": "abc"},
+        },
+        "spec": {
+            "suspend": True,  # no pods on the real backend: the test reads the Job alone
+            "backoffLimit": 2,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
+
+
+def test_live_jobs_are_kept_without_their_pod_template(kubeapi: KubeAPI) -> None:
+    """What planning reads stays (metadata, run-policy fields, status); the pod template,
+    most of a Job's size and never read, goes."""
+    kubeapi.create(batch_job("a"), NS)
+    kube = cluster.connect(kubeconfig=kubeapi.kubeconfig)
+    (job,) = kube.list_live(ownership_selector("t1")).jobs
+    assert "template" not in job["spec"]
+    assert (job["spec"]["suspend"], job["spec"]["backoffLimit"]) == (True, 2)
+    assert job["metadata"]["annotations"]["mxgitops.io/spec-hash"] == "abc"
+    assert job["metadata"]["labels"] == ownership_labels("t1")
+    assert job["metadata"]["uid"] and job["metadata"]["resourceVersion"]
+    assert "status" in job and (job["kind"], job["apiVersion"]) == ("Job", "batch/v1")
+    # A LIST of anything else keeps the whole object.
+    (whole,) = kube.list_all(Kind.JOB, ownership_selector("t1"))
+    assert whole["spec"]["template"]["spec"]["containers"][0]["name"] == "mxnet"
