@@ -20,7 +20,7 @@ import socket
 import ssl
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -28,7 +28,7 @@ import requests
 
 from tests.kubeapi.errors import ApiError
 from tests.kubeapi.faults import Faults, RequestLog
-from tests.kubeapi.server import route_of
+from tests.kubeapi.server import MethodHandler, log_entry
 
 from .pki import KeyPair
 
@@ -71,45 +71,22 @@ class FaultProxy(ThreadingHTTPServer):
         self._thread.join(timeout=5)
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(MethodHandler):
     server: FaultProxy
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: the request log says what happened."""
 
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def do_PUT(self) -> None:
-        self._dispatch("PUT")
-
-    def do_PATCH(self) -> None:
-        self._dispatch("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        route = route_of(method, url.path, query)
-        entry: dict[str, Any] = {
-            "method": method,
-            "path": url.path,
-            "query": query,
-            "verb": route.verb if route else "",
-            "resource": route.res.plural if route else "",
-            "status": 0,
-            "fault": None,
-            "dropped": False,
-        }
-        decision = self.server.faults.decide(entry["verb"], entry["resource"]) if route else None
+        entry = log_entry(method, url.path, query)
+        decision = (
+            self.server.faults.decide(entry["verb"], entry["resource"]) if entry["verb"] else None
+        )
         try:
             if decision is not None:
                 if decision.delay_ms:

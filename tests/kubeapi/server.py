@@ -151,7 +151,44 @@ def _watch_frame(kind: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
-class Handler(BaseHTTPRequestHandler):
+class MethodHandler(BaseHTTPRequestHandler):
+    """Every HTTP method of the Kubernetes API to one ``_dispatch(method)``."""
+
+    def _dispatch(self, method: str) -> None:
+        raise NotImplementedError
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+
+def log_entry(method: str, path: str, query: dict[str, str]) -> dict[str, Any]:
+    """A request log entry (status 0 until answered) and what it routes to."""
+    route = route_of(method, path, query)
+    return {
+        "method": method,
+        "path": path,
+        "query": query,
+        "verb": route.verb if route else "",
+        "resource": route.res.plural if route else "",
+        "status": 0,
+        "fault": None,
+        "dropped": False,
+    }
+
+
+class Handler(MethodHandler):
     protocol_version = "HTTP/1.1"
     server: KubeAPIServer
     server_version = "kubeapi-double"
@@ -199,21 +236,6 @@ class Handler(BaseHTTPRequestHandler):
     def _send_error(self, error: ApiError) -> int:
         return self._send(error.code, error.status(), error.headers)
 
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def do_PUT(self) -> None:
-        self._dispatch("PUT")
-
-    def do_PATCH(self) -> None:
-        self._dispatch("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
     # -- dispatch --------------------------------------------------------------
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
@@ -229,16 +251,7 @@ class Handler(BaseHTTPRequestHandler):
                     self._send_error(errors.bad_request(str(err)))
             return
         route = route_of(method, url.path, query)
-        self._entry = entry = {
-            "method": method,
-            "path": url.path,
-            "query": query,
-            "verb": route.verb if route else "",
-            "resource": route.res.plural if route else "",
-            "status": 0,
-            "fault": None,
-            "dropped": False,
-        }
+        self._entry = entry = log_entry(method, url.path, query)
         try:
             content_type = self.headers.get("Content-Type", "")
             if body and content_type.startswith("application/vnd.kubernetes.protobuf"):
