@@ -28,9 +28,10 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary 
         )
     credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
     repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
-    checkout = repository.sync(config.ref)
-    sha = source.resolve(checkout.root, commit) if commit else checkout.commit
-    note = repository.read_note(sha, notes_ref=config.notes_ref)
+    with repository.locked():  # a sync sharing the cache must not see it fetched under it
+        checkout = repository.sync(config.ref)
+        sha = source.resolve(checkout.root, commit) if commit else checkout.commit
+        note = repository.read_note(sha, notes_ref=config.notes_ref)
     return (report.parse_note(note) if note else None), sha
 
 

@@ -121,3 +121,20 @@ def test_three_syncs_sharing_one_new_cache_all_succeed(
     assert len(outcomes) == 3
     assert {o.workspace.commit for o in outcomes} == {remote.rev()}
     assert all({j.name for j in o.summary.jobs} == {"alpha", "beta"} for o in outcomes)
+
+
+def test_status_takes_its_turn_in_the_cache_too(
+    remote: GitRemote, kubeapi: KubeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`status` fetches into the same cache as a sync: it must not do so while a sync
+    holds it (it would break that sync's checkout)."""
+    from mxgitops.commands import read_status
+
+    cache = tmp_path / "cache"
+    sync(config(remote, cache, kubeapi))
+    monkeypatch.setattr(cachelock, "DEFAULT_TIMEOUT", 0.0)
+    with source.Repository(remote.url, cache_dir=cache).locked():
+        with pytest.raises(CacheBusyError, match="in use by another mxgitops process"):
+            read_status(config(remote, cache, kubeapi), None)
+    summary, sha = read_status(config(remote, cache, kubeapi), None)
+    assert sha == remote.rev() and summary is not None
