@@ -120,11 +120,11 @@ class Rest:
             rv = first_rv or str(self.store.rv)
             more: str | None = None
             if limit > 0 or after is not None:
-                entries = sorted(entries, key=_key)
-                entries = [e for e in entries if after is None or _key(e) > after]
+                entries = sorted(entries, key=lambda e: _key(e.obj))
+                entries = [e for e in entries if after is None or _key(e.obj) > after]
                 if 0 < limit < len(entries):
                     entries = entries[:limit]
-                    more = _continue_token(_key(entries[-1]), rv)
+                    more = _continue_token(_key(entries[-1].obj), rv)
             items = b",".join(e.encoded_item() for e in entries)
         metadata = {"resourceVersion": rv, **({"continue": more} if more else {})}
         head = json.dumps(
@@ -471,11 +471,6 @@ def _key(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 __all__ = ["RESOURCES", "Rest"]
-
-
-def _key(entry: Any) -> tuple[str, str]:
-    meta = entry.obj["metadata"]
-    return (meta.get("namespace", ""), meta["name"])
 
 
 def _continue_token(after: tuple[str, str], rv: str) -> str:
