@@ -169,7 +169,6 @@ def test_a_pruned_job_is_deleting_and_a_replaced_one_shows_its_new_runtime(
 LOG = "".join(f"step {n}: loss 0.{n:02d}\n" for n in range(1, 31)) + "CUDA out of memory\n"
 
 
-@pytest.mark.double_only("pod logs: the real control plane has no kubelet serving them")
 def test_an_oom_killed_workers_exit_code_reason_and_log_tail_survive_clean_pod_policy(
     make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
 ) -> None:
