@@ -414,3 +414,12 @@ def test_diff_marks_each_key(
     assert [f"{j['namespace']}/{j['name']}" for j in found["removed"]] == moved
     assert found["changed"] == []
     assert invoke("diff", base, base, "-n", "ml", *args).exit_code == 0
+
+
+def test_a_missing_operator_policy_fails_closed(repo: Path) -> None:
+    """A sync whose policy file is gone stops (exit 2) rather than run under the defaults."""
+    (repo / "jobs/train.yaml").write_text(manifest("seed"))
+    missing = repo / "gone.yaml"
+    result = invoke("sync", "--dry-run", "--repo", repo, "--path", "jobs", "--policy-file", missing)
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert f"policy file {missing}: cannot read" in result.stderr
