@@ -14,6 +14,9 @@ sync validates only the files that changed (`loadcache` keeps them).
 
 A job whose manifest is invalid is not desired, and its (namespace, name) is
 in `invalid_keys`, so a sync can leave the live job alone rather than prune it.
+Given a policy (`policy.py`), a valid job is checked against it last: what it
+forbids is reported as `policy: ...` problems, and the job is `held`, neither
+desired nor invalid, so that the plan holds it with the reason.
 """
 
 from __future__ import annotations
