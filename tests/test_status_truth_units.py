@@ -134,3 +134,31 @@ def test_the_cancel_list_names_jobs_as_namespace_and_name(tmp_path: Path) -> Non
         (tmp_path / ".mxgitops.yaml").write_text(bad)
         with pytest.raises(ConfigError, match="cancel"):
             repofile.read(tmp_path)
+
+
+def test_a_pending_replica_says_why_and_a_suspended_job_is_suspended() -> None:
+    from mxgitops.trainer.status import ReplicaState, pending_reason, replica_state
+
+    unscheduled = {
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "message": "0/4 nodes are available"}
+            ],
+        }
+    }
+    pulling = {
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [
+                {"name": "mxnet", "state": {"waiting": {"reason": "ErrImagePull", "message": "no"}}}
+            ],
+        }
+    }
+    assert pending_reason(unscheduled) == "0/4 nodes are available"
+    assert pending_reason(pulling) == "ErrImagePull: no"
+    assert replica_state({"status": {}}, [pulling]) is ReplicaState.PENDING
+    assert replica_state({"spec": {"suspend": True}, "status": {}}, []) is ReplicaState.SUSPENDED
+    paused = job("a", servers=0, workers=1, suspend=True)
+    change = only(plan([paused], live(paused), Ledger(), OPTIONS))
+    assert (change.action, change.state) == (Action.UNCHANGED, State.SUSPENDED)
