@@ -281,13 +281,19 @@ class Cluster:
         _raise_first(self.write([Delete(r) for r in refs]))
 
     def _write_one(self, write: Write) -> WriteResult:
+        said: list[str] = []  # the response's Warning headers (e.g. PodSecurity's)
         try:
             if isinstance(write, Create):
                 ref = write.ref
-                self._request("POST", _path(ref.kind, ref.namespace), body=write.obj)
+                self._request("POST", _path(ref.kind, ref.namespace), body=write.obj, warnings=said)
             elif isinstance(write, Patch):
                 ref = write.ref
-                self._request("PATCH", _path(ref.kind, ref.namespace, ref.name), body=write.body)
+                self._request(
+                    "PATCH",
+                    _path(ref.kind, ref.namespace, ref.name),
+                    body=write.body,
+                    warnings=said,
+                )
             else:
                 ref = write.ref
                 # Background: the Job goes at once, the garbage collector takes its pods.
@@ -295,6 +301,7 @@ class Cluster:
                     "DELETE",
                     _path(ref.kind, ref.namespace, ref.name),
                     body={"propagationPolicy": "Background"},
+                    warnings=said,
                 )
         except ClusterClientError as exc:
             if isinstance(write, Delete) and exc.status == 404:
@@ -304,7 +311,7 @@ class Cluster:
             return WriteResult(write, exc)
         except ClusterError as exc:
             return WriteResult(write, exc)
-        return WriteResult(write)
+        return WriteResult(write, warnings=tuple(said))
 
     def _created_before(self, write: Create) -> WriteResult:
         """AlreadyExists is success when the object is ours (a retried create); an
@@ -334,8 +341,10 @@ class Cluster:
         *,
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
+        warnings: list[str] | None = None,
     ) -> KubeObject:
-        result: KubeObject = json.loads(self._raw(method, path, query=query, body=body) or b"{}")
+        raw = self._raw(method, path, query=query, body=body, warnings=warnings)
+        result: KubeObject = json.loads(raw or b"{}")
         return result
 
     def _raw(
@@ -345,15 +354,22 @@ class Cluster:
         *,
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
+        warnings: list[str] | None = None,
     ) -> bytes:
+        """The response's body; the texts of its `Warning` headers go to `warnings`."""
         try:
-            return self._retried(method, path, query, body)
+            return self._retried(method, path, query, body, warnings)
         except (SystemExit, KeyboardInterrupt):
             self.stop()  # SIGTERM arrived during this call: what follows gets the grace
             raise
 
     def _retried(
-        self, method: str, path: str, query: dict[str, str] | None, body: KubeObject | None
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str] | None,
+        body: KubeObject | None,
+        warnings: list[str] | None = None,
     ) -> bytes:
         import urllib3  # both loaded with the client
         from kubernetes.client.exceptions import ApiException
@@ -363,7 +379,7 @@ class Cluster:
         for attempt in _attempts(self.retry.attempts):
             remaining = deadline - self.clock()
             try:
-                return self._send(method, path, query, body, remaining)
+                return self._send(method, path, query, body, remaining, warnings)
             except ApiException as exc:
                 error = _api_error(exc, method, path)
                 delay = self.retry.delay(attempt.number, _retry_after(exc))
@@ -397,6 +413,7 @@ class Cluster:
         query: dict[str, str] | None,
         body: KubeObject | None,
         timeout: float,
+        warnings: list[str] | None = None,
     ) -> bytes:
         kind = "application/merge-patch+json" if method == "PATCH" else "application/json"
         headers = {"Accept": "application/json, */*", "Content-Type": kind}
@@ -421,6 +438,8 @@ class Cluster:
             raise ApiException.from_response(
                 http_resp=response, body=data.decode("utf-8", "replace"), data=None
             )
+        if warnings is not None:
+            warnings += _warnings(response.headers)
         body_bytes: bytes = data
         return body_bytes
 
@@ -556,6 +575,17 @@ def _api_error(exc: ApiException, method: str, path: str) -> ClusterError:
     if status >= 500 or status == 429:
         return ClusterServerError(f"the Kubernetes API failed {what}: {message}", status=status)
     return ClusterClientError(message, status=status, reason=reason)
+
+
+# One warning of a `Warning` header (RFC 7234: `299 - "text"`, the text a quoted string);
+# several in one header are separated by commas.
+_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def _warnings(headers: Any) -> list[str]:
+    """The texts of a response's `Warning` headers, as the API server wrote them."""
+    values = headers.getlist("Warning") if hasattr(headers, "getlist") else []
+    return [re.sub(r"\\(.)", r"\1", text) for value in values for text in _WARNING.findall(value)]
 
 
 def _status_body(exc: ApiException) -> dict[str, Any]:

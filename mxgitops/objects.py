@@ -130,6 +130,7 @@ Write = Create | Delete | Patch
 class WriteResult:
     write: Write
     error: MxGitOpsError | None = None
+    warnings: tuple[str, ...] = ()  # the response's Warning headers (PodSecurity's, ...)
 
     @property
     def ok(self) -> bool:
