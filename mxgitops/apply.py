@@ -6,7 +6,15 @@ anything else), then the creations a change needs first (`Change.first`),
 then the others, each phase with the cluster's bounded parallelism.
 A failed write does not stop the others: the change set records, per job,
 what was done and what failed, so a partial apply is reported honestly and
-the next sync finishes the work (every write is idempotent).
+the next sync finishes the work (every write is idempotent). A refused write
+is one line of its job's errors, the API's message and what it cost the job
+(not started) together.
+
+A write can succeed with warnings (the response's `Warning` headers): they
+are kept with the job's result. One kind is an error: Pod Security admission
+accepts a batch Job whose pod template its namespace's level forbids, only
+warning (`would violate PodSecurity ...`), and refuses its pods later; such a
+job never starts, so it gets one error line, the API's warning.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ class ChangeResult:
     deleted: tuple[ObjectRef, ...] = ()
     errors: tuple[str, ...] = ()
     patched: tuple[ObjectRef, ...] = ()
+    warnings: tuple[str, ...] = ()  # of its successful writes, but Pod Security's (errors)
 
     @property
     def ok(self) -> bool:
@@ -64,6 +73,8 @@ class _Outcome:
     deleted: list[ObjectRef] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     patched: list[ObjectRef] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    refused_pods: list[str] = field(default_factory=list)  # Pod Security's warnings
 
 
 def apply(
@@ -90,22 +101,21 @@ def apply(
     # A job whose old objects could not all be deleted is not started anew, so it
     # never has two live runtimes. (The pods of deleted Jobs may still be terminating
     # while the new ones start: the API server deletes them in the background.)
-    blocked = _failed(cluster.write(deletes, on_done), owners, outcomes, Delete)
+    starting = {c.key for c in writing if c.creates}
+    blocked = _failed(
+        cluster.write(deletes, on_done), owners, outcomes, Delete, starting, NOT_STARTED_ANEW
+    )
     first = cluster.write(_unblocked(firsts, owners, blocked), on_done)
-    unready = _failed(first, owners, outcomes, Create) - blocked
+    unready = _failed(first, owners, outcomes, Create, starting, NOT_STARTED) - blocked
     _record(
         cluster.write(_unblocked(creates, owners, blocked | unready), on_done), owners, outcomes
     )
-    for change in writing:
-        if change.key in blocked and change.creates:
-            outcomes[change.key].errors.append(
-                "not started: its old objects could not all be deleted"
-            )
-        elif change.key in unready:
-            outcomes[change.key].errors.append(
-                "not started: what it needs first (its scheduler's Service) was not created"
-            )
     return ChangeSet(tuple(_result(c, outcomes[c.key]) for c in writing))
+
+
+# What a refused write costs its job, said on the write's own line.
+NOT_STARTED_ANEW = "not started anew: its old objects could not all be deleted"
+NOT_STARTED = "not started: its batch Jobs need this first"
 
 
 def _failed(
@@ -113,11 +123,22 @@ def _failed(
     owners: dict[ObjectRef, JobKey],
     outcomes: dict[JobKey, _Outcome],
     kind: type[Create] | type[Delete],
+    starting: set[JobKey],
+    consequence: str,
 ) -> set[JobKey]:
     """Record `results`; the jobs whose writes of `kind` failed (a failed patch blocks
-    nothing: it changes no object's existence)."""
-    _record(results, owners, outcomes)
-    return {owners[_ref(r.write)] for r in results if r.error and isinstance(r.write, kind)}
+    nothing: it changes no object's existence). The first such line of a job that was
+    to start says that it was not, and why."""
+    failed: set[JobKey] = set()
+    for result in results:
+        key = owners[_ref(result.write)]
+        if result.error is None or not isinstance(result.write, kind) or key in failed:
+            _record([result], owners, outcomes)
+            continue
+        failed.add(key)
+        note = f"; {consequence}" if key in starting else ""
+        outcomes[key].errors.append(_refused(result) + note)
+    return failed
 
 
 def _unblocked(
@@ -133,13 +154,35 @@ def _record(
         ref = _ref(result.write)
         outcome = outcomes[owners[ref]]
         if result.error is not None:
-            outcome.errors.append(f"{_verb(result.write)} {ref}: {_message(result.error)}")
-        elif isinstance(result.write, Create):
+            outcome.errors.append(_refused(result))
+            continue
+        for warning in result.warnings:
+            said = f"{_verb(result.write)} {ref}: {warning}"
+            (outcome.refused_pods if _POD_SECURITY in warning else outcome.warnings).append(said)
+        if isinstance(result.write, Create):
             outcome.created.append(ref)
         elif isinstance(result.write, Patch):
             outcome.patched.append(ref)
         else:
             outcome.deleted.append(ref)
+
+
+# How kube-apiserver's PodSecurity admission begins the warning on a workload whose pod
+# template its namespace's enforced level forbids.
+_POD_SECURITY = "would violate PodSecurity"
+
+
+def _refused(result: WriteResult) -> str:
+    assert result.error is not None
+    return f"{_verb(result.write)} {_ref(result.write)}: {_message(result.error)}"
+
+
+def _pods_refused(said: list[str]) -> list[str]:
+    """One line for a job whose batch Jobs' pods Pod Security admission will refuse."""
+    if not said:
+        return []
+    more = f" (and {len(said) - 1} more of its batch Jobs)" if len(said) > 1 else ""
+    return [f"{said[0]}{more}; its pods will be refused, so it will not start"]
 
 
 def _ref(write: Write) -> ObjectRef:
@@ -159,6 +202,7 @@ def _result(change: Change, outcome: _Outcome) -> ChangeResult:
         change,
         tuple(outcome.created),
         tuple(outcome.deleted),
-        tuple(outcome.errors),
+        (*outcome.errors, *_pods_refused(outcome.refused_pods)),
         tuple(outcome.patched),
+        tuple(dict.fromkeys(outcome.warnings)),
     )

@@ -21,12 +21,12 @@ line that is exactly the marker: text above it cannot forge or hide it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mxgitops.apply import ChangeSet
+from mxgitops.apply import ChangeResult, ChangeSet
 from mxgitops.ledger import JobKey
 from mxgitops.markdown import code, text, visible
 from mxgitops.plan import Action, Change, Plan
@@ -75,6 +75,7 @@ class JobSummary:
     runtime_id: str = ""  # the live runtime (the new one during a replace)
     state_reason: str = ""  # why a Pending job waits: the scheduler's message
     failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
+    warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
 
     @property
     def qualified_name(self) -> str:
@@ -128,6 +129,7 @@ class Summary:
                     "replicas": tuple(ReplicaSummary(**r) for r in job.get("replicas", ())),
                     "objects": tuple(job.get("objects", ())),
                     "errors": tuple(job.get("errors", ())),
+                    "warnings": tuple(job.get("warnings", ())),
                 }
             )
             for job in data.get("jobs", ())
@@ -157,8 +159,8 @@ def summarize(
     synced_at: datetime | None = None,
     version: str = "",
 ) -> Summary:
-    errors = _errors_by_job(changeset)
-    jobs = [_job_summary(change, errors.get(change.key, ())) for change in plan.changes]
+    written = _results_by_job(changeset)
+    jobs = [_job_summary(change, written.get(change.key)) for change in plan.changes]
     if changeset is not None and changeset.ledger_error:
         problems = [*problems, changeset.ledger_error]
     return Summary(
@@ -174,20 +176,20 @@ def summarize(
     )
 
 
-def _errors_by_job(changeset: ChangeSet | None) -> dict[JobKey, tuple[str, ...]]:
-    """Each job's write errors, indexed in one pass: looking each job up in the change
+def _results_by_job(changeset: ChangeSet | None) -> dict[JobKey, ChangeResult]:
+    """Each job's write results, indexed in one pass: looking each job up in the change
     set (`ChangeSet.for_job`, a scan) made a summary quadratic in the jobs written."""
-    errors: dict[JobKey, tuple[str, ...]] = {}
+    results: dict[JobKey, ChangeResult] = {}
     for result in changeset.results if changeset is not None else ():
-        errors.setdefault(result.change.key, result.errors)  # the first, as for_job
-    return errors
+        results.setdefault(result.change.key, result)  # the first, as for_job
+    return results
 
 
 def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _job_summary(change: Change, errors: Iterable[str]) -> JobSummary:
+def _job_summary(change: Change, written: ChangeResult | None) -> JobSummary:
     objects = [f"+{o['kind'].lower()}/{o['metadata']['name']}" for o in change.creates]
     objects = [f"-{r.kind.lower()}/{r.name}" for r in change.deletes] + objects
     objects += [f"~{p.describe()}" for p in change.patches]
@@ -209,7 +211,8 @@ def _job_summary(change: Change, errors: Iterable[str]) -> JobSummary:
             for r in change.replicas
         ),
         objects=tuple(objects),
-        errors=tuple(errors),
+        errors=written.errors if written is not None else (),
+        warnings=written.warnings if written is not None else (),
         runtime_id=change.runtime_id,
         state_reason=next((r.reason for r in change.replicas if r.reason), "")
         if change.state is State.PENDING
@@ -286,6 +289,7 @@ def render_plan(summary: Summary, *, verbose: bool = False) -> str:
         if verbose or summary.dry_run:
             lines += [f"      {obj}" for obj in job.objects]
         lines += [f"      error: {e}" for e in job.errors]
+        lines += [f"      warning: {w}" for w in job.warnings]
         lines += [f"      {line}" for line in job.details()]
     if summary.prune_refused:
         lines.append(f"Pruning refused: {summary.prune_refused}")

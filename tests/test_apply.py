@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mxgitops.apply import apply
-from mxgitops.errors import ClusterServerError
+from mxgitops.errors import ClusterForbidden, ClusterServerError
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Create, Delete, LiveObjects, ObjectRef, Write, WriteResult
 from mxgitops.plan import plan
@@ -13,18 +13,27 @@ from tests.test_plan import OPTIONS, job, live
 
 
 class Recorder:
-    """A WriteAPI that records each batch and fails the writes it is told to."""
+    """A WriteAPI that records each batch, fails the writes it is told to (503 unless
+    `error` says otherwise) and answers the others with the warnings `warn` gives."""
 
-    def __init__(self, fail: Callable[[Write], bool] = lambda w: False) -> None:
+    def __init__(
+        self,
+        fail: Callable[[Write], bool] = lambda w: False,
+        *,
+        error: Callable[[], Exception] = lambda: ClusterServerError("injected", status=503),
+        warn: Callable[[Write], tuple[str, ...]] = lambda w: (),
+    ) -> None:
         self.batches: list[list[Write]] = []
         self.fail = fail
+        self.error = error
+        self.warn = warn
 
     def write(
         self, writes: Sequence[Write], on_done: Callable[[WriteResult], None] | None = None
     ) -> list[WriteResult]:
         self.batches.append(list(writes))
         results = [
-            WriteResult(w, ClusterServerError("injected", status=503) if self.fail(w) else None)
+            WriteResult(w, self.error()) if self.fail(w) else WriteResult(w, warnings=self.warn(w))
             for w in writes
         ]
         for result in results:
@@ -71,9 +80,10 @@ def test_a_job_whose_old_objects_survive_is_not_started_anew() -> None:
     (failed,) = changeset.failed
     assert failed.change.name == "b" and not failed.created
     assert len(failed.deleted) == len(failed.change.deletes) - 1
-    assert failed.errors[0].startswith("delete job/b-server-")
-    assert "injected" in failed.errors[0]
-    assert failed.errors[-1] == "not started: its old objects could not all be deleted"
+    # One line: the refused delete, the API's message and what it cost the job.
+    (line,) = failed.errors
+    assert line.startswith("delete job/b-server-")
+    assert line.endswith(": injected; not started anew: its old objects could not all be deleted")
     assert not changeset.ok
 
 
@@ -92,3 +102,50 @@ def test_a_plan_without_writes_writes_nothing() -> None:
     changeset = apply(plan([a], live(a), Ledger(), OPTIONS), api)
     assert changeset.results == () and changeset.ok
     assert api.batches in ([], [[], [], []])
+
+
+def test_a_refused_service_is_one_line_of_its_job_and_the_rest_goes_on() -> None:
+    a, b = job("a"), job("b")
+    message = 'the Kubernetes API refused POST /api/v1/namespaces/ml/services: forbidden: User "t"'
+    api = Recorder(
+        lambda w: isinstance(w, Create) and w.ref.name.startswith("a-scheduler"),
+        error=lambda: ClusterForbidden(message),
+    )
+    changeset = apply(plan([a, b], LiveObjects(), Ledger(), OPTIONS), api)
+    result_a, result_b = changeset.results
+    (line,) = result_a.errors
+    assert line.startswith("create service/a-scheduler-")
+    assert line.endswith(f": {message}; not started: its batch Jobs need this first")
+    assert not result_a.created
+    assert result_b.ok and len(result_b.created) == 5
+
+
+PODSECURITY = (
+    'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false '
+    '(container "mxnet" must set securityContext.allowPrivilegeEscalation=false)'
+)
+
+
+def test_a_pod_security_warning_is_one_error_line_of_its_job() -> None:
+    """Admission creates the batch Jobs and refuses their pods later: the job will not start."""
+    a, b = job("a"), job("b")
+
+    def warn(write: Write) -> tuple[str, ...]:
+        name = write.ref.name
+        if name.startswith("a-") and write.ref.kind == "Job":
+            return (PODSECURITY,)
+        return ("metadata.name: this name may be too long",) if name.startswith("b-") else ()
+
+    changeset = apply(plan([a, b], LiveObjects(), Ledger(), OPTIONS), Recorder(warn=warn))
+    result_a, result_b = changeset.results
+    (line,) = result_a.errors
+    assert line.startswith("create job/a-")
+    assert line.endswith(
+        f": {PODSECURITY} (and 3 more of its batch Jobs); its pods will be refused, "
+        "so it will not start"
+    )
+    assert len(result_a.created) == 5 and result_a.warnings == ()
+    assert result_b.ok and len(result_b.created) == 5
+    assert len(result_b.warnings) == 5
+    assert all(w.endswith(": metadata.name: this name may be too long") for w in result_b.warnings)
+    assert not changeset.ok
