@@ -302,8 +302,8 @@ Examples:
 Every option can also be set by an MXGITOPS_* environment variable (the option
 name in upper case, dashes as underscores: --max-prune-share is
 MXGITOPS_MAX_PRUNE_SHARE). The jobs repository's .mxgitops.yaml may set --path,
---namespace and --prune (and accelerators, and a policy stricter than the one of
---policy-file); the others are the operator's, and a
+--namespace and --prune (and a policy stricter than the one of --policy-file);
+the others are the operator's, and a
 repository that sets one gets an error (the README has the table). Flags win over
 the environment, the environment over the file. An HTTPS token is read from
 MXGITOPS_GIT_TOKEN only, so it never shows in a process list.
@@ -448,6 +448,14 @@ def repo_options(command: F) -> F:
     type=click.Path(path_type=Path, dir_okay=False),
     help="The operator's policy (YAML, one policy section); the jobs repository's "
     ".mxgitops.yaml can only make it stricter.  [default: the default policy]",
+)
+@_opt(
+    "--accelerators-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Host-path volumes and env vars added to every container that requests a "
+    "resource (YAML, one accelerators section: resource name -> volumes, envVars), such "
+    "as the node's GPU driver libraries; exempt from the policy, so the jobs repository "
+    "cannot set them.  [default: none]",
 )
 @_opt(
     "--tenant-service-account",

@@ -25,9 +25,11 @@ from typing import Any
 from mxgitops import policy, repofile
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import LoadResult, Problem
+from mxgitops.manifests import LoadResult, Problem, read_text
 from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
+from mxgitops.trainer import parse_accelerators
+from mxgitops.yamldoc import YamlError, documents
 
 # Where Kubernetes mounts the namespace of a pod's service account.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -36,6 +38,7 @@ FILE_SIZE_BOUNDS = (1 << 10, 64 << 20)  # of --max-file-size: 1 KiB to 64 MiB
 MAX_FAILURE_LOG_LINES = 1000  # of --failure-log-lines
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
+ACCELERATORS_FILE_SIZE = 64 * 1024
 
 
 def default_cache_dir() -> Path:
@@ -71,7 +74,8 @@ class SyncConfig:
     max_file_size: int = 1024 * 1024
     failure_log_lines: int = 20  # of a newly failed container's log kept; 0: none
     cancel: tuple[str, ...] = ()  # .mxgitops.yaml: namespace/name pruned without waiting
-    accelerators: Mapping[str, Any] = field(default_factory=dict)
+    accelerators: Mapping[str, Any] = field(default_factory=dict)  # the operator's, raw
+    accelerators_file: Path | None = None  # the operator's accelerators (read into the above)
     policy_file: Path | None = None  # the operator's policy
     repo_policy: Mapping[str, Any] = field(default_factory=dict)  # .mxgitops.yaml's, parsed
     tenant_service_account: str | None = None  # writes into N impersonate N's account
@@ -79,6 +83,8 @@ class SyncConfig:
     def __post_init__(self) -> None:
         if not self.state_namespace:
             object.__setattr__(self, "state_namespace", self.namespace)
+        if self.accelerators_file is not None and not self.accelerators:
+            object.__setattr__(self, "accelerators", read_accelerators(self.accelerators_file))
         if not 1 <= self.parallelism <= MAX_PARALLELISM:
             raise ConfigError(
                 f"parallelism must be between 1 and {MAX_PARALLELISM}, not {self.parallelism}"
@@ -123,6 +129,24 @@ class SyncConfig:
                 f"instance {self.instance!r} must be lower-case letters, digits and '-', "
                 f"at most {MAX_INSTANCE_LENGTH} characters"
             )
+
+
+def read_accelerators(path: Path) -> dict[str, Any]:
+    """The operator's accelerators file: YAML with one `accelerators` section (resource
+    name -> host-path volumes and env vars), checked as the sync will read it."""
+    where = f"accelerators file {path}"
+    try:
+        text = read_text(path, ACCELERATORS_FILE_SIZE)
+        docs = list(documents(text, max_values=10_000, max_depth=16))
+    except YamlError as error:
+        line = f" (line {error.line})" if error.line else ""
+        raise ConfigError(f"{where}{line}: {error.message}") from error
+    data = docs[0].data if len(docs) == 1 else None
+    if not isinstance(data, dict) or set(data) != {"accelerators"}:
+        raise ConfigError(f"{where}: must be one YAML mapping with a single key, accelerators")
+    parse_accelerators(data["accelerators"], where=f"{where}: accelerators")
+    raw: dict[str, Any] = data["accelerators"] or {}
+    return raw
 
 
 def effective_policy(config: SyncConfig) -> policy.Policy:

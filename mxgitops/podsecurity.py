@@ -12,7 +12,8 @@ kube-apiserver's admission.
 
 Only the pod template as the manifest writes it is checked. What mxgitops adds
 (labels, DMLC_* variables, and the accelerators config's driver mounts, which
-are hostPath volumes by nature) is not: see README, "Policy".
+are hostPath volumes by nature and the operator's alone to set) is not: see
+README, "Policy".
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ could be a secret of the machine, and would end up quoted in an error).
 
 It may set what describes its jobs (`REPO_SETTINGS`). Everything that decides
 who mxgitops is or what it may do (its instance, the namespace of its Lease
-and ledger, prune limits, parallelism, file-size limits, notes and
-credentials: `OPERATOR_SETTINGS`) belongs to the operator: a repository that
+and ledger, prune limits, parallelism, file-size limits, notes, credentials,
+and the accelerators' host-path mounts, which the policy exempts:
+`OPERATOR_SETTINGS`) belongs to the operator: a repository that
 sets one gets a `Problem`, reported by validate, diff and the status note
 like an invalid manifest, and its value is ignored. Anything else is a typo
 or a malformed file: a `ConfigError`.
@@ -38,7 +39,6 @@ REPO_SETTINGS: dict[str, tuple[str, type]] = {
     "path": ("path", str),
     "namespace": ("namespace", str),
     "prune": ("prune", bool),
-    "accelerators": ("accelerators", dict),
     "policy": ("repo_policy", dict),  # can only make the operator's policy stricter
     "cancel": ("cancel", list),  # removed jobs pruned at once, even with on-change: wait
 }
@@ -63,6 +63,9 @@ OPERATOR_SETTINGS: dict[str, str] = {
     "gitToken": "",
     "policyFile": "--policy-file",
     "tenancy": "--tenant-service-account",
+    # Host-path volumes and mounts in every container that requests a resource, exempt
+    # from the policy (the node's driver libraries): a repository could mount any path.
+    "accelerators": "--accelerators-file",
 }
 
 

@@ -45,7 +45,7 @@ def test_the_file_fills_in_only_what_flags_and_environment_left_unset(tmp_path: 
         ("prune: 1", ".mxgitops.yaml: prune: expected true or false, got 1"),
         ("path: [jobs]", ".mxgitops.yaml: path: expected a string, got ['jobs']"),
         ("namespace: Bad_NS", "namespace 'Bad_NS' is not a valid namespace name"),
-        ("accelerators: []", ".mxgitops.yaml: accelerators: expected a mapping, got []"),
+        ("cancel: {}", ".mxgitops.yaml: cancel: expected a list, got {}"),
     ],
 )
 def test_bad_settings_are_named_with_their_file_and_key(
@@ -87,6 +87,7 @@ def test_a_token_never_shows_in_the_repr() -> None:
         ("notesRef: refs/heads/main\n", "notesRef", ("notes_ref", "refs/notes/mxgitops")),
         ("notes: false\n", "notes", ("notes", True)),
         ("stateNamespace: kube-system\n", "stateNamespace", ("state_namespace", "default")),
+        ("accelerators: {x: {}}\n", "accelerators", ("accelerators", {})),
     ],
 )
 def test_operator_settings_in_the_repository_are_refused_and_ignored(
