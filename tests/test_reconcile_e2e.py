@@ -112,6 +112,9 @@ class Syncer:
     retry: cluster.RetryPolicy = RETRY
     parallelism: int = 4
     sleeps: list[float] = field(default_factory=list)
+    # Where the verdict cache goes: beside the repository, unless that is a folder of
+    # this checkout or of shared/ (the examples), which a test must not write into.
+    cache: Path | None = None
 
     def config(self, **overrides: Any) -> SyncConfig:
         values: dict[str, Any] = {
@@ -119,7 +122,7 @@ class Syncer:
             "kubeconfig": self.api.kubeconfig,
             "namespace": NS,
             "instance": INSTANCE,
-            "cache_dir": self.repo.parent / "cache",
+            "cache_dir": self.cache or self.repo.parent / "cache",
             "parallelism": self.parallelism,
             **overrides,
         }
@@ -243,7 +246,7 @@ def test_first_sync_creates_exactly_the_rendered_objects_and_the_second_writes_n
 ) -> None:
     assert UPSTREAM.is_dir(), f"the upstream examples are missing: {UPSTREAM}"
     root = UPSTREAM if which == "upstream" else example_or_own_repo(tmp_path)
-    run = Syncer(kubeapi, root)
+    run = Syncer(kubeapi, root, cache=tmp_path / "cache")
     expected = expected_objects(root)
     assert expected
     first = run()
@@ -263,8 +266,8 @@ def test_first_sync_creates_exactly_the_rendered_objects_and_the_second_writes_n
     assert {j.action for j in second.summary.jobs} == {"unchanged"}
 
 
-def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI) -> None:
-    outcome = Syncer(kubeapi, UPSTREAM)()
+def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: Path) -> None:
+    outcome = Syncer(kubeapi, UPSTREAM, cache=tmp_path / "cache")()
     # MXTune is refused, with a clear problem; the other four are created.
     assert not outcome.ok
     (problem,) = outcome.summary.problems
