@@ -133,8 +133,8 @@ def test_status_takes_its_turn_in_the_cache_too(
     cache = tmp_path / "cache"
     sync(config(remote, cache, kubeapi))
     monkeypatch.setattr(cachelock, "DEFAULT_TIMEOUT", 0.0)
-    with source.Repository(remote.url, cache_dir=cache).locked():
-        with pytest.raises(CacheBusyError, match="in use by another mxgitops process"):
-            read_status(config(remote, cache, kubeapi), None)
+    busy = pytest.raises(CacheBusyError, match="in use by another mxgitops process")
+    with source.Repository(remote.url, cache_dir=cache).locked(), busy:
+        read_status(config(remote, cache, kubeapi), None)
     summary, sha = read_status(config(remote, cache, kubeapi), None)
     assert sha == remote.rev() and summary is not None
