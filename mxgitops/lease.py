@@ -181,8 +181,7 @@ def _not_released(lease: KubeObject, error: ClusterError) -> None:
     """Say why the Lease stays held: the next syncs stop on it until it expires."""
     spec = _spec(lease)
     log.warning(
-        "could not release Lease %s: %s; syncs wait until it expires "
-        "(%ss after its renewal at %s)",
+        "could not release Lease %s: %s; syncs wait until it expires (%ss after its renewal at %s)",
         ObjectRef.of(lease),
         error,
         spec.get("leaseDurationSeconds"),

@@ -278,8 +278,10 @@ class RealCluster:
             timeout=30,
         )
         is_json = response.headers.get("Content-Type", "").startswith("application/json")
-        return response.status_code, dict(response.headers), (
-            response.json() if is_json else response.text
+        return (
+            response.status_code,
+            dict(response.headers),
+            (response.json() if is_json else response.text),
         )
 
     def wipe(self) -> None:
