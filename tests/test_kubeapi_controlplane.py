@@ -12,6 +12,12 @@ from tests.kubeapi.harness import KubeAPI
 
 NS = "default"
 
+# The double recreates a failed pod at its next step; the real job controller only
+# after its pod failure backoff (10 s, doubling), which a test would wait out.
+BACKOFF = (
+    "a failed pod is recreated after the real job controller's backoff (10 s, doubling): wall time"
+)
+
 
 @pytest.fixture
 def k8s(kubeapi: KubeAPI) -> Iterator[Clients]:
@@ -112,6 +118,7 @@ def test_exit_1_fails_the_job_with_pod_failure_policy(k8s: Clients, kubeapi: Kub
     assert kubeapi.run_job_controller() == []  # a failed job gets no new pods
 
 
+@pytest.mark.double_only(BACKOFF)
 def test_backoff_limit_with_restart_policy_never(k8s: Clients, kubeapi: KubeAPI) -> None:
     body = job_manifest("train", backoffLimit=2)
     del body["spec"]["podFailurePolicy"]
@@ -125,6 +132,7 @@ def test_backoff_limit_with_restart_policy_never(k8s: Clients, kubeapi: KubeAPI)
     assert len(kubeapi.objects("pods")) == 3
 
 
+@pytest.mark.double_only(BACKOFF)
 def test_ignore_rule_does_not_count(k8s: Clients, kubeapi: KubeAPI) -> None:
     body = job_manifest("train")
     body["spec"]["podFailurePolicy"]["rules"].insert(

@@ -57,14 +57,28 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kubeapi" not in metafunc.fixturenames:
         return
-    chosen = metafunc.config.getoption("--backend")
-    backends = BACKENDS if chosen == "both" else (chosen,)
+    backends = BACKENDS
     marker = metafunc.definition.get_closest_marker("double_only")
     if marker is not None:
         if not marker.args:
             raise pytest.UsageError(f"{metafunc.definition.nodeid}: double_only needs a reason")
-        backends = tuple(b for b in backends if b == "double")
+        backends = ("double",)
     metafunc.parametrize("kubeapi", backends, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--backend`` narrows by deselecting the other backend's tests, never skipping."""
+    chosen = config.getoption("--backend")
+    if chosen == "both":
+        return
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("kubeapi") if callspec is not None else None
+        (drop if backend not in (None, chosen) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")
