@@ -356,7 +356,9 @@ class RealCluster:
                 found += running
             return found
 
-        pods = wait_for("for the job controller to create pods", pods_of_running_jobs)
+        wait_for("for the job controller to create pods", pods_of_running_jobs)
+        self.settle(namespace)
+        pods = pods_of_running_jobs() or []
         new = [p for p in pods if p["metadata"]["uid"] not in self._handed_out]
         self._handed_out.update(p["metadata"]["uid"] for p in new)
         return new
@@ -426,8 +428,20 @@ class RealCluster:
                 for p in pods
             ):
                 return False
+            if _finished(job):
+                return True
+            # spec.suspend is reflected in the Suspended condition: True while suspended,
+            # False once resumed, absent on a Job never suspended
+            shown = next(
+                (c["status"] for c in status.get("conditions") or [] if c["type"] == "Suspended"),
+                None,
+            )
+            if job["spec"].get("suspend") and shown != "True":
+                return False
+            if not job["spec"].get("suspend") and shown == "True":
+                return False
             ready = sum(1 for p in pods if _condition(p, "Ready"))
-            return _finished(job) or status.get("ready", 0) == ready
+            return bool(status.get("ready", 0) == ready)
 
         def settled() -> bool:
             jobs = self._jobs_and_pods(namespace)
