@@ -66,7 +66,7 @@ DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries inc
 MAX_REQUEST_TIMEOUT = 3600.0
 CONNECT_TIMEOUT = 10.0  # of each attempt, within the call's timeout
 STOP_GRACE = 2.0  # once stopping, a call (releasing the Lease) gets at most this long
-LIST_PAGE_SIZE = 1000  # objects per LIST request (kubectl asks for 500)
+LIST_PAGE_SIZE = 7500  # objects per LIST request: 1,000 dist jobs (7,000 Jobs) in one
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
