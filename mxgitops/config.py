@@ -25,11 +25,10 @@ from typing import Any
 from mxgitops import policy, repofile
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import LoadResult, Problem, read_text
+from mxgitops.manifests import LoadResult, Problem, read_section
 from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 from mxgitops.trainer import parse_accelerators
-from mxgitops.yamldoc import YamlError, documents
 
 # Where Kubernetes mounts the namespace of a pod's service account.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -134,18 +133,9 @@ class SyncConfig:
 def read_accelerators(path: Path) -> dict[str, Any]:
     """The operator's accelerators file: YAML with one `accelerators` section (resource
     name -> host-path volumes and env vars), checked as the sync will read it."""
-    where = f"accelerators file {path}"
-    try:
-        text = read_text(path, ACCELERATORS_FILE_SIZE)
-        docs = list(documents(text, max_values=10_000, max_depth=16))
-    except YamlError as error:
-        line = f" (line {error.line})" if error.line else ""
-        raise ConfigError(f"{where}{line}: {error.message}") from error
-    data = docs[0].data if len(docs) == 1 else None
-    if not isinstance(data, dict) or set(data) != {"accelerators"}:
-        raise ConfigError(f"{where}: must be one YAML mapping with a single key, accelerators")
-    parse_accelerators(data["accelerators"], where=f"{where}: accelerators")
-    raw: dict[str, Any] = data["accelerators"] or {}
+    section = read_section(path, "accelerators", ACCELERATORS_FILE_SIZE, "accelerators file")
+    parse_accelerators(section, where=f"accelerators file {path}: accelerators")
+    raw: dict[str, Any] = section or {}
     return raw
 
 

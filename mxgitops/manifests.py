@@ -288,6 +288,23 @@ def read_text(path: Path, max_file_size: int) -> str:
         raise YamlError(line, f"not UTF-8 text (byte 0x{byte}); save the file as UTF-8") from error
 
 
+def read_section(path: Path, key: str, max_file_size: int, what: str) -> Any:
+    """The `key` section of an operator's settings file (YAML: one mapping with that
+    one key); a file that cannot be read, or has another shape, is a ConfigError
+    naming it (`what`: "policy file", ...)."""
+    where = f"{what} {path}"
+    try:
+        text = read_text(path, max_file_size)
+        docs = list(documents(text, max_values=10_000, max_depth=16))
+    except YamlError as error:
+        line = f" (line {error.line})" if error.line else ""
+        raise ConfigError(f"{where}{line}: {error.message}") from error
+    data = docs[0].data if len(docs) == 1 else None
+    if not isinstance(data, dict) or set(data) != {key}:
+        raise ConfigError(f"{where}: must be one YAML mapping with a single key, {key}")
+    return data[key]
+
+
 def _too_big(size: int, limit: int) -> str:
     return f"file is {_size(size)}, over the limit of {_size(limit)} (see --max-file-size)"
 

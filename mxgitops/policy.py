@@ -21,7 +21,7 @@ from typing import Any
 from mxgitops.errors import ConfigError
 from mxgitops.model import MxJob
 from mxgitops.podsecurity import Level, check
-from mxgitops.yamldoc import FieldPath, YamlError, documents
+from mxgitops.yamldoc import FieldPath
 
 MAX_FILE_SIZE = 64 * 1024
 OPERATOR = "the operator's policy"
@@ -137,19 +137,10 @@ def _stricter(name: str, current: Any, new: Any) -> Any:
 
 def read_file(path: Path) -> dict[str, Any]:
     """The operator's policy file: YAML with one `policy` section, as in .mxgitops.yaml."""
-    from mxgitops.manifests import read_text  # manifests imports this module
+    from mxgitops.manifests import read_section  # manifests imports this module
 
-    where = f"policy file {path}"
-    try:
-        text = read_text(path, MAX_FILE_SIZE)
-        docs = list(documents(text, max_values=10_000, max_depth=16))
-    except YamlError as error:
-        line = f" (line {error.line})" if error.line else ""
-        raise ConfigError(f"{where}{line}: {error.message}") from error
-    data = docs[0].data if len(docs) == 1 else None
-    if not isinstance(data, dict) or set(data) != {"policy"}:
-        raise ConfigError(f"{where}: must be one YAML mapping with a single key, policy")
-    return parse(data["policy"], where=f"{where}: policy", source=OPERATOR)
+    section = read_section(path, "policy", MAX_FILE_SIZE, "policy file")
+    return parse(section, where=f"policy file {path}: policy", source=OPERATOR)
 
 
 # -- the checks -------------------------------------------------------------------
