@@ -4,9 +4,8 @@ the API double (401/403 from a stub server: the double does no authentication)."
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from mxgitops.errors import (
     ConfigError,
 )
 from mxgitops.objects import Create, Delete, Kind, ObjectRef, ownership_labels, ownership_selector
-from tests.kubeapi.harness import KubeAPI, write_kubeconfig
+from tests.kubeapi.harness import KubeAPI, stub_api, write_kubeconfig
 
 NS = "ml"
 
@@ -244,15 +243,8 @@ class _Refusing(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def refusing(tmp_path: Path) -> Iterator[Path]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    try:
-        yield write_kubeconfig(tmp_path / "kubeconfig", f"http://{host}:{port}")
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stub_api(_Refusing, tmp_path / "kubeconfig") as kubeconfig:
+        yield kubeconfig
 
 
 @pytest.mark.parametrize("name", ["secret", "plain"])

@@ -5,9 +5,8 @@ the real control plane is in tests/test_podsecurity_warning.py)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 
 from mxgitops import cluster
 from mxgitops.objects import Create, Delete, Kind, ObjectRef
-from tests.kubeapi.harness import write_kubeconfig
+from tests.kubeapi.harness import stub_api
 
 PODSECURITY = (
     'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false '
@@ -51,15 +50,8 @@ class _Warning(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def warning(tmp_path: Path) -> Iterator[Path]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Warning)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    try:
-        yield write_kubeconfig(tmp_path / "kubeconfig", f"http://{host}:{port}")
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stub_api(_Warning, tmp_path / "kubeconfig") as kubeconfig:
+        yield kubeconfig
 
 
 def test_a_writes_warnings_are_kept_with_its_result(warning: Path) -> None:

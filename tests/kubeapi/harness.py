@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,21 @@ def write_kubeconfig(path: Path, url: str) -> Path:
     }
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+@contextlib.contextmanager
+def stub_api(handler: type[BaseHTTPRequestHandler], kubeconfig: Path) -> Iterator[Path]:
+    """A one-off HTTP server of ``handler`` on 127.0.0.1 and a kubeconfig naming it, for
+    answers the double does not give (warnings, refusals); stopped afterwards."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    try:
+        yield write_kubeconfig(kubeconfig, f"http://{host!s}:{port}")
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class KubeAPI:
