@@ -3,9 +3,7 @@ the API double (401/403 from a stub server: the double does no authentication)."
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from mxgitops.errors import (
     ConfigError,
 )
 from mxgitops.objects import Create, Delete, Kind, ObjectRef, ownership_labels, ownership_selector
-from tests.kubeapi.harness import KubeAPI, stub_api, write_kubeconfig
+from tests.kubeapi.harness import KubeAPI, StubHandler, stub_api, write_kubeconfig
 
 NS = "ml"
 
@@ -218,27 +216,21 @@ def test_kubeconfig_env_then_in_cluster_service_account(
         cluster.connect()
 
 
-class _Refusing(BaseHTTPRequestHandler):
+class _Refusing(StubHandler):
     def do_GET(self) -> None:
         code = 401 if "secret" in self.path else 403
         reason = "Unauthorized" if code == 401 else "Forbidden"
-        body = json.dumps(
+        message = f'configmaps is {reason.lower()}: User "x" cannot get'
+        self.answer(
+            code,
             {
                 "kind": "Status",
                 "status": "Failure",
                 "reason": reason,
                 "code": code,
-                "message": f'configmaps is {reason.lower()}: User "x" cannot get',
-            }
-        ).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+                "message": message,
+            },
+        )
 
 
 @pytest.fixture

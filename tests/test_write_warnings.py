@@ -4,17 +4,14 @@ the real control plane is in tests/test_podsecurity_warning.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from mxgitops import cluster
 from mxgitops.objects import Create, Delete, Kind, ObjectRef
-from tests.kubeapi.harness import stub_api
+from tests.kubeapi.harness import StubHandler, stub_api
 
 PODSECURITY = (
     'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false '
@@ -22,30 +19,17 @@ PODSECURITY = (
 )
 
 
-class _Warning(BaseHTTPRequestHandler):
+class _Warning(StubHandler):
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = json.dumps({"kind": "ConfigMap", "metadata": {"name": "a"}}).encode()
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
         quoted = PODSECURITY.replace("\\", "\\\\").replace('"', '\\"')
-        self.send_header("Warning", f'299 - "{quoted}"')
-        self.send_header("Warning", '299 - "one, of two", 299 - "two"')
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        warnings = [
+            ("Warning", f'299 - "{quoted}"'),
+            ("Warning", '299 - "one, of two", 299 - "two"'),
+        ]
+        self.answer(201, {"kind": "ConfigMap", "metadata": {"name": "a"}}, warnings)
 
     def do_DELETE(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = b"{}"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(200, {})
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,24 @@ def write_kubeconfig(path: Path, url: str) -> Path:
     }
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+class StubHandler(BaseHTTPRequestHandler):
+    """Base of a one-off server's handler (see :func:`stub_api`): JSON answers, no log."""
+
+    def answer(self, code: int, payload: Any, headers: Sequence[tuple[str, str]] = ()) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent."""
 
 
 @contextlib.contextmanager
