@@ -330,11 +330,11 @@ class RealCluster:
 
     # -- controllers and kubelet -------------------------------------------------
     def _jobs_and_pods(
-        self, namespace: str | None
+        self, namespace: str | None, pods: list[dict[str, Any]] | None = None
     ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-        """Every Job in ``namespace`` with the pods it owns."""
+        """Every Job in ``namespace`` with the pods it owns (of ``pods``, if listed already)."""
         owned: dict[str, list[dict[str, Any]]] = {}
-        for pod in self.objects("pods", namespace):
+        for pod in self.objects("pods", namespace) if pods is None else pods:
             for ref in pod["metadata"].get("ownerReferences") or []:
                 owned.setdefault(ref.get("uid", ""), []).append(pod)
         return [
@@ -444,11 +444,12 @@ class RealCluster:
             return bool(status.get("ready", 0) == ready)
 
         def settled() -> bool:
-            jobs = self._jobs_and_pods(namespace)
+            pods = self.objects("pods", namespace)
+            jobs = self._jobs_and_pods(namespace, pods)
             if any(job["metadata"].get("deletionTimestamp") for job, _ in jobs):
                 return False  # foreground deletion under way
             owners = {job["metadata"]["uid"] for job, _ in jobs}
-            for pod in self.objects("pods", namespace):
+            for pod in pods:
                 refs = pod["metadata"].get("ownerReferences") or []
                 if pod["metadata"].get("deletionTimestamp"):
                     return False
