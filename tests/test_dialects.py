@@ -15,6 +15,7 @@ import pytest
 
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.manifests import load
+from mxgitops.schema import schema_problems
 from mxgitops.spec import (
     CleanPodPolicy,
     Dialect,
@@ -24,6 +25,7 @@ from mxgitops.spec import (
     SpecError,
     from_manifest,
 )
+from mxgitops.trainer import RenderContext, render_job
 
 
 def pod(**extra: Any) -> dict[str, Any]:
@@ -97,6 +99,46 @@ def test_v1beta1_defaults_clean_pod_policy_to_all_and_keeps_success_policy() -> 
         runPolicy={"cleanPodPolicy": "All"},
     )
     same_job(old, from_manifest(current))
+
+
+def test_v1beta1_run_policy_fields_render_onto_the_batch_jobs_as_v1_ones_do() -> None:
+    # Every run-policy field of v1beta1's MXJobSpec (types.go at ee6c3419aef9), inline.
+    old = from_manifest(
+        map_form(
+            "kubeflow.org/v1beta1",
+            jobMode="MXTrain",
+            cleanPodPolicy="Running",
+            ttlSecondsAfterFinished=600,
+        )
+    )
+    assert old.run_policy.clean_pod_policy is CleanPodPolicy.RUNNING
+    assert old.run_policy.ttl_seconds_after_finished == 600
+    current = from_manifest(
+        map_form(
+            "kubeflow.org/v1",
+            jobMode="MXTrain",
+            runPolicy={"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 600},
+        )
+    )
+    same_job(old, current)
+    ctx = RenderContext("prod", "c0ffee")
+    rendered = render_job(old, ctx)
+    assert rendered == render_job(current, ctx)
+    jobs = [o for o in rendered if o["kind"] == "Job"]
+    assert len(jobs) == 4
+    assert {j["spec"].get("ttlSecondsAfterFinished") for j in jobs} == {600}
+
+
+@pytest.mark.parametrize(("name", "value"), [("activeDeadlineSeconds", 3600), ("backoffLimit", 3)])
+def test_v1beta1_never_had_the_v1_only_run_policy_fields(name: str, value: int) -> None:
+    # Added to v1's MXJobSpec only (kubeflow/mxnet-operator#40): the v1beta1 operator
+    # ignored them, so they are refused rather than enforced or dropped.
+    doc = map_form("kubeflow.org/v1beta1", jobMode="MXTrain", **{name: value})
+    assert [(i.path, i.at) for i in schema_problems(Dialect.KUBEFLOW_V1BETA1, doc)] == [
+        (("spec",), ("spec", name))
+    ]
+    current = map_form("kubeflow.org/v1", jobMode="MXTrain", **{name: value})
+    assert schema_problems(Dialect.KUBEFLOW, current) == []
 
 
 def test_mlkube_v1beta1_is_the_seed_under_its_first_group_any_case() -> None:

@@ -4,6 +4,19 @@ The map form with `jobMode` (MXTrain; MXTune is refused), `successPolicy`,
 and the run policy inline: `cleanPodPolicy` (that operator's default: All, made
 explicit here) and `ttlSecondsAfterFinished`. A replica's `label` was the key
 of TVM auto-tuning servers: it has no effect on training, so it gets a warning.
+
+Verified against kubeflow/mxnet-operator `pkg/apis/mxnet/v1beta1/types.go` at
+every revision it had: f1df1f65aaed (#24, 2019-03-19) and ee6c3419aef9 (#84,
+2020-07-18, which added `successPolicy`; unchanged to the repository's last
+commit cdc8dd557580):
+https://github.com/kubeflow/mxnet-operator/blob/ee6c3419aef9738976465bc79adf4e11073f3fcc/pkg/apis/mxnet/v1beta1/types.go
+MXJobSpec: cleanPodPolicy, successPolicy, ttlSecondsAfterFinished (int32),
+jobMode, mxReplicaSpecs; MXReplicaSpec: replicas, label, template,
+restartPolicy (Always|OnFailure|Never|ExitCode, default Never). That version
+never had `activeDeadlineSeconds` or `backoffLimit`: #40 (60209ec7efd8) added
+them to v1's MXJobSpec only, and the v1beta1 operator ignored them. They are
+refused here as unknown fields, not enforced: the job would otherwise run
+differently from how its operator ran it; `kubeflow.org/v1` has them.
 """
 
 from __future__ import annotations
