@@ -135,3 +135,169 @@ def test_cli_writes_nothing_when_one_file_fails(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "bad.yaml: job commented is invalid" in result.stderr
     assert good.read_text() == COMMENTED
+
+
+# Comments on the spec outside the pod templates, in each version's own places: the
+# spec's keys, the run policy (inline or nested, older spellings), each replica spec
+# and its fields, the template key and inside the template. `{...}` marks where
+# each version differs.
+_POD = """\
+        spec:
+          containers:
+            - name: mxnet
+              image: mxnet:1.9  # pinned {type}
+"""
+MAP_FORM = """\
+apiVersion: {api_version}
+kind: MXJob
+metadata:
+  name: commented
+spec:  # the spec
+  # what kind of job
+  jobMode: MXTrain  # training
+{run_policy}  # the replicas
+  mxReplicaSpecs:  # three kinds
+{replicas}  # the end of the spec
+"""
+MAP_REPLICA = """\
+    # one {type} set
+    {type}:  # the {type}
+      replicas: 1  # {type} count
+      restartPolicy: Never  # {type} restarts
+      # the {type} pod
+      template:  # {type} template
+""" + _POD.replace("        ", "        ", 1)
+LIST_FORM = """\
+apiVersion: {api_version}
+kind: {kind}
+metadata:
+  name: commented
+spec:  # the spec
+  # what kind of job
+  jobMode: dist  # training
+{run_policy}  # the replicas
+  replicaSpecs:  # three kinds
+{replicas}  # the end of the spec
+"""
+LIST_REPLICA = (
+    """\
+    # one {type} set
+    - mxReplicaType: {TYPE}  # the {type}
+      replicas: 1  # {type} count
+      # the {type} pod
+      template:  # {type} template
+"""
+    + _POD
+)
+INLINE_RUN_POLICY = """\
+  # cleaning up
+  {clean}: Running  # keep running pods
+  {ttl}: 60  # a minute
+"""
+NESTED_RUN_POLICY = """\
+  # how it runs
+  runPolicy:  # the run policy
+    # cleaning up
+    cleanPodPolicy: Running  # keep running pods
+    ttlSecondsAfterFinished: 60  # a minute
+"""
+TYPES = ("Scheduler", "Server", "Worker")
+
+
+def commented(api_version: str, run_policy: str = "") -> str:
+    if api_version in ("kubeflow.org/v1alpha1", "mlkube.io/v1beta1", "mxnet.mlkube.io/v1beta1"):
+        kind = "MXJob" if api_version.startswith("kubeflow") else "MxJob"
+        replicas = "".join(LIST_REPLICA.format(type=t, TYPE=t.upper()) for t in TYPES)
+        form = LIST_FORM.replace("{kind}", kind)
+    else:
+        replicas = "".join(MAP_REPLICA.format(type=t) for t in TYPES)
+        form = MAP_FORM
+    text = form.replace("{replicas}", replicas).replace("{run_policy}", run_policy)
+    if api_version == "kubeflow.org/v1alpha2":  # no jobMode in that version
+        text = text.replace("  # what kind of job\n  jobMode: MXTrain  # training\n", "")
+    return text.replace("{api_version}", api_version)
+
+
+COMMENTED_VERSIONS = {
+    "kubeflow.org/v1alpha2": INLINE_RUN_POLICY.format(
+        clean="cleanPodPolicy", ttl="ttlSecondsAfterFinishing"
+    ),
+    "kubeflow.org/v1beta1": INLINE_RUN_POLICY.format(
+        clean="cleanPodPolicy", ttl="ttlSecondsAfterFinished"
+    ),
+    "kubeflow.org/v1": NESTED_RUN_POLICY,
+    "kubeflow.org/v1alpha1": "  # cleaning up\n  cleanupPodPolicy: Running  # keep running pods\n",
+    "mlkube.io/v1beta1": "",
+}
+
+
+def comment_at(text: str, comment: str, field: str) -> None:
+    """`comment` ends the line of `field`, or (a whole line) stands just above it."""
+    lines = text.splitlines()
+    found = [i for i, line in enumerate(lines) if line.rstrip().endswith(comment)]
+    assert len(found) == 1, f"{comment!r} {len(found)} times in:\n{text}"
+    (at,) = found
+    line = lines[at].strip()
+    if line.startswith("#"):
+        assert lines[at + 1].strip().startswith(field), f"{comment!r} not above {field!r}:\n{text}"
+    else:
+        assert line.startswith(field), f"{comment!r} not at {field!r}:\n{text}"
+
+
+def expected_comments(source: str, target: Dialect) -> list[tuple[str, str]]:
+    """(comment, the converted field it belongs to) for a `commented()` manifest."""
+    pairs = [
+        ("# the replicas", "mxReplicaSpecs:" if target is Dialect.KUBEFLOW else "replicaSpecs:"),
+        ("# three kinds", "mxReplicaSpecs:" if target is Dialect.KUBEFLOW else "replicaSpecs:"),
+        ("# the end of the spec", "# the end of the spec"),
+    ]
+    if source != "kubeflow.org/v1alpha2":
+        pairs += [("# what kind of job", "jobMode:"), ("# training", "jobMode:")]
+    run_policy = COMMENTED_VERSIONS[source]
+    if "cleanPodPolicy" in run_policy or "cleanupPodPolicy" in run_policy:
+        pairs += [("# cleaning up", "cleanPodPolicy:"), ("# keep running pods", "cleanPodPolicy:")]
+    if "ttl" in run_policy:
+        pairs += [("# a minute", "ttlSecondsAfterFinished: 60")]
+    if "runPolicy" in run_policy:
+        pairs += [("# how it runs", "runPolicy:"), ("# the run policy", "runPolicy:")]
+    for t in TYPES:
+        key = f"{t}:" if target is Dialect.KUBEFLOW else f"- mxReplicaType: {t.upper()}"
+        pairs += [
+            (f"# one {t} set", key),
+            (f"# the {t}", key),
+            (f"# {t} count", "replicas: 1"),
+            (f"# the {t} pod", "template:"),
+            (f"# {t} template", "template:"),
+            (f"# pinned {t}", "image: mxnet:1.9"),
+        ]
+        if source.startswith("kubeflow.org/v1") and not source.startswith("kubeflow.org/v1alpha1"):
+            if target is Dialect.KUBEFLOW:
+                pairs += [(f"# {t} restarts", "restartPolicy: Never")]
+    return pairs
+
+
+@pytest.mark.parametrize("source", COMMENTED_VERSIONS, ids=lambda v: v.replace("/", "-"))
+def test_comments_in_the_spec_stay_at_their_converted_fields(tmp_path: Path, source: str) -> None:
+    original = commented(source, COMMENTED_VERSIONS[source])
+    before, _ = job_of(tmp_path, "before.yaml", original)
+    text = convert_text(original, Dialect.KUBEFLOW).text
+    assert job_of(tmp_path, "after.yaml", text)[0] == before
+    assert text.startswith("apiVersion: kubeflow.org/v1\n")
+    assert "spec:  # the spec\n" in text
+    for comment, field in expected_comments(source, Dialect.KUBEFLOW):
+        comment_at(text, comment, field)
+    assert text.endswith("  # the end of the spec\n")
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["kubeflow.org/v1", "kubeflow.org/v1alpha1", "mlkube.io/v1beta1"],
+    ids=lambda v: v.replace("/", "-"),
+)
+def test_comments_in_the_spec_stay_when_converting_to_the_seed(tmp_path: Path, source: str) -> None:
+    original = commented(source)  # no run policy: the seed dialect has none
+    text = convert_text(original, Dialect.SEED).text
+    job_of(tmp_path, "after.yaml", text)
+    assert "spec:  # the spec\n" in text
+    for comment, field in expected_comments(source, Dialect.SEED):
+        comment_at(text, comment, field)
