@@ -244,16 +244,14 @@ def comment_at(text: str, comment: str, field: str) -> None:
         assert line.startswith(field), f"{comment!r} not at {field!r}:\n{text}"
 
 
-def expected_comments(source: str, target: Dialect) -> list[tuple[str, str]]:
+def expected_comments(source: str, target: Dialect, run_policy: str) -> list[tuple[str, str]]:
     """(comment, the converted field it belongs to) for a `commented()` manifest."""
     pairs = [
         ("# the replicas", "mxReplicaSpecs:" if target is Dialect.KUBEFLOW else "replicaSpecs:"),
         ("# three kinds", "mxReplicaSpecs:" if target is Dialect.KUBEFLOW else "replicaSpecs:"),
-        ("# the end of the spec", "# the end of the spec"),
     ]
     if source != "kubeflow.org/v1alpha2":
         pairs += [("# what kind of job", "jobMode:"), ("# training", "jobMode:")]
-    run_policy = COMMENTED_VERSIONS[source]
     if "cleanPodPolicy" in run_policy or "cleanupPodPolicy" in run_policy:
         pairs += [("# cleaning up", "cleanPodPolicy:"), ("# keep running pods", "cleanPodPolicy:")]
     if "ttl" in run_policy:
@@ -270,9 +268,8 @@ def expected_comments(source: str, target: Dialect) -> list[tuple[str, str]]:
             (f"# {t} template", "template:"),
             (f"# pinned {t}", "image: mxnet:1.9"),
         ]
-        if source.startswith("kubeflow.org/v1") and not source.startswith("kubeflow.org/v1alpha1"):
-            if target is Dialect.KUBEFLOW:
-                pairs += [(f"# {t} restarts", "restartPolicy: Never")]
+        if "mxReplicaSpecs" in commented(source):  # to the seed: into the template
+            pairs += [(f"# {t} restarts", "restartPolicy: Never")]
     return pairs
 
 
@@ -284,7 +281,7 @@ def test_comments_in_the_spec_stay_at_their_converted_fields(tmp_path: Path, sou
     assert job_of(tmp_path, "after.yaml", text)[0] == before
     assert text.startswith("apiVersion: kubeflow.org/v1\n")
     assert "spec:  # the spec\n" in text
-    for comment, field in expected_comments(source, Dialect.KUBEFLOW):
+    for comment, field in expected_comments(source, Dialect.KUBEFLOW, COMMENTED_VERSIONS[source]):
         comment_at(text, comment, field)
     assert text.endswith("  # the end of the spec\n")
 
@@ -299,5 +296,56 @@ def test_comments_in_the_spec_stay_when_converting_to_the_seed(tmp_path: Path, s
     text = convert_text(original, Dialect.SEED).text
     job_of(tmp_path, "after.yaml", text)
     assert "spec:  # the spec\n" in text
-    for comment, field in expected_comments(source, Dialect.SEED):
+    for comment, field in expected_comments(source, Dialect.SEED, ""):
         comment_at(text, comment, field)
+    assert text.endswith("  # the end of the spec\n")
+
+
+FLOWING = """\
+apiVersion: kubeflow.org/v1beta1
+kind: MXJob
+metadata:
+  name: flowing
+spec:
+  jobMode: MXTrain
+  # what follows
+  mxReplicaSpecs:
+    Scheduler:
+      replicas: 1
+      template: &pod
+        spec:
+          containers:
+            - name: mxnet
+              args: ["a", "b"]  # flow args
+              # the command
+              command:
+                - python  # the interpreter
+                # the script
+                - train.py
+    Server:
+      template: *pod
+      # about restarts
+      restartPolicy: OnFailure
+    Worker:
+      replicas: 2  # two
+      template: {spec: {containers: [{name: mxnet, image: "mxnet:1.9"}]}}  # flow
+      # the last
+"""
+
+
+def test_comments_in_flow_nodes_lists_and_aliases_are_written_once(tmp_path: Path) -> None:
+    text = convert_text(FLOWING, Dialect.KUBEFLOW).text
+    job_of(tmp_path, "after.yaml", text)
+    for comment, field in [
+        ("# what follows", "mxReplicaSpecs:"),
+        ("# flow args", "args:"),
+        ("# the command", "command:"),
+        ("# the interpreter", "- python"),
+        ("# the script", "- train.py"),
+        ("# about restarts", "restartPolicy: OnFailure"),
+        ("# two", "replicas: 2"),
+        ("# flow", "template: {spec:"),
+    ]:
+        comment_at(text, comment, field)
+    assert "template: *pod\n" in text
+    assert text.endswith("\n      # the last\n")
