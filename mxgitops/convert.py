@@ -417,8 +417,8 @@ class _Comments:
         self.sources: dict[_Place, list[_Place]] = {}
         self.first_eol: dict[_Place, _Notes] = {}  # a sequence item's, for its first key
         self.trailing: list[str] = []  # lines after the spec's last field, as written
-        self._alive: list[Any] = []  # the old nodes, so that no new node takes their id
-        self._given: list[Any] = []
+        self._alive: dict[int, Any] = {}  # the old nodes, so that no new node takes an id
+        self._given: set[int] = set()
 
     def take(self, doc: CommentedMap, spec: Any) -> None:
         slots = doc.ca.items.get("spec")
@@ -452,9 +452,9 @@ class _Comments:
     def _take(self, node: Any, pending: list[str]) -> list[str]:
         if _ruamel(node) and not _block(node) and node.ca.comment is not None:
             node.ca.comment[0] = None  # a flow node's copy of its field's eol token
-        if not _block(node) or any(node is seen for seen in self._alive):
+        if not _block(node) or id(node) in self._alive:
             return pending  # an alias is written (and commented) where its anchor is
-        self._alive.append(node)
+        self._alive[id(node)] = node
         if node.ca.comment is not None:
             for token in node.ca.comment[1] or []:
                 pending = pending + _lines(token)
@@ -499,9 +499,9 @@ class _Comments:
 
     def _give(self, node: Any, column: int, holder: _Holder) -> _Holder:
         """Write the notes of `node`'s fields (keys at `column`); the last holder."""
-        if any(node is seen for seen in self._given):
+        if id(node) in self._given:
             return holder
-        self._given.append(node)
+        self._given.add(id(node))
         is_map = isinstance(node, CommentedMap)
         for key in list(node) if is_map else range(len(node)):
             value = node[key]
@@ -567,8 +567,8 @@ def _column(node: Any, key: Any) -> int | None:
 def _line_end(column: int, key: Any, value: Any) -> int:
     """Where a field's line ends: `key: value` (mapping) or `value` (sequence item)."""
     end = column if key is None else column + len(str(key)) + 1
-    if isinstance(value, (Mapping, list)) and _block(value):
-        return end
+    if _block(value):
+        return end  # `key:`, the value on the lines below
     text = _plain(value)
     text = json.dumps(text) if not isinstance(text, str) else text
     quoted = 2 if type(value).__name__.endswith("QuotedScalarString") else 0
