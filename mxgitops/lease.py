@@ -31,6 +31,8 @@ from mxgitops.errors import ClusterClientError, ClusterError, LeaseHeldError, St
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
 DEFAULT_DURATION_SECONDS = 600
+# On a released Lease: its holder may have written more than the hand-off record says.
+UNRECORDED = "mxgitops.io/writes-unrecorded"
 log = logging.getLogger("mxgitops")
 
 
@@ -53,16 +55,28 @@ def lease_ref(instance: str, namespace: str) -> ObjectRef:
 
 class HeldLease:
     """The Lease while this sync holds it. A long apply calls `renew_if_due` as it
-    goes, so the Lease cannot expire (and be taken over) while writes still run."""
+    goes, so the Lease cannot expire (and be taken over) while writes still run.
+
+    `handed_over` says whether the previous holder released it with its writes
+    recorded (`handoff.py`), or nobody held it before; `writes_unrecorded` is set
+    by the holder while it has writes the record does not yet show, and makes the
+    release say so."""
 
     def __init__(
-        self, api: LeaseAPI, lease: KubeObject, clock: Callable[[], datetime] | None = None
+        self,
+        api: LeaseAPI,
+        lease: KubeObject,
+        clock: Callable[[], datetime] | None = None,
+        *,
+        handed_over: bool = True,
     ) -> None:
         self._api = api
         self.lease = lease
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()  # writes finish on several threads
         self.released = False
+        self.handed_over = handed_over
+        self.writes_unrecorded = False
 
     def renew_if_due(self) -> None:
         """Renew once a third of the lease's duration has passed since the last renewal."""
@@ -85,7 +99,7 @@ class HeldLease:
         """Not under the lock: a renewal stuck in a request must not hold up a SIGTERM;
         `release` settles a race with it through the 409."""
         self.released = True
-        release(self._api, self.lease)
+        release(self._api, self.lease, unrecorded=self.writes_unrecorded)
 
 
 @contextmanager
@@ -101,7 +115,7 @@ def held(
 ) -> Iterator[HeldLease]:
     """Hold the instance's Lease for the body of the `with`, then release it."""
     try:
-        taken = acquire(
+        taken, handed_over = _take(
             api,
             instance=instance,
             namespace=namespace,
@@ -112,7 +126,7 @@ def held(
     except (SystemExit, KeyboardInterrupt):  # SIGTERM: the take may have gone through
         _give_back(api, lease_ref(instance, namespace), holder)
         raise
-    held_lease = HeldLease(api, taken, clock)
+    held_lease = HeldLease(api, taken, clock, handed_over=handed_over)
     try:
         yield held_lease
     finally:
@@ -128,6 +142,26 @@ def acquire(
     duration_seconds: int = DEFAULT_DURATION_SECONDS,
     now: datetime | None = None,
 ) -> KubeObject:
+    return _take(
+        api,
+        instance=instance,
+        namespace=namespace,
+        holder=holder,
+        duration_seconds=duration_seconds,
+        now=now,
+    )[0]
+
+
+def _take(
+    api: LeaseAPI,
+    *,
+    instance: str,
+    namespace: str,
+    holder: str,
+    duration_seconds: int = DEFAULT_DURATION_SECONDS,
+    now: datetime | None = None,
+) -> tuple[KubeObject, bool]:
+    """The Lease, taken, and whether its last holder handed it over cleanly."""
     now = now or datetime.now(UTC)
     ref = lease_ref(instance, namespace)
     current = api.get(ref)
@@ -140,16 +174,27 @@ def acquire(
         "renewTime": _micro_time(now),
     }
     if current is None:
-        return _write(api, api.create_strict, _lease(ref, instance, spec), held_by=describe_holder)
+        created = _write(
+            api, api.create_strict, _lease(ref, instance, spec), held_by=describe_holder
+        )
+        return created, True
     if not is_free(current, now):
         raise LeaseHeldError(describe_holder(current))
     spec["leaseTransitions"] = int((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
     taken = _lease(ref, instance, spec)
     taken["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-    return _write(api, api.replace, taken, held_by=describe_holder)
+    return _write(api, api.replace, taken, held_by=describe_holder), _handed_over(current)
 
 
-def release(api: LeaseAPI, lease: KubeObject) -> None:
+def _handed_over(found: Mapping[str, Any]) -> bool:
+    """Whether a free Lease was released (not left to expire) with its holder's writes
+    recorded."""
+    released = not _spec(found).get("holderIdentity")
+    annotations = (found.get("metadata") or {}).get("annotations") or {}
+    return released and UNRECORDED not in annotations
+
+
+def release(api: LeaseAPI, lease: KubeObject, *, unrecorded: bool = False) -> None:
     """Give the Lease up by clearing its holder, so the next sync need not wait.
 
     After a 409, a Lease still held by us (a renewal moved it on) is released in
@@ -159,6 +204,10 @@ def release(api: LeaseAPI, lease: KubeObject) -> None:
     ours = lease
     for _ in range(2):
         released = {**ours, "spec": {**ours["spec"], "holderIdentity": None}}
+        if unrecorded:
+            metadata = ours["metadata"]
+            annotations = {**(metadata.get("annotations") or {}), UNRECORDED: "true"}
+            released["metadata"] = {**metadata, "annotations": annotations}
         try:
             api.replace(released)
             return

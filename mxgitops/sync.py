@@ -18,7 +18,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from mxgitops import __version__, failurelog, lease, ledger, loadcache, manifests, report, source
+from mxgitops import (
+    __version__,
+    failurelog,
+    handoff,
+    lease,
+    ledger,
+    loadcache,
+    manifests,
+    report,
+    source,
+)
 from mxgitops import cluster as kube
 from mxgitops import config as settings
 from mxgitops.apply import ChangeSet, apply
@@ -103,16 +113,16 @@ def sync(
         cluster = _cluster(config, connect, notices)
         state = _read_state(cluster, config)
 
-        def planned(live: LiveObjects, known: ledger.Ledger) -> Plan:
+        def planned(state: _State) -> Plan:
             # Logs of newly failed replicas are read before apply deletes anything.
-            made = _plan(loaded, live, known, options)
+            made = _plan(loaded, state.live, state.known, options)
             return failurelog.capture(made, cluster, lines=config.failure_log_lines)
 
-        the_plan = planned(*state)
+        the_plan = planned(state)
         changeset = None
         if cluster is not None and not config.dry_run and the_plan.writes:
             the_plan, changeset = _apply_under_lease(
-                cluster, config, progress, (state, the_plan), planned
+                cluster, config, progress, (state, the_plan), planned, workspace.commit
             )
         summary = report.summarize(
             the_plan,
@@ -269,18 +279,34 @@ def _cluster(
     )
 
 
-_State = tuple[LiveObjects, ledger.Ledger]
+@dataclass(frozen=True)
+class _State:
+    """What a sync read of the cluster: its objects, the ledger, and the version of
+    the hand-off record (`handoff.py`), which says whether the read is still current."""
+
+    live: LiveObjects
+    known: ledger.Ledger
+    record: str = ""
+
+    def moved_from(self, before: _State) -> bool:
+        return self.live.versions() != before.live.versions() or self.known != before.known
 
 
 def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:
     if cluster is None:
-        return LiveObjects(), ledger.Ledger()
-    selector = ownership_selector(config.instance)
-    live = cluster.list_live(selector)
-    # All shards of the ledger in one LIST, however many there are.
-    found = cluster.list_all(Kind.CONFIG_MAP, selector, config.state_namespace)
+        return _State(LiveObjects(), ledger.Ledger())
+    # The ConfigMaps first: a sync that wrote after this read changes the record after it.
+    known, record = _read_books(cluster, config)
+    return _State(cluster.list_live(ownership_selector(config.instance)), known, record)
+
+
+def _read_books(cluster: kube.Cluster, config: SyncConfig) -> tuple[ledger.Ledger, str]:
+    """The ledger and the hand-off record's version: all shards in one LIST, however many."""
+    found = cluster.list_all(
+        Kind.CONFIG_MAP, ownership_selector(config.instance), config.state_namespace
+    )
     shards = [o for o in found if ledger.is_shard(o["metadata"]["name"], config.instance)]
-    return live, ledger.from_config_maps(shards)
+    return ledger.from_config_maps(shards), handoff.version(found, config.instance)
 
 
 def _plan(
@@ -302,28 +328,30 @@ def _apply_under_lease(
     config: SyncConfig,
     progress: Progress,
     planned: tuple[_State, Plan],
-    replan: Callable[[LiveObjects, ledger.Ledger], Plan],
+    replan: Callable[[_State], Plan],
+    commit: str,
 ) -> tuple[Plan, ChangeSet]:
-    """Take the Lease, read the state again (another sync may have just finished)
-    and plan again if it moved, apply, and record finished jobs in the ledger."""
+    """Take the Lease, make sure the plan stands on a current read (another sync may
+    have just written), apply, record finished jobs in the ledger, and record that
+    this sync wrote, for the next one."""
     progress.phase("taking the lease")
+    holder = lease.default_holder()
     with lease.held(
-        cluster,
-        instance=config.instance,
-        namespace=config.state_namespace,
-        holder=lease.default_holder(),
+        cluster, instance=config.instance, namespace=config.state_namespace, holder=holder
     ) as holding:
 
         def written(_: WriteResult) -> None:
             progress.advance()
             holding.renew_if_due()
 
-        state, fresh = _read_state(cluster, config), planned[1]
-        if _moved(state, planned[0]):
-            fresh = replan(*state)
+        before, fresh = planned
+        state = _read_again(cluster, config, before, holding.handed_over)
+        if state.moved_from(before):
+            fresh = replan(state)
         progress.phase(
             "applying", total=sum(len(c.creates) + len(c.deletes) for c in fresh.changes)
         )
+        holding.writes_unrecorded = True
         try:
             changeset = apply(fresh, cluster, on_done=written)
             if fresh.ledger_changed:
@@ -331,11 +359,40 @@ def _apply_under_lease(
         except (SystemExit, KeyboardInterrupt):
             cluster.stop()  # SIGTERM: no further write; the Lease is released at once
             raise
+        holding.writes_unrecorded = not _record_writes(cluster, config, holder, commit)
     return fresh, changeset
 
 
-def _moved(now: _State, before: _State) -> bool:
-    return now[0].versions() != before[0].versions() or now[1] != before[1]
+def _read_again(
+    cluster: kube.Cluster, config: SyncConfig, before: _State, handed_over: bool
+) -> _State:
+    """The state under the Lease. The ledger is read again; the objects only if another
+    sync may have written since `before` was read: the Lease was not handed over
+    cleanly, or the hand-off record moved. A change costs what it writes, not a
+    second read of every job."""
+    known, record = _read_books(cluster, config)
+    if handed_over and record == before.record:
+        return _State(before.live, known, record)
+    log.info("another sync wrote since this one read the cluster: reading it again")
+    return _read_state(cluster, config)
+
+
+def _record_writes(cluster: kube.Cluster, config: SyncConfig, holder: str, commit: str) -> bool:
+    """Record that this sync wrote; if that fails, the Lease is released saying so and
+    the next sync reads everything again: slower, never wrong."""
+    try:
+        handoff.record(
+            cluster,
+            instance=config.instance,
+            namespace=config.state_namespace,
+            holder=holder,
+            commit=commit,
+            now=datetime.now(UTC),
+        )
+    except ClusterError as exc:
+        log.warning("could not record this sync's writes (%s); the next sync reads again", exc)
+        return False
+    return True
 
 
 def _write_ledger(

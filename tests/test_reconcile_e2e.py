@@ -760,37 +760,117 @@ def test_an_expired_lease_is_taken_over(kubeapi: KubeAPI, repo: Path, run: Synce
     assert taken["spec"]["leaseTransitions"] == 1
 
 
-def test_state_that_moved_before_the_lease_was_taken_is_planned_again(
-    kubeapi: KubeAPI, repo: Path, run: Syncer
-) -> None:
-    write(repo, mxjob("a"))
-    run()
-    gone = batch_job(kubeapi, "a", "worker", 1)
-    write(repo, mxjob("b"))
+class HookedBeforeLease(cluster.Cluster):
+    """Runs its hook once, when the sync first reads the Lease: between its first read
+    of the cluster and its taking the Lease."""
 
-    class DeletesWhileLeasing(cluster.Cluster):
-        """Someone deletes a Job of `a` between this sync's first read and its Lease."""
+    hooks: list[Callable[[], object]]  # set after construction: not a dataclass field
 
-        def get(self, ref: ObjectRef) -> dict[str, Any] | None:
-            if ref.kind is Kind.LEASE:
-                delete(kubeapi, "jobs", gone)
-            return super().get(ref)
+    def get(self, ref: ObjectRef) -> dict[str, Any] | None:
+        if ref.kind is Kind.LEASE and self.hooks:
+            self.hooks.pop()()
+        return super().get(ref)
 
+
+def sync_hooked(run: Syncer, before_lease: Callable[[], object]) -> SyncOutcome:
     def connect(**kwargs: Any) -> cluster.Cluster:
         plain = cluster.connect(**kwargs, retry=RETRY, sleep=run.sleeps.append)
-        return DeletesWhileLeasing(
+        hooked = HookedBeforeLease(
             **{
                 f: getattr(plain, f)
                 for f in ("api_client", "parallelism", "retry", "sleep", "server")
             }
         )
+        hooked.hooks = [before_lease]
+        return hooked
 
-    outcome = sync(run.config(), explicit=frozenset({"namespace", "instance"}), connect=connect)
+    return sync(run.config(), explicit=frozenset({"namespace", "instance"}), connect=connect)
+
+
+def lists(log: list[dict[str, Any]], plural: str) -> int:
+    return sum(1 for e in log if e["method"] == "GET" and e["path"].endswith(f"/{plural}"))
+
+
+def uids(api: KubeAPI, job: str) -> set[str]:
+    return {o["metadata"]["uid"] for o in job_objects(api, job)}
+
+
+def test_a_sync_that_wrote_after_this_ones_read_makes_it_read_and_plan_again(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """Another sync replaces `a` between this sync's read and its Lease: this sync
+    must see the new objects, not replace them again (which would restart the job)."""
+    write(repo, mxjob("a", workers=2))
+    run()
+    write(repo, mxjob("a", workers=3))
+    replaced: set[str] = set()
+
+    def another_sync() -> None:
+        assert summary_of(run(), "a").action == "replace"
+        replaced.update(uids(kubeapi, "a"))
+        kubeapi.clear_log()
+
+    outcome = sync_hooked(run, another_sync)
+    assert outcome.ok and summary_of(outcome, "a").action == "unchanged"
+    assert uids(kubeapi, "a") == replaced  # not replaced a second time
+    assert lists(kubeapi.request_log, "jobs") == 1  # read again, under the Lease
+
+
+def test_a_change_reads_only_the_ledger_again_under_a_lease_handed_over_cleanly(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    write(repo, mxjob("a"), mxjob("b"), mxjob("c"))
+    run()
+    write(repo, mxjob("a"), mxjob("b", workers=3), mxjob("c"))
+    kubeapi.clear_log()
+    outcome = run()
+    assert outcome.ok and summary_of(outcome, "b").action == "replace"
+    log = kubeapi.request_log
+    assert [lists(log, p) for p in ("jobs", "services", "pods", "configmaps")] == [1, 1, 1, 2]
+    record = kubeapi.get("ConfigMap", f"mxgitops-writes-{INSTANCE}", NS)
+    assert record is not None and record["data"]["holder"] == lease.default_holder()
+    assert not kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)["metadata"].get("annotations")
+
+
+def test_a_lease_released_with_writes_unrecorded_makes_the_next_holder_read_again(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """A holder stopped in its apply releases the Lease saying so; the next one reads
+    the cluster again under the Lease, then takes the mark off."""
+    write(repo, mxjob("a"))
+    run()
+    taken = lease.acquire(kubeapi_cluster(kubeapi), instance=INSTANCE, namespace=NS, holder="x/1")
+    lease.release(kubeapi_cluster(kubeapi), taken, unrecorded=True)
+    released = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
+    assert released["metadata"]["annotations"] == {lease.UNRECORDED: "true"}
+    write(repo, mxjob("a", workers=3))
+    kubeapi.clear_log()
+    assert summary_of(run(), "a").action == "replace"
+    assert lists(kubeapi.request_log, "jobs") == 2
+    assert not kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)["metadata"].get("annotations")
+
+
+def kubeapi_cluster(api: KubeAPI) -> cluster.Cluster:
+    return cluster.connect(kubeconfig=api.kubeconfig, retry=RETRY)
+
+
+def test_a_hand_edit_between_the_read_and_the_lease_is_repaired_by_the_next_sync(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """Only syncs' writes are looked for under the Lease (they are what a stale plan
+    could undo); a hand edit at that moment is like one during the apply: the next
+    sync sees and repairs it."""
+    write(repo, mxjob("a"))
+    run()
+    gone = batch_job(kubeapi, "a", "worker", 1)
+    write(repo, mxjob("a"), mxjob("b"))
+    outcome = sync_hooked(run, lambda: delete(kubeapi, "jobs", gone))
     assert outcome.ok
     assert (summary_of(outcome, "a").action, summary_of(outcome, "b").action) == (
-        "repair",
+        "unchanged",
         "create",
     )
+    assert summary_of(run(), "a").action == "repair"
     assert gone in names(kubeapi, "jobs")
 
 

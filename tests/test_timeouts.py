@@ -160,6 +160,9 @@ def test_sigterm_stops_at_once_whatever_is_in_flight_and_releases_the_lease(
     assert len([line for line in stderr.splitlines() if line.strip()]) == 1, stderr
     stored = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
     assert stored is None or not stored["spec"].get("holderIdentity")
+    # Stopped in its apply, the sync says its writes are not recorded: the next reads again.
+    marked = stored is not None and lease.UNRECORDED in stored["metadata"].get("annotations", {})
+    assert marked is lease_held
     print(f"\nSIGTERM ({fault}, parallelism {parallelism}): exit in {elapsed:.2f} s")
 
 
