@@ -14,6 +14,11 @@ acquire time is recognised as ours, not blamed on another sync. A Lease without
 that cannot be read (a spec that is not a mapping, a duration that is not a
 whole number) is reported as damaged with how to repair it (`StateDamagedError`),
 never guessed at.
+
+The Lease also tells the next holder whether it was handed over cleanly: a holder
+stopped with writes its hand-off record (`handoff.py`) does not show releases it
+marked `UNRECORDED`, and one that died leaves it to expire; the next holder then
+reads the cluster again.
 """
 
 from __future__ import annotations
