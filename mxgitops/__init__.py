@@ -1,8 +1,28 @@
 """mxgitops: run distributed MXNet training on Kubernetes from a Git repository."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("mxgitops")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    __version__: str
+
+
+def __getattr__(name: str) -> str:
+    """`__version__`, read from the installed package's metadata on first use only:
+    importlib.metadata (and the email package it imports) would cost every command,
+    `mxgitops validate FILE` included, about 40 ms at startup (issue 14)."""
+    if name == "__version__":
+        return _installed_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@cache
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mxgitops")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+unknown"

@@ -20,10 +20,8 @@ To add a command:
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -33,9 +31,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import click
 from click.core import ParameterSource
 
-from mxgitops import __version__, convert, report, review
+# Only what `validate` needs is imported here: `mxgitops validate FILE` must start in
+# well under 0.3 s (issue 14). What only another command needs (the sync and its
+# progress display, the report and review renderers, convert's round-trip YAML) is
+# imported inside that command; tests/test_lazy_imports.py keeps it so.
 from mxgitops.cluster import MAX_REQUEST_TIMEOUT
-from mxgitops.commands import diff_commits, missing_note_hint, read_status
 from mxgitops.config import (
     FILE_SIZE_BOUNDS,
     MAX_FAILURE_LOG_LINES,
@@ -46,7 +46,6 @@ from mxgitops.config import (
     read_repo_settings,
     with_problems,
 )
-from mxgitops.console import configure_logging, progress_display, stopped_cleanly_on_sigterm
 from mxgitops.errors import (
     CacheBusyError,
     ClusterError,
@@ -59,8 +58,13 @@ from mxgitops.errors import (
 )
 from mxgitops.manifests import MAX_FILE_SIZE, load
 from mxgitops.spec import NAMESPACE
-from mxgitops.sync import Progress
-from mxgitops.sync import sync as run_sync
+
+if TYPE_CHECKING:
+    from mxgitops.report import Summary
+
+# `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
+# is defined without importing convert (ruamel.yaml); a test checks that they agree.
+CONVERT_TARGETS = ("kubeflow", "seed")
 
 
 class ExitCode(IntEnum):
@@ -109,6 +113,8 @@ class Main(click.Group):
         except Exception as error:
             code = exit_code_for(error)
             if ctx.params.get("debug"):
+                import traceback  # only under --debug: no command pays for it otherwise
+
                 traceback.print_exc()
             message = str(error) or type(error).__name__
             if code is ExitCode.INTERNAL:
@@ -147,8 +153,26 @@ Exit codes:
 """
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--version: the installed version, read only when asked for (importlib.metadata
+    and the email package it loads cost every other command ~40 ms)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from mxgitops import __version__
+
+    click.echo(f"mxgitops, version {__version__}")
+    ctx.exit()
+
+
 @click.group(cls=Main, help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="mxgitops")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 @click.option("--debug", is_flag=True, help="Print the traceback of an error.")
 def main(debug: bool) -> None:
     del debug  # read by Main.invoke
@@ -480,10 +504,23 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
     synced commit. With --dry-run it prints what it would do, the way
     `kubectl diff` or a terraform plan does, and changes nothing.
     """
+    # Imported here, not above: validate needs none of them (see the imports).
+    import logging
+
+    from mxgitops import report
+    from mxgitops.console import (
+        Tally,
+        configure_logging,
+        progress_display,
+        stopped_cleanly_on_sigterm,
+    )
+    from mxgitops.sync import Progress
+    from mxgitops.sync import sync as run_sync
+
     config, explicit = _sync_config(ctx, options)
     configure_logging(config.log_format, config.verbose)
 
-    def show(summary: report.Summary, notices: tuple[str, ...]) -> None:
+    def show(summary: Summary, notices: tuple[str, ...]) -> None:
         """Printed and logged before the note is written: a failed push never hides it."""
         if config.output == "json":
             shown = {"notices": list(notices), **summary.to_dict()}
@@ -497,7 +534,7 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
             extra={"commit": summary.commit, "ok": summary.ok, "actions": summary.counts()},
         )
 
-    progress = _Tally(Progress())
+    progress = Tally(Progress())
     try:
         with (
             stopped_cleanly_on_sigterm(),
@@ -514,32 +551,6 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
     if not outcome.ok:
         return ExitCode.FAILED
     return ExitCode.GIT if outcome.note_error else ExitCode.OK
-
-
-class _Tally(Progress):
-    """Passes the sync's progress on, counting the apply's writes for SIGTERM's line."""
-
-    def __init__(self, display: Progress) -> None:
-        self.display = display
-        self.total: int | None = None
-        self.done = 0
-
-    def phase(self, description: str, total: int | None = None) -> None:
-        if description == "applying":
-            self.total, self.done = total, 0
-        self.display.phase(description, total)
-
-    def advance(self, count: int = 1) -> None:
-        self.done += count
-        self.display.advance(count)
-
-    def interrupted(self) -> str:
-        if self.total is None:
-            return "interrupted by SIGTERM before any write; the next sync does the work"
-        return (
-            f"interrupted by SIGTERM: lease released, {self.done} of {self.total} writes "
-            "done; the next sync finishes the rest"
-        )
 
 
 def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfig, frozenset[str]]:
@@ -575,6 +586,10 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
       mxgitops status --repo https://github.com/org/jobs.git
       mxgitops status --repo file:///srv/git/jobs.git 1a2b3c4 -o json
     """
+    # Imported here, not above: validate needs none of them (see the imports).
+    from mxgitops import report
+    from mxgitops.commands import missing_note_hint, read_status
+
     config = from_options({**options, "git_token": _git_token()})
     summary, sha = read_status(config, commit)
     if summary is None:
@@ -641,6 +656,10 @@ def diff(
       mxgitops diff origin/main HEAD
       mxgitops diff origin/main HEAD -o markdown > comment.md
     """
+    # Imported here, not above: validate needs none of them (see the imports).
+    from mxgitops import review
+    from mxgitops.commands import diff_commits
+
     result = diff_commits(repo, base, head, path=path, namespace=namespace, policy_file=policy_file)
     renderers = {
         "text": review.render_text,
@@ -658,7 +677,7 @@ def diff(
 @click.option(
     "--to",
     "target",
-    type=click.Choice(list(convert.TARGETS)),
+    type=click.Choice(CONVERT_TARGETS),
     default="kubeflow",
     show_default=True,
     help="kubeflow: kubeflow.org/v1 MXJob; seed: mxnet.mlkube.io/v1beta1 MxJob.",
@@ -679,6 +698,8 @@ def convert_command(files: tuple[Path, ...], target: str, write: bool) -> ExitCo
       mxgitops convert -w jobs/*.yaml                 rewrite the files in place
       mxgitops convert --to seed jobs/local.yaml
     """
+    from mxgitops import convert  # ruamel.yaml: imported by this command only
+
     dialect = convert.TARGETS[target]
     results = convert.convert_files(files, dialect)
     if write:

@@ -2,7 +2,8 @@
 
 Logs go to stderr, as text for people or one JSON object per line for the
 CronJob's log pipeline (`--log-format json`). A progress display is shown
-only when stderr is a terminal; redirected output never contains one.
+only when stderr is a terminal; redirected output never contains one. Only
+`mxgitops sync` imports this module (rich is no cheap import).
 """
 
 from __future__ import annotations
@@ -69,6 +70,32 @@ class TerminalProgress(SyncProgress):
     def advance(self, count: int = 1) -> None:
         if self._task is not None:
             self._progress.advance(self._task, count)
+
+
+class Tally(SyncProgress):
+    """Passes the sync's progress on, counting the apply's writes for SIGTERM's line."""
+
+    def __init__(self, display: SyncProgress) -> None:
+        self.display = display
+        self.total: int | None = None
+        self.done = 0
+
+    def phase(self, description: str, total: int | None = None) -> None:
+        if description == "applying":
+            self.total, self.done = total, 0
+        self.display.phase(description, total)
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        self.display.advance(count)
+
+    def interrupted(self) -> str:
+        if self.total is None:
+            return "interrupted by SIGTERM before any write; the next sync does the work"
+        return (
+            f"interrupted by SIGTERM: lease released, {self.done} of {self.total} writes "
+            "done; the next sync finishes the rest"
+        )
 
 
 @contextmanager

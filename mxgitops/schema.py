@@ -9,12 +9,11 @@ field, what was expected, what was found, and a "did you mean" for typos.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterator, Mapping
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
@@ -33,12 +32,16 @@ if TYPE_CHECKING:  # Python jsonschema is imported only for an invalid manifest
 KUBERNETES_VERSION = "v1.34.0"
 
 SCHEMA_FILES = {dialect: version.schema_file for dialect, version in VERSIONS.items()}
+# The package data, read as files beside this module (as loadcache reads the package):
+# importlib.resources.files() alone took longer (~5 ms) than reading and parsing a schema.
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 @cache
 def schema(dialect: Dialect) -> dict[str, Any]:
-    """The JSON schema of a dialect, from the package data."""
-    text = resources.files("mxgitops").joinpath("schemas", SCHEMA_FILES[dialect]).read_text()
+    """The JSON schema of a dialect, from the package data: read, like its validators
+    below, only when a manifest of that dialect is checked."""
+    text = (SCHEMA_DIR / SCHEMA_FILES[dialect]).read_text(encoding="utf-8")
     result: dict[str, Any] = json.loads(text)
     return result
 
@@ -79,11 +82,13 @@ def _readable(error: ValidationError) -> Iterator[Issue]:
     expected: Any = error.validator_value
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     if keyword == "additionalProperties" and expected is False and isinstance(instance, dict):
+        from difflib import get_close_matches  # only an invalid manifest needs it
+
         known = list(schema.get("properties", {}))
         patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
         for name in instance:
             if name not in known and not any(p.search(str(name)) for p in patterns):
-                close = difflib.get_close_matches(str(name), known, n=1)
+                close = get_close_matches(str(name), known, n=1)
                 hint = f'; did you mean "{close[0]}"?' if close else ""
                 yield Issue(path, f'unknown field "{name}"{hint}', (*path, name))
     elif keyword == "required" and isinstance(instance, dict):

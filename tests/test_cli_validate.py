@@ -13,8 +13,9 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from mxgitops import errors
-from mxgitops.cli import ExitCode, exit_code_for, main
+from mxgitops import convert, errors, schema
+from mxgitops.cli import CONVERT_TARGETS, ExitCode, exit_code_for, main
+from mxgitops.model import Dialect
 from mxgitops.spec import FieldProblem, SpecError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,9 +62,20 @@ def test_help_teaches_with_examples_and_exit_codes() -> None:
 
 
 def test_version() -> None:
+    """The installed version (read only for --version), as `mxgitops.__version__` says it."""
+    from importlib.metadata import version
+
+    import mxgitops
+
     result = invoke("--version")
     assert result.exit_code == 0
-    assert result.stdout.startswith("mxgitops, version ")
+    assert result.stdout == f"mxgitops, version {version('mxgitops')}\n"
+    assert mxgitops.__version__ == version("mxgitops")
+
+
+def test_convert_targets_are_converts_own() -> None:
+    """cli names convert's targets so that it need not import convert to define --to."""
+    assert tuple(convert.TARGETS) == CONVERT_TARGETS
 
 
 def test_unknown_command_is_a_usage_error() -> None:
@@ -246,6 +258,21 @@ def test_validate_the_example_jobs_repository() -> None:
         "cifar10-local": "jobs/vision/cifar10-local.yaml",
         "imagenet-dist": "jobs/vision/imagenet-dist.yaml",
     }
+
+
+def test_validate_reads_and_compiles_only_the_schema_of_the_dialect_it_meets(
+    repo: Path,
+) -> None:
+    """Each schema is a quarter of a megabyte: a seed manifest needs the seed's schema and
+    its fast validator, not Kubeflow's, nor Python jsonschema's (that is for errors)."""
+    for cached in (schema.schema, schema._fast, schema._detailed):
+        cached.cache_clear()
+    assert invoke("validate", str(repo / "jobs/train.yaml")).exit_code == 0
+    assert [f.cache_info().currsize for f in (schema.schema, schema._fast)] == [1, 1]
+    assert schema._detailed.cache_info().currsize == 0
+    hits = schema.schema.cache_info().hits
+    schema.schema(Dialect.SEED)
+    assert schema.schema.cache_info().hits == hits + 1  # the one schema read: the seed's
 
 
 def _installed_script() -> str:
