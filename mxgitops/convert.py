@@ -9,28 +9,27 @@ stays the same or a sync would replace the job.
 Files are edited with ruamel.yaml's round-trip mode, so comments, key order and
 quoting survive wherever a node survives: the top of the document, metadata and
 every pod template (their nodes are moved, not rebuilt). The spec around them is
-rebuilt through the model, and its comments move with their fields (`_Comments`):
-on the spec's keys, the run policy (inline or nested, under any spelling), each
-replica spec and its fields; a comment on a field the target has no place for
-(a v1beta1 `label`, a v1alpha1 `mxImage`) goes with the field. What a version cannot
-express is refused with the reason, never dropped: the seed dialect has no run
-policy, success policy, ExitCode restart policy or scheduling policy.
+rebuilt through the model, and its comments move with their fields
+(`mxgitops.yamlcomments`): on the spec's keys, the run policy (inline or nested,
+under any spelling), each replica spec and its fields; a comment on a field the
+target has no place for (a v1beta1 `label`, a v1alpha1 `mxImage`) goes with the
+field. What a version cannot express is refused with the reason, never dropped:
+the seed dialect has no run policy, success policy, ExitCode restart policy or
+scheduling policy.
 `kubectl get` output is cleaned (status and server-set metadata go).
 """
 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import CommentMark, YAMLError
-from ruamel.yaml.tokens import CommentToken
+from ruamel.yaml.error import YAMLError
 
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.errors import ManifestError
@@ -50,14 +49,17 @@ from mxgitops.spec import (
     format_path,
     from_manifest,
 )
+from mxgitops.yamlcomments import Comments, plain, written_key
 
 TARGETS = {"kubeflow": Dialect.KUBEFLOW, "seed": Dialect.SEED}
+# Each run-policy field as kubeflow.org/v1 writes it, then the spellings older versions
+# wrote inline in `spec` (where its comments are found).
 _RUN_POLICY_NAMES = {
-    "clean_pod_policy": "cleanPodPolicy",
-    "ttl_seconds_after_finished": "ttlSecondsAfterFinished",
-    "active_deadline_seconds": "activeDeadlineSeconds",
-    "backoff_limit": "backoffLimit",
-    "suspend": "suspend",
+    "clean_pod_policy": ("cleanPodPolicy", "cleanupPodPolicy"),
+    "ttl_seconds_after_finished": ("ttlSecondsAfterFinished", "ttlSecondsAfterFinishing"),
+    "active_deadline_seconds": ("activeDeadlineSeconds",),
+    "backoff_limit": ("backoffLimit",),
+    "suspend": ("suspend",),
 }
 
 
@@ -118,7 +120,7 @@ def convert_text(text: str, target: Dialect, *, name: str = "<text>") -> Convert
         raise ManifestError(f"{name}: not YAML: {error}") from error
     jobs = []
     for document in documents:
-        if isinstance(document, CommentedMap) and version_of(_plain(document)) is not None:
+        if isinstance(document, CommentedMap) and version_of(plain(document)) is not None:
             jobs.append(_convert_document(document, target, name))
     out = io.StringIO()
     yaml.dump_all(documents, out)
@@ -138,10 +140,10 @@ def _yaml() -> YAML:
 
 def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> ConvertedJob:
     _clean_dump(doc)
-    plain = _plain(doc)
-    job = _job(plain, name)
+    manifest = plain(doc)
+    job = _job(manifest, name)
     if target is Dialect.SEED:
-        _refuse_for_seed(job, plain, name)
+        _refuse_for_seed(job, manifest, name)
     version = VERSIONS[target]
     doc["apiVersion"] = version.api_version
     doc["kind"] = version.kind
@@ -151,7 +153,7 @@ def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> Converte
         if isinstance(annotations, CommentedMap):
             annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
     old_spec = doc["spec"]
-    comments = _Comments()
+    comments = Comments()
     comments.take(doc, old_spec)
     doc["spec"] = (
         _seed_spec(job, old_spec, comments)
@@ -159,13 +161,13 @@ def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> Converte
         else _kubeflow_spec(job, old_spec, comments)
     )
     comments.give(doc, doc["spec"])
-    converted = _job(_plain(doc), name)
+    converted = _job(plain(doc), name)
     return ConvertedJob(job.name, job.dialect, converted.spec_hash == job.spec_hash)
 
 
 def _clean_dump(doc: CommentedMap) -> None:
     """What `kubectl get` adds goes: status, and the metadata the server sets."""
-    for dump_field in dump_fields(_plain(doc)):
+    for dump_field in dump_fields(plain(doc)):
         if dump_field == "status":
             del doc["status"]
         else:
@@ -174,23 +176,23 @@ def _clean_dump(doc: CommentedMap) -> None:
         del doc["status"]
 
 
-def _job(plain: dict[str, Any], name: str) -> MxJob:
-    version = version_of(plain)
+def _job(manifest: dict[str, Any], name: str) -> MxJob:
+    version = version_of(manifest)
     assert version is not None
-    problems = [(p.path, p.message) for p in schema_problems(version.dialect, plain)]
+    problems = [(p.path, p.message) for p in schema_problems(version.dialect, manifest)]
     if not problems:
         try:
-            return from_manifest(plain)
+            return from_manifest(manifest)
         except SpecError as error:
             problems = [(p.path, p.message) for p in error.problems]
-    job_name = (plain.get("metadata") or {}).get("name", "?")
+    job_name = (manifest.get("metadata") or {}).get("name", "?")
     details = "; ".join(f"{format_path(tuple(path))}: {message}" for path, message in problems)
     raise ManifestError(
         f"{name}: job {job_name} is invalid, fix it first (mxgitops validate): {details}"
     )
 
 
-def _refuse_for_seed(job: MxJob, plain: Mapping[str, Any], name: str) -> None:
+def _refuse_for_seed(job: MxJob, manifest: Mapping[str, Any], name: str) -> None:
     lost = []
     if job.run_policy != RunPolicy():
         lost.append("a run policy")
@@ -198,7 +200,7 @@ def _refuse_for_seed(job: MxJob, plain: Mapping[str, Any], name: str) -> None:
         lost.append(f"successPolicy {job.success_policy}")
     if any(r.restart_policy is RestartPolicy.EXIT_CODE for r in job.replica_specs):
         lost.append("restartPolicy ExitCode")
-    spec = plain.get("spec") or {}
+    spec = manifest.get("spec") or {}
     if spec.get("schedulingPolicy") or (spec.get("runPolicy") or {}).get("schedulingPolicy"):
         lost.append("a scheduling policy")
     if lost:
@@ -212,9 +214,7 @@ def _node(root: Any, path: Sequence[str | int]) -> Any:
     """The ruamel node at a field path, by the model's spelling (older ones matched too)."""
     node = root
     for part in path:
-        if isinstance(node, Mapping) and isinstance(part, str) and part not in node:
-            part = next((k for k in node if str(k).lower() == part.lower()), part)
-        node = node[part]
+        node = node[written_key(node, part)]
     return node
 
 
@@ -224,7 +224,7 @@ def _template(doc_spec: Any, replica_path: Sequence[str | int], wanted: Mapping[
     try:
         node = _node(doc_spec, [*relative, "template"])
     except (KeyError, IndexError, TypeError):
-        return _plain(wanted)
+        return plain(wanted)
     return _update(node, wanted)
 
 
@@ -240,10 +240,10 @@ def _update(node: Any, wanted: Any) -> Any:
         for index, value in enumerate(wanted):
             node[index] = _update(node[index], value)
         return node
-    return node if _plain(node) == wanted else wanted
+    return node if plain(node) == wanted else wanted
 
 
-def _kubeflow_spec(job: MxJob, old_spec: Any, comments: _Comments) -> CommentedMap:
+def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
     spec = CommentedMap()
     spec["jobMode"] = "MXTrain"
     comments.carry(spec, "jobMode", (old_spec, "jobMode"))
@@ -252,11 +252,11 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: _Comments) -> CommentedM
         comments.carry(spec, "successPolicy", (old_spec, "successPolicy"))
     old_policy = old_spec.get("runPolicy") or CommentedMap()
     run_policy = CommentedMap()
-    for attribute, written in _RUN_POLICY_NAMES.items():
+    for attribute, spellings in _RUN_POLICY_NAMES.items():
         value = getattr(job.run_policy, attribute)
         if value is not None and value is not False:
+            written = spellings[0]
             run_policy[written] = value.value if isinstance(value, CleanPodPolicy) else value
-            spellings = _RUN_POLICY_SPELLINGS[written]
             places = [(old, name) for old in (old_policy, old_spec) for name in spellings]
             comments.carry(run_policy, written, *places)
     scheduling = old_policy.get("schedulingPolicy") or old_spec.get("schedulingPolicy")
@@ -270,7 +270,7 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: _Comments) -> CommentedM
     replicas = CommentedMap()
     for replica in job.replica_specs:
         wanted = dict(replica.template)
-        priority = _plain(scheduling or {}).get("priorityClass")
+        priority = plain(scheduling or {}).get("priorityClass")
         wanted = _without_injected(wanted, "priorityClassName", priority, old_spec, replica.path)
         if replica.type is ReplicaType.SCHEDULER and replica.ps_root_port != DEFAULT_PS_ROOT_PORT:
             wanted = _with_port(wanted, replica.ps_root_port)
@@ -293,9 +293,7 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: _Comments) -> CommentedM
 def _replica_nodes(old_spec: Any, path: Sequence[str | int]) -> tuple[Any, Any, Any]:
     """The old replica spec's parent node, its key (or index) there, and the node."""
     parent = _node(old_spec, list(path[1:-1]))
-    key = path[-1]
-    if isinstance(parent, Mapping) and key not in parent:
-        key = next((k for k in parent if str(k).lower() == str(key).lower()), key)
+    key = written_key(parent, path[-1])
     return parent, key, parent[key]
 
 
@@ -307,7 +305,7 @@ def _without_injected(
     if value is None or pod_spec.get(key) != value:
         return template
     try:
-        written = _plain(_node(old_spec, [*path[1:], "template", "spec"]))
+        written = plain(_node(old_spec, [*path[1:], "template", "spec"]))
     except (KeyError, IndexError, TypeError):
         return template
     if key in written:
@@ -328,7 +326,7 @@ def _with_port(template: dict[str, Any], port: int) -> dict[str, Any]:
     return {**template, "spec": {**pod_spec, "containers": containers}}
 
 
-def _seed_spec(job: MxJob, old_spec: Any, comments: _Comments) -> CommentedMap:
+def _seed_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
     spec = CommentedMap()
     spec["jobMode"] = job.mode.value
     comments.carry(spec, "jobMode", (old_spec, "jobMode"))
@@ -357,232 +355,3 @@ def _seed_spec(job: MxJob, old_spec: Any, comments: _Comments) -> CommentedMap:
     places = [(old_spec, "replicaSpecs"), (old_spec, "mxReplicaSpecs")]
     comments.carry(spec, "replicaSpecs", *places)
     return spec
-
-
-def _plain(node: Any) -> Any:
-    """ruamel's round-trip types as plain JSON values (what the schemas and rules read)."""
-    if isinstance(node, Mapping):
-        return {str(k): _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    return str(node)
-
-
-# Each run-policy field as kubeflow.org/v1 writes it, and the spellings older versions
-# wrote inline in `spec`, where its comments are found.
-_RUN_POLICY_SPELLINGS = {
-    "cleanPodPolicy": ("cleanPodPolicy", "cleanupPodPolicy"),
-    "ttlSecondsAfterFinished": ("ttlSecondsAfterFinished", "ttlSecondsAfterFinishing"),
-    "activeDeadlineSeconds": ("activeDeadlineSeconds",),
-    "backoffLimit": ("backoffLimit",),
-    "suspend": ("suspend",),
-}
-_Place = tuple[int, Any]  # (id of a mapping or sequence, its key or index)
-_Holder = tuple[Any, Any, int]  # (mapping or sequence, key or index, comment slot)
-
-
-@dataclass
-class _Notes:
-    """The comments of one field: the whole lines above it, the one ending its line."""
-
-    before: list[str] = field(default_factory=list)  # stripped; "" is a blank line
-    eol: str | None = None
-    offset: int | None = None  # the eol comment's column, from the field's
-    width: int | None = None  # the field's line as written, from its column
-    gap: int = 2  # spaces between the field's line and its eol comment
-
-
-class _Comments:
-    """A spec's comments by field, so that the spec rebuilt in another version carries
-    each comment to the converted field.
-
-    ruamel.yaml keeps a comment in the token before it: a field's end-of-line
-    comment and the whole lines below it (written above the *next* field) are one
-    token. `take` reads the old spec in document order, gives every field its own
-    notes and strips the tokens; `give` walks the new spec in document order and
-    writes the notes back at each field's new place and indentation. A rebuilt
-    field names the old fields it comes from with `carry`; a node moved as it is
-    (a pod template, a scheduling policy) keeps its own. Comments on a field the
-    target version has no place for go with that field.
-    """
-
-    def __init__(self) -> None:
-        self.notes: dict[_Place, _Notes] = {}
-        self.sources: dict[_Place, list[_Place]] = {}
-        self.first_eol: dict[_Place, _Notes] = {}  # a sequence item's, for its first key
-        self.trailing: list[str] = []  # lines after the spec's last field, as written
-        self._alive: dict[int, Any] = {}  # the old nodes, so that no new node takes an id
-        self._given: set[int] = set()
-
-    def take(self, doc: CommentedMap, spec: Any) -> None:
-        slots = doc.ca.items.get("spec")
-        token = slots[2] if slots else None
-        pending: list[str] = []
-        if token is not None:
-            first, _, rest = str(token.value).partition("\n")
-            pending = rest.split("\n")[:-1]
-            if first.strip():
-                token.value = first + "\n"
-            else:
-                slots[2] = None
-        self.trailing = self._take(spec, pending)
-
-    def carry(self, new: Any, key: Any, *sources: tuple[Any, Any]) -> None:
-        """The field `new[key]` takes the comments of the old fields `sources`."""
-        places = []
-        for container, old_key in sources:
-            if isinstance(container, CommentedMap) and old_key not in container:
-                folded = str(old_key).lower()
-                old_key = next((k for k in container if str(k).lower() == folded), None)
-            if old_key is not None and _block(container):
-                places.append((id(container), old_key))
-        self.sources[(id(new), key)] = places
-
-    def give(self, doc: CommentedMap, spec: Any) -> None:
-        if _block(spec):
-            holder = self._give(spec, 2, (doc, "spec", 2))
-            _append(holder, [line.rstrip() for line in self.trailing])
-
-    def _take(self, node: Any, pending: list[str]) -> list[str]:
-        if _ruamel(node) and not _block(node) and node.ca.comment is not None:
-            node.ca.comment[0] = None  # a flow node's copy of its field's eol token
-        if not _block(node) or id(node) in self._alive:
-            return pending  # an alias is written (and commented) where its anchor is
-        self._alive[id(node)] = node
-        if node.ca.comment is not None:
-            for token in node.ca.comment[1] or []:
-                pending = pending + _lines(token)
-            node.ca.comment = None
-        is_map = isinstance(node, CommentedMap)
-        for key in list(node) if is_map else range(len(node)):
-            slots = node.ca.items.pop(key, None) or [None, None, None, None]
-            notes = _Notes(before=[line.strip() for line in pending])
-            for token in slots[1] or []:
-                notes.before += [line.strip() for line in _lines(token)]
-            self.notes[(id(node), key)] = notes
-            pending = []
-            token = slots[2 if is_map else 0]
-            if token is not None:
-                first, _, rest = str(token.value).partition("\n")
-                pending = rest.split("\n")[:-1]
-                column = _column(node, key)
-                if first.strip():
-                    notes.eol = first.strip()
-                    if column is not None:
-                        end = _line_end(column, key if is_map else None, node[key])
-                        notes.offset = token.start_mark.column - column
-                        notes.width = end - column
-                        notes.gap = max(1, token.start_mark.column - end)
-            pending = self._take(node[key], pending)
-        return pending
-
-    def _notes(self, container: Any, key: Any) -> _Notes:
-        """The notes a new field carries (each old field's are given once)."""
-        place = (id(container), key)
-        merged = _Notes()
-        for source in self.sources.get(place, [place]):
-            notes = self.notes.pop(source, None)
-            if notes is not None and merged.eol is None and notes.eol is not None:
-                merged = replace(notes, before=merged.before + notes.before)
-            elif notes is not None:
-                merged.before += notes.before
-        spare = self.first_eol.pop(place, None)
-        if merged.eol is None and spare is not None:
-            merged = replace(spare, before=merged.before)
-        return merged
-
-    def _give(self, node: Any, column: int, holder: _Holder) -> _Holder:
-        """Write the notes of `node`'s fields (keys at `column`); the last holder."""
-        if id(node) in self._given:
-            return holder
-        self._given.add(id(node))
-        is_map = isinstance(node, CommentedMap)
-        for key in list(node) if is_map else range(len(node)):
-            value = node[key]
-            if value and isinstance(value, (dict, list)) and not _ruamel(value):
-                value = node[key] = _commented(value)  # plain: from the model
-            notes = self._notes(node, key)
-            if not is_map and isinstance(value, CommentedMap) and _block(value):
-                self.first_eol[(id(value), next(iter(value)))] = notes  # "- key: x  # eol"
-                notes = _Notes(before=notes.before)
-            indent = " " * (column if is_map else column - 2)
-            _append(holder, [indent + line if line else "" for line in notes.before])
-            if notes.eol is not None:
-                end = _line_end(column, key if is_map else None, value)
-                at = end + notes.gap  # after the field, as far as it was
-                if notes.offset is not None and end - column == notes.width:
-                    at = column + notes.offset  # an unchanged line keeps its comment's column
-                slots = node.ca.items.setdefault(key, [None, None, None, None])
-                slots[2 if is_map else 0] = CommentToken(notes.eol + "\n", CommentMark(at))
-            holder = (node, key, 2 if is_map else 0)
-            if _block(value):
-                nested = 0 if isinstance(value, CommentedMap) else 2  # "- " before each item
-                inner = column + nested + (2 if is_map else 0)
-                holder = self._give(value, inner, holder)
-        return holder
-
-
-def _block(node: Any) -> bool:
-    """A non-empty mapping or sequence written in block style (comments live there)."""
-    return _ruamel(node) and len(node) > 0 and node.fa.flow_style() is not True
-
-
-def _ruamel(node: Any) -> bool:
-    return isinstance(node, (CommentedMap, CommentedSeq))
-
-
-def _commented(value: Any) -> Any:
-    """Plain mappings and sequences as ruamel's, which can carry comments."""
-    if isinstance(value, Mapping):
-        result = CommentedMap()
-        for key, item in value.items():
-            result[key] = _commented(item)
-        return result
-    if isinstance(value, list):
-        return CommentedSeq(_commented(item) for item in value)
-    return value
-
-
-def _lines(token: Any) -> list[str]:
-    """A comment token's lines, the first at the token's column."""
-    lines = str(token.value).split("\n")[:-1] or [""]
-    if lines[0]:
-        lines[0] = " " * token.start_mark.column + lines[0]
-    return lines
-
-
-def _column(node: Any, key: Any) -> int | None:
-    """The column a field was written at, if ruamel recorded it."""
-    data = getattr(node.lc, "data", None) or {}
-    position = data.get(key)
-    return int(position[1]) if position else None
-
-
-def _line_end(column: int, key: Any, value: Any) -> int:
-    """Where a field's line ends: `key: value` (mapping) or `value` (sequence item)."""
-    end = column if key is None else column + len(str(key)) + 1
-    if _block(value):
-        return end  # `key:`, the value on the lines below
-    text = _plain(value)
-    text = json.dumps(text) if not isinstance(text, str) else text
-    quoted = 2 if type(value).__name__.endswith("QuotedScalarString") else 0
-    return end + (1 if key is not None else 0) + len(text) + quoted
-
-
-def _append(holder: _Holder, lines: list[str]) -> None:
-    """Whole comment lines after the holder's line (before what comes next)."""
-    if not lines:
-        return
-    container, key, slot = holder
-    slots = container.ca.items.setdefault(key, [None, None, None, None])
-    text = "".join(line + "\n" for line in lines)
-    if slots[slot] is None:
-        slots[slot] = CommentToken("\n" + text, CommentMark(0))
-    else:
-        slots[slot].value = str(slots[slot].value) + text
