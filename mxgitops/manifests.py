@@ -592,7 +592,13 @@ def _order(problem: Problem) -> tuple[str, int, str, str]:
 
 
 def _hinted(version: Version, data: Mapping[str, Any], problems: list[Issue]) -> list[Issue]:
-    """Schema problems, with a hint where the manifest mixes the list and map forms."""
+    """Schema problems, with the version's hint for a field it has not (a later version's),
+    and one where the manifest mixes the list and map forms."""
+    hints = version.unknown_field_hints
+    problems = [
+        Issue(i.at, hints[i.at], i.at) if isinstance(i.at, tuple) and i.at in hints else i
+        for i in problems
+    ]
     spec = data.get("spec")
     if version.replicas_field != "mxReplicaSpecs" or not isinstance(spec, Mapping):
         return problems

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.manifests import load
@@ -130,7 +131,9 @@ def test_v1beta1_run_policy_fields_render_onto_the_batch_jobs_as_v1_ones_do() ->
 
 
 @pytest.mark.parametrize(("name", "value"), [("activeDeadlineSeconds", 3600), ("backoffLimit", 3)])
-def test_v1beta1_never_had_the_v1_only_run_policy_fields(name: str, value: int) -> None:
+def test_v1beta1_never_had_the_v1_only_run_policy_fields(
+    name: str, value: int, tmp_path: Path
+) -> None:
     # Added to v1's MXJobSpec only (kubeflow/mxnet-operator#40): the v1beta1 operator
     # ignored them, so they are refused rather than enforced or dropped.
     doc = map_form("kubeflow.org/v1beta1", jobMode="MXTrain", **{name: value})
@@ -139,6 +142,16 @@ def test_v1beta1_never_had_the_v1_only_run_policy_fields(name: str, value: int) 
     ]
     current = map_form("kubeflow.org/v1", jobMode="MXTrain", **{name: value})
     assert schema_problems(Dialect.KUBEFLOW, current) == []
+    # validate says where the field is from, and the way there.
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(doc, sort_keys=False))
+    line = manifest.read_text().splitlines().index(f"  {name}: {value}") + 1
+    assert [str(p) for p in load(manifest).problems] == [
+        f"{manifest}:{line}: job train: spec.{name}: kubeflow.org/v1beta1 has no such field "
+        f"(its operator ignored it); it exists from kubeflow.org/v1, as "
+        f"spec.runPolicy.{name}: remove it here, run mxgitops convert FILE to rewrite the "
+        f"manifest in kubeflow.org/v1, then set it there"
+    ]
 
 
 def test_mlkube_v1beta1_is_the_seed_under_its_first_group_any_case() -> None:

@@ -48,6 +48,9 @@ class Version:
     replicas_field: str  # "replicaSpecs" (list form) or "mxReplicaSpecs" (map form)
     read: Callable[[Mapping[str, Any]], Reading]  # spec -> Reading
     current: bool = False  # False: an older version, read with a note to migrate
+    # The message for a field this version has not (a later one's), by its path: the
+    # schema refuses it as unknown, and validate says where it went instead.
+    unknown_field_hints: Mapping[Path, str] = field(default_factory=dict, hash=False)
 
     @property
     def api_version(self) -> str:

@@ -16,7 +16,8 @@ restartPolicy (Always|OnFailure|Never|ExitCode, default Never). That version
 never had `activeDeadlineSeconds` or `backoffLimit`: #40 (60209ec7efd8) added
 them to v1's MXJobSpec only, and the v1beta1 operator ignored them. They are
 refused here as unknown fields, not enforced: the job would otherwise run
-differently from how its operator ran it; `kubeflow.org/v1` has them.
+differently from how its operator ran it; `kubeflow.org/v1` has them, and the
+message says so (`UNKNOWN_FIELD_HINTS`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,22 @@ from typing import Any
 
 from mxgitops.dialects.base import Reading, Version
 from mxgitops.dialects.mapform import read_map_form
-from mxgitops.model import KUBEFLOW_KIND, Dialect, FieldProblem
+from mxgitops.model import KUBEFLOW_API_VERSION, KUBEFLOW_KIND, Dialect, FieldProblem, Path
 
 RUN_POLICY_FIELDS = {
     "cleanPodPolicy": "clean_pod_policy",
     "ttlSecondsAfterFinished": "ttl_seconds_after_finished",
 }
 DEFAULTS = {"cleanPodPolicy": "All"}
+UNKNOWN_FIELD_HINTS: dict[Path, str] = {
+    ("spec", name): (
+        f"{Dialect.KUBEFLOW_V1BETA1.value} has no such field (its operator ignored it); "
+        f"it exists from {KUBEFLOW_API_VERSION}, as spec.runPolicy.{name}: remove it here, "
+        f"run mxgitops convert FILE to rewrite the manifest in {KUBEFLOW_API_VERSION}, "
+        "then set it there"
+    )
+    for name in ("activeDeadlineSeconds", "backoffLimit")  # v1's only (#40)
+}
 
 
 def read(spec: Mapping[str, Any]) -> Reading:
@@ -50,5 +60,10 @@ def read(spec: Mapping[str, Any]) -> Reading:
 
 
 VERSION = Version(
-    Dialect.KUBEFLOW_V1BETA1, KUBEFLOW_KIND, "mxjob-kubeflow-v1beta1.json", "mxReplicaSpecs", read
+    Dialect.KUBEFLOW_V1BETA1,
+    KUBEFLOW_KIND,
+    "mxjob-kubeflow-v1beta1.json",
+    "mxReplicaSpecs",
+    read,
+    unknown_field_hints=UNKNOWN_FIELD_HINTS,
 )
