@@ -1,12 +1,19 @@
 """The only module that talks to the Kubernetes API.
 
-It speaks plain JSON objects (`objects.KubeObject`) through the official
-client, so the rest of mxgitops never sees a client model or an ApiException.
+It speaks plain JSON objects (`objects.KubeObject`) over one urllib3 connection
+pool, so the rest of mxgitops never sees a client model or an HTTP library. The
+official client loads the configuration (kubeconfig contexts, exec plugins,
+client certificates, token files, the pod's service account) and builds that
+pool; its request path does not carry the writes: serialising each body through
+its models and re-reading the proxy environment cost more client CPU per write
+than the request itself, under the GIL that all writers share.
 What it promises the planner and apply:
 
 - live state costs one LIST per kind, across namespaces, filtered by the
   ownership selector, read in pages of `LIST_PAGE_SIZE` objects (`limit` and
-  `continue`), so no response body grows with the number of jobs;
+  `continue`); each page is decoded as it arrives, one item at a time, and each
+  item trimmed to what planning reads before the next is decoded, so memory
+  grows with the objects kept, never with a page's body;
 - writes run with bounded parallelism and are idempotent: AlreadyExists on
   create and NotFound on delete count as success, so a retried write (after a
   429, a 5xx or a dropped connection) never duplicates anything, and no GET is
@@ -24,6 +31,7 @@ What it promises the planner and apply:
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -33,7 +41,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, urlencode
 
 import yaml
 
@@ -59,14 +68,19 @@ from mxgitops.objects import (
 )
 
 if TYPE_CHECKING:
-    from kubernetes.client.exceptions import ApiException
+    from urllib3 import BaseHTTPResponse, Timeout
+
+T = TypeVar("T")
 
 DEFAULT_PARALLELISM = 8
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries included
 MAX_REQUEST_TIMEOUT = 3600.0
 CONNECT_TIMEOUT = 10.0  # of each attempt, within the call's timeout
 STOP_GRACE = 2.0  # once stopping, a call (releasing the Lease) gets at most this long
-LIST_PAGE_SIZE = 7500  # objects per LIST request: 1,000 dist jobs (7,000 Jobs) in one
+# Objects per LIST request. A page is decoded as it arrives, so its size costs no client
+# memory: 1,000 dist jobs (7,000 Jobs, 7,000 pods and their retries) are one page per kind.
+LIST_PAGE_SIZE = 10_000
+LIST_READ_SIZE = 64 * 1024  # bytes of a LIST's body read (and held undecoded) at a time
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
@@ -127,7 +141,7 @@ def _path(kind: Kind, namespace: str | None = None, name: str | None = None) -> 
 class Cluster:
     """A connection to one cluster; cheap to share between threads."""
 
-    api_client: Any
+    api_client: Transport  # the name is older than the class: tests build a Cluster from it
     parallelism: int = DEFAULT_PARALLELISM
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
@@ -174,23 +188,42 @@ class Cluster:
         items: list[KubeObject] = []
         while True:
             try:
-                body = self._request("GET", _path(kind, namespace), query=query)
+                page, more = self._page(kind, _path(kind, namespace), query, unread)
             except ClusterClientError as exc:
                 if exc.status != 410 or "continue" not in query:
                     raise
                 query, items = {k: v for k, v in query.items() if k != "continue"}, []
                 continue
-            page: list[KubeObject] = body.get("items") or []
-            for item in page:  # typed lists leave kind and apiVersion off their items
-                item.setdefault("kind", kind.value)
-                item.setdefault("apiVersion", _API_VERSIONS[kind])
-                for section, name in (("metadata", "managedFields"), *unread):
-                    (item.get(section) or {}).pop(name, None)
             items += page
-            more = (body.get("metadata") or {}).get("continue")
             if not more:
                 return items
-            query = {**query, "continue": str(more)}
+            query = {**query, "continue": more}
+
+    def _page(
+        self, kind: Kind, path: str, query: dict[str, str], unread: tuple[tuple[str, str], ...]
+    ) -> tuple[list[KubeObject], str]:
+        """One page of a LIST, decoded as it is read, and its `continue` token ("" if it
+        is the last); each item is trimmed before the next is decoded."""
+        unread = (("metadata", "managedFields"), *unread)
+
+        def read(response: BaseHTTPResponse) -> tuple[list[KubeObject], str]:
+            page: list[KubeObject] = []  # of this attempt: a retried page starts empty
+
+            def keep(item: Any) -> None:
+                if not isinstance(item, dict):
+                    raise ValueError(f"a list item is not an object: {str(item)[:80]}")
+                item.setdefault("kind", kind.value)  # typed lists leave these off their items
+                item.setdefault("apiVersion", _API_VERSIONS[kind])
+                for section, name in unread:
+                    (item.get(section) or {}).pop(name, None)
+                page.append(item)
+
+            rest = decode_list(lambda: response.read(LIST_READ_SIZE), keep)
+            metadata = rest.get("metadata")
+            more = metadata.get("continue") if isinstance(metadata, dict) else None
+            return page, str(more or "")
+
+        return self._call("GET", path, query=query, read=read)
 
     def pod_log(
         self, namespace: str, pod: str, *, container: str, tail_lines: int, limit_bytes: int
@@ -202,7 +235,7 @@ class Cluster:
             "limitBytes": str(limit_bytes),
         }
         path = f"{_path(Kind.POD, namespace, pod)}/log"
-        return self._raw("GET", path, query=query).decode("utf-8", "replace")
+        return self._call("GET", path, query=query, read=_body).decode("utf-8", "replace")
 
     def get(self, ref: ObjectRef) -> KubeObject | None:
         try:
@@ -282,27 +315,18 @@ class Cluster:
 
     def _write_one(self, write: Write) -> WriteResult:
         said: list[str] = []  # the response's Warning headers (e.g. PodSecurity's)
+        ref = write.ref
         try:
+            # The object the server answers with is read, not decoded: nothing uses it.
             if isinstance(write, Create):
-                ref = write.ref
-                self._request("POST", _path(ref.kind, ref.namespace), body=write.obj, warnings=said)
+                path, method, body = _path(ref.kind, ref.namespace), "POST", write.obj
             elif isinstance(write, Patch):
-                ref = write.ref
-                self._request(
-                    "PATCH",
-                    _path(ref.kind, ref.namespace, ref.name),
-                    body=write.body,
-                    warnings=said,
-                )
+                path, method, body = _path(ref.kind, ref.namespace, ref.name), "PATCH", write.body
             else:
-                ref = write.ref
                 # Background: the Job goes at once, the garbage collector takes its pods.
-                self._request(
-                    "DELETE",
-                    _path(ref.kind, ref.namespace, ref.name),
-                    body={"propagationPolicy": "Background"},
-                    warnings=said,
-                )
+                path, method = _path(ref.kind, ref.namespace, ref.name), "DELETE"
+                body = {"propagationPolicy": "Background"}
+            self._call(method, path, body=body, warnings=said, read=_body)
         except ClusterClientError as exc:
             if isinstance(write, Delete) and exc.status == 404:
                 return WriteResult(write)
@@ -343,22 +367,22 @@ class Cluster:
         body: KubeObject | None = None,
         warnings: list[str] | None = None,
     ) -> KubeObject:
-        raw = self._raw(method, path, query=query, body=body, warnings=warnings)
-        result: KubeObject = json.loads(raw or b"{}")
-        return result
+        return self._call(method, path, query=query, body=body, warnings=warnings, read=_object)
 
-    def _raw(
+    def _call(
         self,
         method: str,
         path: str,
         *,
+        read: Callable[[BaseHTTPResponse], T],
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
         warnings: list[str] | None = None,
-    ) -> bytes:
-        """The response's body; the texts of its `Warning` headers go to `warnings`."""
+    ) -> T:
+        """What `read` makes of the response's body; the texts of its `Warning` headers go
+        to `warnings`."""
         try:
-            return self._retried(method, path, query, body, warnings)
+            return self._retried(method, path, query, body, warnings, read)
         except (SystemExit, KeyboardInterrupt):
             self.stop()  # SIGTERM arrived during this call: what follows gets the grace
             raise
@@ -369,20 +393,24 @@ class Cluster:
         path: str,
         query: dict[str, str] | None,
         body: KubeObject | None,
-        warnings: list[str] | None = None,
-    ) -> bytes:
-        import urllib3  # both loaded with the client
-        from kubernetes.client.exceptions import ApiException
+        warnings: list[str] | None,
+        read: Callable[[BaseHTTPResponse], T],
+    ) -> T:
+        import urllib3  # loaded with the client
 
         budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
         deadline = self.clock() + budget
+        # Built once for every attempt: the URL, the headers, the body encoded.
+        url = f"{path}?{urlencode(query, quote_via=quote)}" if query else path
+        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+        headers = {**_HEADERS[method], **self._acting_as(path)}
         for attempt in _attempts(self.retry.attempts):
             remaining = deadline - self.clock()
             try:
-                return self._send(method, path, query, body, remaining, warnings)
-            except ApiException as exc:
+                return self._send(method, url, data, headers, remaining, warnings, read)
+            except _Refused as exc:
                 error = _api_error(exc, method, path)
-                delay = self.retry.delay(attempt.number, _retry_after(exc))
+                delay = self.retry.delay(attempt.number, exc.retry_after)
                 retryable = exc.status in RETRYABLE_STATUS and not attempt.last
                 if not retryable or self._late(deadline, delay):
                     raise error from exc
@@ -409,39 +437,39 @@ class Cluster:
     def _send(
         self,
         method: str,
-        path: str,
-        query: dict[str, str] | None,
-        body: KubeObject | None,
+        url: str,
+        data: bytes | None,
+        headers: dict[str, str],
         timeout: float,
-        warnings: list[str] | None = None,
-    ) -> bytes:
-        kind = "application/merge-patch+json" if method == "PATCH" else "application/json"
-        headers = {"Accept": "application/json, */*", "Content-Type": kind}
-        request = self.api_client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list((query or {}).items()),
-            header_params={**headers, **self._acting_as(path)},
-            body=body,
-            auth_settings=["BearerToken"],
-            # The client's own `configuration.host` re-reads the proxy environment on
-            # every call (a fifth of a write's CPU); the server does not change.
-            _host=self.server or None,
-        )
-        # Connect and read timeouts: a read timeout bounds each wait for data.
-        timeouts = (max(0.001, min(CONNECT_TIMEOUT, timeout)), max(0.001, timeout))
-        response = self.api_client.call_api(*request, _request_timeout=timeouts)
-        data = response.read()
-        if not 200 <= response.status <= 299:
-            from kubernetes.client.exceptions import ApiException
+        warnings: list[str] | None,
+        read: Callable[[BaseHTTPResponse], T],
+    ) -> T:
+        import urllib3
 
-            raise ApiException.from_response(
-                http_resp=response, body=data.decode("utf-8", "replace"), data=None
-            )
-        if warnings is not None:
-            warnings += _warnings(response.headers)
-        body_bytes: bytes = data
-        return body_bytes
+        # Connect and read timeouts: a read timeout bounds each wait for data.
+        timeouts = urllib3.Timeout(
+            connect=max(0.001, min(CONNECT_TIMEOUT, timeout)), read=max(0.001, timeout)
+        )
+        response = self.api_client.send(method, url, data, headers, timeouts)
+        try:
+            if not 200 <= response.status <= 299:
+                raise _Refused(response)  # its body read whole: the connection is reusable
+            if warnings is not None:
+                warnings += _warnings(response.headers)
+            return read(response)
+        except _Refused:
+            raise
+        except ValueError as exc:  # a body that is not the JSON it should be
+            response.close()
+            raise ClusterError(
+                f"the Kubernetes API answered {method} {url.split('?')[0]} with a body "
+                f"that cannot be read: {_short(exc)}"
+            ) from exc
+        except BaseException:
+            response.close()  # a body not read to its end: the connection is not reused
+            raise
+        finally:
+            response.release_conn()
 
     def _acting_as(self, path: str) -> dict[str, str]:
         """The impersonation header of a request about a batch Job, Service or pod (its
@@ -460,6 +488,187 @@ class Cluster:
 _TENANT_PATH = re.compile(
     r"^(?:/apis/batch/v1|/api/v1)/namespaces/([^/]+)/(?:jobs|services|pods)(?:/|$)"
 )
+
+
+class Transport:
+    """Requests to one API server over one urllib3 connection pool, built once from the
+    official client's loaded `Configuration` by the client's own code (CA or
+    insecure-skip-tls-verify, client certificate and key, tls-server-name, proxy-url or
+    the proxy environment and its no_proxy, pool size). The Authorization header is
+    asked of the configuration at each request: its refresh hook renews an exec
+    plugin's token, or re-reads the pod's service-account token, once it expires."""
+
+    def __init__(self, configuration: Any) -> None:
+        import urllib3
+        from kubernetes.client.rest import RESTClientObject
+
+        self.configuration = configuration
+        # The refresh hook of a kubeconfig's token sets the configuration's host again at
+        # each request, and a host set re-reads the proxy environment unless the proxy is
+        # pinned: pinned here, to the one the pool was built with (a sixth of a write's CPU).
+        configuration.proxy = configuration.proxy
+        host = str(configuration.host).rstrip("/")
+        manager = RESTClientObject(configuration).pool_manager
+        self.pool: urllib3.PoolManager | urllib3.HTTPConnectionPool
+        if isinstance(manager, urllib3.ProxyManager):  # wants whole URLs, adds its headers
+            self.pool, self.prefix = manager, host
+        else:  # one server, one pool: no URL parsing nor pool lookup per request
+            self.pool = manager.connection_from_url(host)
+            self.prefix = urllib3.util.parse_url(host).path or ""  # a server under a path
+        self._refreshing = threading.Lock()
+
+    def authorization(self) -> str | None:
+        """The header's value (`Bearer <token>`, or Basic), renewed when it expires; one
+        writer renews it while the others wait, so an exec plugin runs once."""
+        with self._refreshing:
+            value = self.configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
+        return str(value) if value else None
+
+    def send(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: Timeout
+    ) -> BaseHTTPResponse:
+        """The response, its body not read yet (the caller releases the connection)."""
+        token = self.authorization()
+        return self.pool.urlopen(
+            method,
+            self.prefix + url,
+            body=body,
+            headers={**headers, "Authorization": token} if token else headers,
+            timeout=timeout,
+            preload_content=False,
+            redirect=False,
+        )
+
+
+_JSON = "application/json"
+_HEADERS: dict[str, dict[str, str]] = {
+    method: {
+        "Accept": f"{_JSON}, */*",  # a pod's log is text
+        "User-Agent": "mxgitops",
+        **({"Content-Type": _JSON} if method in ("POST", "PUT", "DELETE") else {}),
+        **({"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}),
+    }
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+}
+
+
+class _Refused(Exception):
+    """An answer other than 2xx, its body read."""
+
+    def __init__(self, response: BaseHTTPResponse) -> None:
+        super().__init__(response.status)
+        self.status = response.status
+        self.reason = response.reason or ""
+        self.body = response.read()
+        value = response.headers.get("Retry-After")
+        try:
+            self.retry_after = float(value) if value is not None else None
+        except ValueError:
+            self.retry_after = None
+
+
+def _object(response: BaseHTTPResponse) -> KubeObject:
+    result: KubeObject = json.loads(response.read() or b"{}")
+    return result
+
+
+def _body(response: BaseHTTPResponse) -> bytes:
+    return response.read()
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class _JsonStream:
+    """A JSON text read a chunk at a time, decoded value by value with the standard
+    library's C decoder: no more of the text is held than the value being decoded
+    and one chunk."""
+
+    def __init__(self, read: Callable[[], bytes]) -> None:
+        self._read = read
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._text = ""
+        self._at = 0
+        self._ended = False
+
+    def _more(self, chunks: int = 1) -> None:
+        read: list[bytes] = []
+        while len(read) < chunks and not self._ended:
+            read.append(self._read())
+            self._ended = not read[-1]
+        fresh = self._utf8.decode(b"".join(read), final=self._ended)
+        self._text, self._at = self._text[self._at :] + fresh, 0
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end of the text)."""
+        while True:
+            self._at = _SPACE.match(self._text, self._at).end()  # type: ignore[union-attr]
+            if self._at < len(self._text) or self._ended:
+                return self._text[self._at : self._at + 1]
+            self._more()
+
+    def take(self, char: str) -> None:
+        found = self.peek()
+        if found != char:
+            raise ValueError(f"expected {char!r}, found {found or 'the end'!r}")
+        self._at += 1
+
+    def value(self) -> Any:
+        """The next whole value. One cut off at the end of what was read fails to decode
+        (or, a number, ends there): read on and decode it again, reading twice as much
+        each time, so a value longer than many chunks costs linear time."""
+        self.peek()
+        chunks = 1
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self._text, self._at)
+            except json.JSONDecodeError:
+                if self._ended:
+                    raise
+            else:
+                if end < len(self._text) or self._ended or isinstance(value, dict | list | str):
+                    self._at = end
+                    return value
+            self._more(chunks)
+            chunks *= 2
+
+    def end(self) -> None:
+        """Read to the end: nothing but white space may follow (and the connection is
+        then free for the next request)."""
+        if self.peek():
+            raise ValueError(f"unexpected {self._text[self._at : self._at + 20]!r} at the end")
+
+
+def decode_list(read: Callable[[], bytes], keep: Callable[[Any], None]) -> dict[str, Any]:
+    """A list's JSON object, read by `read` a chunk at a time: each element of its
+    `items` goes to `keep` as soon as it is decoded; returned are its other members
+    (kind, apiVersion, metadata with `continue`), whichever order they come in."""
+    stream, rest = _JsonStream(read), {}
+
+    def elements(close: str, one: Callable[[], None]) -> None:
+        if stream.peek() != close:
+            one()
+            while stream.peek() == ",":
+                stream.take(",")
+                one()
+        stream.take(close)
+
+    def member() -> None:
+        key = stream.value()
+        if not isinstance(key, str):
+            raise ValueError(f"a key that is not a string: {str(key)[:80]}")
+        stream.take(":")
+        if key == "items" and stream.peek() == "[":
+            stream.take("[")
+            elements("]", lambda: keep(stream.value()))
+        else:
+            rest[key] = stream.value()
+
+    stream.take("{")
+    elements("}", member)
+    stream.end()
+    return rest
 
 
 def connect(
@@ -493,9 +702,10 @@ def connect(
             "with a service account"
         )
     configuration.retries = 0  # retries are ours: idempotent and aware of Retry-After
-    configuration.connection_pool_maxsize = max(parallelism, 4)
+    # A connection per writer, and one for the main thread (the Lease, the LISTs).
+    configuration.connection_pool_maxsize = max(parallelism + 1, 4)
     return Cluster(
-        api_client=kubernetes.client.ApiClient(configuration),
+        api_client=Transport(configuration),
         parallelism=parallelism,
         retry=retry or RetryPolicy(),
         sleep=sleep or time.sleep,
@@ -564,10 +774,10 @@ def _attempts(count: int) -> Iterator[_Attempt]:
         yield _Attempt(number, number == count - 1)
 
 
-def _api_error(exc: ApiException, method: str, path: str) -> ClusterError:
-    status = int(exc.status or 0)
-    body = _status_body(exc)
-    message = str(body.get("message") or exc.reason or "request failed")
+def _api_error(refused: _Refused, method: str, path: str) -> ClusterError:
+    """The error of an answer other than 2xx: the Status body's message and reason."""
+    status, body = refused.status, _status_body(refused.body)
+    message = str(body.get("message") or refused.reason or "request failed")
     reason = str(body.get("reason") or "")
     what = f"{method} {path}"
     if status in (401, 403):
@@ -588,20 +798,12 @@ def _warnings(headers: Any) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", text) for value in values for text in _WARNING.findall(value)]
 
 
-def _status_body(exc: ApiException) -> dict[str, Any]:
+def _status_body(body: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(exc.body or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
-def _retry_after(exc: ApiException) -> float | None:
-    value = (exc.headers or {}).get("Retry-After")
-    try:
-        return float(value) if value is not None else None
+        status = json.loads(body or b"{}")
     except ValueError:
-        return None
+        return {}
+    return status if isinstance(status, dict) else {}
 
 
 def _raise_first(results: list[WriteResult]) -> None:

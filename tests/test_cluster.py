@@ -3,9 +3,10 @@ the API double (401/403 from a stub server: the double does no authentication)."
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -20,6 +21,7 @@ from mxgitops.errors import (
     ConfigError,
 )
 from mxgitops.objects import Create, Delete, Kind, ObjectRef, ownership_labels, ownership_selector
+from tests.controlplane.harness import wait_for
 from tests.kubeapi.harness import KubeAPI, StubHandler, stub_api, write_kubeconfig
 
 NS = "ml"
@@ -255,3 +257,189 @@ def test_an_unreachable_server_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ClusterUnreachable, match=r"127\.0\.0\.1:9"):
         connect(kubeconfig, sleeps).list_live(ownership_selector("t1"))
     assert len(sleeps) == 2
+
+
+# -- credentials asked of the configuration at each request ---------------------------
+
+
+class _Recording(StubHandler):
+    seen: ClassVar[list[str | None]] = []
+
+    def do_GET(self) -> None:
+        type(self).seen.append(self.headers.get("Authorization"))
+        self.answer(200, {"kind": "ConfigMap", "metadata": {"name": "a"}})
+
+
+def test_each_request_carries_the_token_the_refresh_hook_gives(tmp_path: Path) -> None:
+    """The configuration's refresh hook (an exec plugin's, the pod's token file's) runs
+    at each request, and the request carries what it set."""
+    _Recording.seen = []
+    with stub_api(_Recording, tmp_path / "kubeconfig") as kubeconfig:
+        kube = connect(kubeconfig)
+        configuration = kube.api_client.configuration
+        tokens = iter(["first", "second", "third"])
+
+        def refresh(config: Any) -> None:
+            config.api_key["BearerToken"] = f"Bearer {next(tokens)}"
+
+        configuration.refresh_api_key_hook = refresh
+        for _ in range(3):
+            assert kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a")) is not None
+    assert _Recording.seen == ["Bearer first", "Bearer second", "Bearer third"]
+
+
+_EXEC_PLUGIN = """
+import datetime, json, pathlib, sys
+runs, tokens = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]).read_text().split()
+count = len(runs.read_text().splitlines()) if runs.exists() else 0
+runs.write_text("run\\n" * (count + 1))
+# Expiring within the client's five minutes of skew: it runs the plugin again at each request.
+expires = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=1)
+print(json.dumps({
+    "apiVersion": "client.authentication.k8s.io/v1beta1",
+    "kind": "ExecCredential",
+    "status": {"token": tokens[count % len(tokens)],
+               "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
+}))
+"""
+ACCOUNT = "token-refresh"
+
+
+def exec_kubeconfig(kubeapi: KubeAPI, tmp_path: Path, tokens: list[str]) -> tuple[Path, Path]:
+    """The backend's kubeconfig with its user replaced by an exec plugin handing out
+    `tokens` in turn, each about to expire; and the file counting the plugin's runs."""
+    plugin, runs, listed = tmp_path / "plugin.py", tmp_path / "runs", tmp_path / "tokens"
+    plugin.write_text(_EXEC_PLUGIN)
+    listed.write_text("\n".join(tokens))
+    config = yaml.safe_load(kubeapi.kubeconfig.read_text())
+    command = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": sys.executable,
+        "args": [str(plugin), str(runs), str(listed)],
+    }
+    config["users"] = [{"name": u["name"], "user": {"exec": command}} for u in config["users"]]
+    path = tmp_path / "exec.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path, runs
+
+
+def service_account_tokens(real: Any, count: int) -> list[str]:
+    """Tokens of a ServiceAccount of NS that may edit its objects (the real backend)."""
+    real.ensure_namespace(NS)
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": ACCOUNT}}
+    status, _, body = real.raw("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", account)
+    assert status in (201, 409), body
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": ACCOUNT},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": ACCOUNT},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
+        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NS}],
+    }
+    for plural, body in (("roles", role), ("rolebindings", binding)):
+        status, _, answer = real.raw("POST", f"{rbac}/{plural}", body)
+        assert status in (201, 409), answer
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": f"system:serviceaccount:{NS}:{ACCOUNT}",
+            "resourceAttributes": {"namespace": NS, "verb": "create", "resource": "configmaps"},
+        },
+    }
+    reviews = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+    wait_for(  # the authorizer's informer sees the binding a moment later
+        "the RoleBinding to take effect",
+        lambda: real.raw("POST", reviews, review)[2]["status"].get("allowed") or None,
+    )
+    tokens = []
+    for _ in range(count):
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+        path = f"/api/v1/namespaces/{NS}/serviceaccounts/{ACCOUNT}/token"
+        status, _, body = real.raw("POST", path, request)
+        assert status == 201, body
+        tokens.append(body["status"]["token"])
+    return tokens
+
+
+def test_an_exec_plugins_renewed_tokens_authenticate_the_writes(
+    kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    """A kubeconfig's exec plugin whose token is about to expire is run again at each
+    request, and each renewed token authenticates the write it is sent with (on the
+    real server, as the ServiceAccount the tokens are of)."""
+    real = kubeapi.backend == "real"
+    tokens = service_account_tokens(kubeapi, 2) if real else ["one", "two"]
+    try:
+        kubeconfig, runs = exec_kubeconfig(kubeapi, tmp_path, tokens)
+        kube = cluster.connect(kubeconfig=kubeconfig, parallelism=2)
+        kubeapi.clear_log()
+        results = kube.write([Create(config_map(f"cm-{n}")) for n in range(4)])
+        assert all(r.ok for r in results), [r.error for r in results]
+        assert kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "cm-3")) is not None
+        assert len(runs.read_text().splitlines()) >= 1 + 5  # loading, then each request
+        posts = [e for e in kubeapi.request_log if e["method"] == "POST"]
+        assert [e["status"] for e in posts] == [201] * 4
+        if real:
+            account = f"system:serviceaccount:{NS}:{ACCOUNT}"
+            assert {e["user"] for e in kubeapi.request_log} == {account}
+    finally:
+        if real:
+            rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}"
+            for path in (
+                f"{rbac}/rolebindings",
+                f"{rbac}/roles",
+                f"/api/v1/namespaces/{NS}/serviceaccounts",
+            ):
+                kubeapi.raw("DELETE", f"{path}/{ACCOUNT}")
+
+
+# -- where requests go ------------------------------------------------------------------
+
+
+class _Paths(StubHandler):
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).seen.append(self.path)
+        self.answer(200, {"kind": "ConfigMap", "metadata": {"name": "a"}})
+
+
+def rewritten(kubeconfig: Path, server: str, proxy: str | None = None) -> Path:
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = server
+    if proxy is not None:
+        config["clusters"][0]["cluster"]["proxy-url"] = proxy
+    kubeconfig.write_text(yaml.safe_dump(config))
+    return kubeconfig
+
+
+def stub_url(kubeconfig: Path) -> str:
+    url: str = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    return url
+
+
+def test_a_server_under_a_path_keeps_its_path(tmp_path: Path) -> None:
+    """A server URL with a path (a Rancher or a gateway's) prefixes every request."""
+    _Paths.seen = []
+    with stub_api(_Paths, tmp_path / "kubeconfig") as kubeconfig:
+        rewritten(kubeconfig, stub_url(kubeconfig) + "/k8s/clusters/c-1/")
+        assert connect(kubeconfig).get(ObjectRef(Kind.CONFIG_MAP, NS, "a")) is not None
+    assert _Paths.seen == [f"/k8s/clusters/c-1/api/v1/namespaces/{NS}/configmaps/a"]
+
+
+def test_the_kubeconfigs_proxy_url_carries_the_requests(tmp_path: Path) -> None:
+    """An HTTP proxy (the stub, here) is asked for the server's whole URL."""
+    _Paths.seen = []
+    with stub_api(_Paths, tmp_path / "kubeconfig") as kubeconfig:
+        rewritten(kubeconfig, "http://kube.invalid:6443", proxy=stub_url(kubeconfig))
+        kube = connect(kubeconfig)
+        assert kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a")) is not None
+    assert _Paths.seen == [f"http://kube.invalid:6443/api/v1/namespaces/{NS}/configmaps/a"]

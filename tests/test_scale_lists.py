@@ -1,9 +1,13 @@
 """LISTs in pages (`limit`/`continue`): every object once, whatever the page size,
-in one request per page; no managedFields kept. Run on both backends: the real
+in one request per page; no managedFields kept; each page decoded as it is read, an
+item at a time, so no page is ever held whole. Run on both backends: the real
 kube-apiserver is the judge of what `continue` means."""
 
 from __future__ import annotations
 
+import json
+import tracemalloc
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -54,7 +58,7 @@ def test_a_list_in_pages_returns_every_object_once(populated: KubeAPI, page_size
 
 
 def test_live_state_of_many_objects_in_few_requests(populated: KubeAPI) -> None:
-    """The default page holds 1,000 objects: a list of fewer is one request."""
+    """The default page holds `LIST_PAGE_SIZE` objects: a list of fewer is one request."""
     kube = cluster.connect(kubeconfig=populated.kubeconfig)
     populated.clear_log()
     assert len(kube.list_all(Kind.CONFIG_MAP, ownership_selector("t1"))) == OBJECTS
@@ -65,17 +69,16 @@ def test_live_state_of_many_objects_in_few_requests(populated: KubeAPI) -> None:
 def test_an_expired_continuation_starts_the_list_over(populated: KubeAPI) -> None:
     kube = cluster.connect(kubeconfig=populated.kubeconfig, retry=cluster.RetryPolicy(attempts=1))
     kube.page_size = 10
-    real_request = kube._request
+    real_page = kube._page
     expired: list[str] = []
 
-    def request(method: str, path: str, **kwargs: Any) -> Any:
-        query = kwargs.get("query") or {}
+    def page(kind: Kind, path: str, query: dict[str, str], unread: Any) -> Any:
         if "continue" in query and not expired:
             expired.append(query["continue"])
             raise ClusterClientError("too old", status=410, reason="Expired")
-        return real_request(method, path, **kwargs)
+        return real_page(kind, path, query, unread)
 
-    kube._request = request  # type: ignore[method-assign]
+    kube._page = page  # type: ignore[method-assign]
     items = kube.list_all(Kind.CONFIG_MAP, ownership_selector("t1"), NS)
     assert expired and len(items) == OBJECTS
     assert len({o["metadata"]["name"] for o in items}) == OBJECTS
@@ -115,3 +118,170 @@ def test_live_jobs_are_kept_without_their_pod_template(kubeapi: KubeAPI) -> None
     # A LIST of anything else keeps the whole object.
     (whole,) = kube.list_all(Kind.JOB, ownership_selector("t1"))
     assert whole["spec"]["template"]["spec"]["containers"][0]["name"] == "mxnet"
+
+
+def test_a_list_larger_than_what_is_held_at_once(kubeapi: KubeAPI) -> None:
+    """A page of Jobs whose pod templates make its body many times `LIST_READ_SIZE` is
+    read in chunks of at most that size, and every Job arrives whole, trimmed (that
+    the chunks are decoded as they come, never joined: `test_a_list_is_never_held_whole`)."""
+    padding = "x" * 16_000  # in each pod template, which planning never reads
+    names = [f"big-{n:02d}" for n in range(24)]
+    for name in names:
+        job = batch_job(name)
+        job["spec"]["template"]["spec"]["containers"][0]["env"] = [
+            {"name": "PADDING", "value": padding}
+        ]
+        kubeapi.create(job, NS)
+    kube = cluster.connect(kubeconfig=kubeapi.kubeconfig)
+    reads: list[int] = []
+    send = kube.api_client.send
+
+    def spied(*args: Any) -> Any:
+        response = send(*args)
+        read = response.read
+
+        def chunk(amount: int | None = None, **kwargs: Any) -> bytes:
+            data: bytes = read(amount, **kwargs)
+            reads.append(amount if amount is not None else -1)
+            return data
+
+        response.read = chunk
+        return response
+
+    kube.api_client.send = spied  # type: ignore[method-assign]
+    jobs = kube.list_live(ownership_selector("t1")).jobs
+    assert sorted(j["metadata"]["name"] for j in jobs) == names
+    assert all("template" not in j["spec"] and j["spec"]["backoffLimit"] == 2 for j in jobs)
+    assert reads and all(0 < amount <= cluster.LIST_READ_SIZE for amount in reads)
+    # The Jobs' page alone is more than 24 * 16 kB: read in many chunks, never whole.
+    assert len(reads) >= 24 * 16_000 // cluster.LIST_READ_SIZE
+
+
+# -- the decoder, alone ---------------------------------------------------------------
+
+
+def chunks(text: bytes, size: int) -> Callable[[], bytes]:
+    pieces = iter([text[i : i + size] for i in range(0, len(text), size)])
+    return lambda: next(pieces, b"")
+
+
+def decoded(text: bytes, size: int) -> tuple[list[Any], dict[str, Any]]:
+    items: list[Any] = []
+    rest = cluster.decode_list(chunks(text, size), items.append)
+    return items, rest
+
+
+LIST = {
+    "kind": "JobList",
+    "apiVersion": "batch/v1",
+    "metadata": {"resourceVersion": "12", "continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"},
+    "items": [
+        {"metadata": {"name": "ä-ö", "labels": {"π": "∞", "emoji": "🚀"}}, "n": 12345},
+        {"metadata": {"name": "b"}, "spec": {"parallelism": 1.5, "suspend": True, "x": None}},
+        {"metadata": {"name": "c"}, "spec": {"quoted": '"]}, {"items": ['}},
+    ],
+}
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 1 << 16])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_decoder_reads_any_chunking_as_one_text(size: int, indent: int | None) -> None:
+    """Multi-byte characters, numbers and strings cut between chunks; white space."""
+    text = json.dumps(LIST, ensure_ascii=False, indent=indent).encode()
+    items, rest = decoded(text, size)
+    assert items == LIST["items"]
+    assert rest == {k: v for k, v in LIST.items() if k != "items"}
+
+
+def test_the_decoder_takes_the_members_in_any_order() -> None:
+    reordered = {"items": LIST["items"], "metadata": LIST["metadata"], "kind": "JobList"}
+    items, rest = decoded(json.dumps(reordered).encode(), 5)
+    assert items == LIST["items"] and rest == {"metadata": LIST["metadata"], "kind": "JobList"}
+    for empty in ('{"items": []}', '{"items": null, "metadata": {}}', "{}"):
+        items, _ = decoded(empty.encode(), 3)
+        assert items == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b'{"items": [{"a": 1}',  # cut off
+        b'{"items": [{"a": 1}, {"b": 2]}',
+        b'{"items": [{"a": 1},]}',
+        b'{"items": [], }',
+        b'{"items": [] "kind": "x"}',
+        b'{"items": []} {"items": []}',
+        b'{"items": [1',
+        b"[]",
+        b'{"items": [{"a": tru}]}',
+    ],
+)
+def test_the_decoder_refuses_what_is_not_one_json_object(text: bytes) -> None:
+    with pytest.raises(ValueError):
+        decoded(text, 4)
+
+
+def generated_list(items: int, padding: int) -> Iterator[bytes]:
+    """A list's body, produced a piece at a time: it never exists whole."""
+    yield b'{"kind":"JobList","apiVersion":"batch/v1","metadata":{"continue":"more"},"items":['
+    for n in range(items):
+        item = {
+            "metadata": {"name": f"job-{n:05d}"},
+            "spec": {"template": {"padding": "x" * padding}, "suspend": False},
+        }
+        yield (b"," if n else b"") + json.dumps(item).encode()
+    yield b"]}"
+
+
+def test_a_list_is_never_held_whole() -> None:
+    """8 MB of items, each trimmed as it is decoded: the decoder's peak memory is a few
+    items and chunks, not the body, nor its untrimmed objects."""
+    pieces = generated_list(2000, 4000)
+    buffer = bytearray()
+
+    def read() -> bytes:  # LIST_READ_SIZE at a time, as from the response
+        while len(buffer) < cluster.LIST_READ_SIZE:
+            piece = next(pieces, b"")
+            if not piece:
+                break
+            buffer.extend(piece)
+        data = bytes(buffer[: cluster.LIST_READ_SIZE])
+        del buffer[: cluster.LIST_READ_SIZE]
+        return data
+
+    kept: list[Any] = []
+
+    def keep(item: Any) -> None:
+        del item["spec"]["template"]
+        kept.append(item)
+
+    tracemalloc.start()
+    try:
+        rest = cluster.decode_list(read, keep)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == 2000 and rest["metadata"] == {"continue": "more"}
+    assert peak - held < 1024 * 1024, f"{peak - held} bytes at most beyond what is kept"
+
+
+def test_an_item_longer_than_many_chunks_is_read_in_linear_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each failed attempt at an item cut off by the end of what was read reads twice
+    as much before the next: a 2 MB item in 1 kB chunks is decoded after a dozen
+    attempts, not two thousand."""
+    item = {"metadata": {"name": "big"}, "data": {"blob": "y" * 2_000_000}}
+    text = json.dumps({"items": [item, {"metadata": {"name": "small"}}]}).encode()
+    decoder, attempts = cluster._DECODER, []
+
+    class Counting:
+        def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+            attempts.append(idx)
+            return decoder.raw_decode(s, idx)
+
+    monkeypatch.setattr(cluster, "_DECODER", Counting())
+    items, _ = decoded(text, 1024)
+    assert items == [item, {"metadata": {"name": "small"}}]
+    assert len(attempts) <= 16, len(attempts)  # the key, ~12 for the big item, the small one
