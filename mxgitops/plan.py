@@ -30,7 +30,9 @@ unparseable, held or unlisted manifest therefore never costs an entry.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Mapping, Sequence
+import gc
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -186,6 +188,24 @@ class Plan:
         return sum(1 for c in self.changes if c.action is action)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Planning keeps what it makes until the plan is done, and makes no reference cycle
+    (tests/test_plan_scale.py checks), so the cyclic collector finds nothing to free. Left
+    on, the plan's allocations set off collections that walk every live object of the
+    LIST too, hundreds of thousands at 10,000 jobs: they took a third of a no-op plan,
+    and made it grow faster than the jobs. Reference counting frees what is dropped."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@_collector_paused()
 def plan(
     desired: Sequence[MxJob],
     live: LiveObjects,
@@ -259,11 +279,14 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
     state, replicas = live.status()
     if finished is not None:
         state = State(finished.state)
-    base = replace(
-        base,
-        replicas=tuple(replicas),
-        runtime_id=live.runtime_id or "",
-        failure=recorded or (live.failure() if state is State.FAILED else None),
+    base = _Base(
+        job.namespace,
+        job.name,
+        job.spec_hash,
+        job.source_path,
+        tuple(replicas),
+        live.runtime_id or "",
+        recorded or (live.failure() if state is State.FAILED else None),
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
     legacy = state in FINISHED and live.spec_hash == job.legacy_spec_hash
@@ -301,8 +324,7 @@ def _running_change(
     replica finished, while the others may still run; recreating it would run
     that replica again, so only a missing Service is recreated then.
     """
-    present = set(live.refs())
-    missing = {ref for ref in job_refs(job) if ref not in present}
+    missing = {ref for ref in job_refs(job) if ref not in live.ref_set}
     collected = []
     if job.run_policy.ttl_seconds_after_finished is not None:
         collected = [ref for ref in missing if ref.kind is Kind.JOB]

@@ -30,6 +30,7 @@ from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 IN_PLACE_ANNOTATION = "mxgitops.io/in-place"
 FIELDS = ("suspend", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
 _DEFAULTS: Mapping[str, Any] = {"suspend": False}  # what an absent field reads as
+_DEFAULTED = tuple(name for name in FIELDS if name in _DEFAULTS)
 
 
 def desired(job: MxJob) -> dict[str, Any]:
@@ -80,7 +81,9 @@ def _batch_job(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> In
     applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
     spec_patch: dict[str, Any] = {}
     updated, drifted = [], []
-    for name in FIELDS:
+    # A field neither wanted nor recorded can only have drifted from its default: with
+    # nothing set (most jobs), only those few fields are compared.
+    for name in FIELDS if want or applied else _DEFAULTED:
         value, before = want.get(name), applied.get(name)
         live = spec.get(name, _DEFAULTS.get(name))
         target = value if value is not None else _DEFAULTS.get(name)

@@ -30,6 +30,10 @@ REPLICAS_ANNOTATION = "mxgitops.io/replicas"
 # Present only when the job's success policy is not the default.
 SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
 
+# A `job_type` label or annotation part to its type, in replica order: a dict lookup,
+# where `ReplicaType(...)` and `__members__` cost an enum call for every object read.
+REPLICA_TYPES: dict[str, ReplicaType] = {t.value: t for t in ReplicaType}
+
 
 class KubernetesLabels(dict[str, str]):
     """A set of labels to put on Kubernetes objects (the seed's KubernetesLabels)."""
@@ -86,6 +90,7 @@ def parse_replicas_annotation(value: str) -> dict[ReplicaType, int]:
     counts: dict[ReplicaType, int] = {}
     for part in value.split(","):
         type_name, _, count = part.partition("=")
-        if type_name in ReplicaType.__members__ and count.isdigit():
-            counts[ReplicaType(type_name)] = int(count)
+        replica_type = REPLICA_TYPES.get(type_name)
+        if replica_type is not None and count.isdigit():
+            counts[replica_type] = int(count)
     return counts

@@ -18,9 +18,11 @@ or removed label never restarts another job or makes every sync write.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from mxgitops import objects
@@ -30,6 +32,7 @@ from mxgitops.spec import JobMode, ReplicaType, SuccessPolicy
 from mxgitops.trainer.failure import Failure, replica_failure
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
+    REPLICA_TYPES,
     REPLICAS_ANNOTATION,
     RUNTIME_ID_LABEL,
     SUCCESS_POLICY_ANNOTATION,
@@ -39,9 +42,10 @@ from mxgitops.trainer.labels import (
 from mxgitops.trainer.status import JobShape, MxReplicaStatus, State, replicas_of, shape_status
 
 BATCH_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
-_ROLES = {t.role: t for t in ReplicaType}
+_JOB_TYPES = {t.role: t.value for t in ReplicaType}  # the job_type label of each role
+_ALL_WORKERS = SuccessPolicy.ALL_WORKERS.value
 _OBJECT_NAME = re.compile(
-    rf"(?P<job>.+)-(?P<role>{'|'.join(_ROLES)})-(?P<rid>[0-9a-z]{{{RUNTIME_ID_LENGTH}}})"
+    rf"(?P<job>.+)-(?P<role>{'|'.join(_JOB_TYPES)})-(?P<rid>[0-9a-z]{{{RUNTIME_ID_LENGTH}}})"
     r"-(?P<index>0|[1-9][0-9]*)"
 )
 _SPEC_HASH = re.compile(r"[0-9a-f]{64}")
@@ -60,7 +64,12 @@ class Stray:
 
 @dataclass(frozen=True)
 class LiveJob:
-    """The live objects of one job (any runtime) of one instance."""
+    """The live objects of one job (any runtime) of one instance.
+
+    What is read back from them (spec hash, runtime, shape, status) is read once
+    per job and kept (`cached_property`): the planner asks for it several times,
+    and a sync plans thousands of jobs.
+    """
 
     namespace: str
     name: str
@@ -73,18 +82,18 @@ class LiveJob:
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
 
-    @property
+    @cached_property
     def spec_hash(self) -> str | None:
         """The spec hash all Jobs and Services carry; None if any differs or lacks it."""
         return _agreed(
             objects.annotations_of(o).get(objects.SPEC_HASH_ANNOTATION) for o in self._owned()
         )
 
-    @property
+    @cached_property
     def runtime_id(self) -> str | None:
         return _agreed(objects.labels_of(o).get(RUNTIME_ID_LABEL) for o in self._owned())
 
-    @property
+    @cached_property
     def source(self) -> str | None:
         return _agreed(
             objects.annotations_of(o).get(objects.SOURCE_ANNOTATION) for o in self._owned()
@@ -95,7 +104,16 @@ class LiveJob:
 
         Pods go with their Job (the cluster deletes Jobs with propagation).
         """
-        return sorted(ObjectRef.of(o) for o in self._owned())
+        return list(self._refs)
+
+    @cached_property
+    def ref_set(self) -> frozenset[ObjectRef]:
+        """`refs()` as a set: what the planner looks the refs a job renders to up in."""
+        return frozenset(self._refs)
+
+    @cached_property
+    def _refs(self) -> tuple[ObjectRef, ...]:
+        return tuple(sorted((ObjectRef.of(o) for o in self._owned()), key=ObjectRef.sort_key))
 
     def refs_of(self, spec_hash: str) -> list[ObjectRef]:
         """The Jobs and Services applied from the spec `spec_hash`, sorted."""
@@ -150,11 +168,17 @@ class LiveJob:
         is larger. A dist job is one with any SCHEDULER or SERVER. If the
         runtimes disagree, the newest Job's runtime is judged.
         """
-        return shape_status(self._shape(), self._objects())
+        state, replicas = self._status
+        return state, list(replicas)
+
+    @cached_property
+    def _status(self) -> tuple[State, tuple[MxReplicaStatus, ...]]:
+        state, replicas = shape_status(self._shape, self._objects())
+        return state, tuple(replicas)
 
     def failure(self) -> Failure | None:
         """Why the judged runtime failed: its first failed replica's account, or None."""
-        for replica_type, index, batch_job, pods in replicas_of(self._shape(), self._objects()):
+        for replica_type, index, batch_job, pods in replicas_of(self._shape, self._objects()):
             failure = replica_failure(f"{replica_type.value} {index}", batch_job, pods)
             if failure is not None:
                 return failure
@@ -163,46 +187,47 @@ class LiveJob:
     def _objects(self) -> LiveObjects:
         return LiveObjects(self.jobs, self.services, self.pods)
 
+    @cached_property
     def _shape(self) -> JobShape:
+        """The judged runtime's shape, read in one pass over its objects."""
         runtime_id = self.runtime_id or self._newest_runtime()
-        every = [*self.jobs, *self.services, *self.pods]
-        ours = [o for o in every if objects.labels_of(o).get(RUNTIME_ID_LABEL) == runtime_id]
-        replicas: dict[ReplicaType, int] = {}
-        for obj in ours:
-            declared = parse_replicas_annotation(
-                objects.annotations_of(obj).get(REPLICAS_ANNOTATION, "")
-            )
-            for replica_type, count in declared.items():
-                replicas[replica_type] = max(replicas.get(replica_type, 0), count)
+        indexed: dict[str, int] = {}  # one more than the largest task_index, by job_type
+        declared: set[str] = set()  # every object of a runtime says the same: parsed once
+        policies: set[str] = set()
+        for obj in (*self.jobs, *self.services, *self.pods):
             labels = objects.labels_of(obj)
-            type_name, index = labels.get(JOB_TYPE_LABEL, ""), labels.get(TASK_INDEX_LABEL, "")
-            if type_name in ReplicaType.__members__ and index.isdigit():
-                replica_type = ReplicaType(type_name)
-                replicas[replica_type] = max(replicas.get(replica_type, 0), int(index) + 1)
-        policies = {objects.annotations_of(o).get(SUCCESS_POLICY_ANNOTATION, "") for o in ours}
+            if labels.get(RUNTIME_ID_LABEL) != runtime_id:
+                continue
+            annotations = objects.annotations_of(obj)
+            declared.add(annotations.get(REPLICAS_ANNOTATION, ""))
+            policies.add(annotations.get(SUCCESS_POLICY_ANNOTATION, ""))
+            type_label, index = labels.get(JOB_TYPE_LABEL, ""), labels.get(TASK_INDEX_LABEL, "")
+            if type_label in REPLICA_TYPES and index.isdigit():
+                indexed[type_label] = max(indexed.get(type_label, 0), int(index) + 1)
+        counts = _most_replicas(declared)
+        replicas = {
+            replica_type: max(counts.get(replica_type, 0), indexed.get(type_label, 0))
+            for type_label, replica_type in REPLICA_TYPES.items()
+            if replica_type in counts or type_label in indexed
+        }
         return JobShape(
             namespace=self.namespace,
             name=self.name,
             runtime_id=runtime_id or "",
             mode=JobMode.LOCAL if set(replicas) <= {ReplicaType.WORKER} else JobMode.DIST,
             success_policy=(
-                SuccessPolicy.ALL_WORKERS
-                if SuccessPolicy.ALL_WORKERS.value in policies
-                else SuccessPolicy.SCHEDULER
+                SuccessPolicy.ALL_WORKERS if _ALL_WORKERS in policies else SuccessPolicy.SCHEDULER
             ),
-            replicas={t: replicas[t] for t in ReplicaType if t in replicas},
+            replicas=replicas,
         )
 
     def _owned(self) -> tuple[KubeObject, ...]:
         return self.jobs + self.services
 
     def _declared_replicas(self) -> dict[ReplicaType, int]:
-        counts: dict[ReplicaType, int] = {}
-        for obj in self._owned():
-            declared = objects.annotations_of(obj).get(REPLICAS_ANNOTATION, "")
-            for replica_type, count in parse_replicas_annotation(declared).items():
-                counts[replica_type] = max(counts.get(replica_type, 0), count)
-        return counts
+        return _most_replicas(
+            {objects.annotations_of(o).get(REPLICAS_ANNOTATION, "") for o in self._owned()}
+        )
 
     def _newest_runtime(self) -> str | None:
         def key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -213,6 +238,15 @@ class LiveJob:
         if not candidates:
             return None
         return objects.labels_of(max(candidates, key=key)).get(RUNTIME_ID_LABEL)
+
+
+def _most_replicas(annotations: Iterable[str]) -> dict[ReplicaType, int]:
+    """The largest count of each replica type any of these replicas annotations states."""
+    counts: dict[ReplicaType, int] = {}
+    for value in annotations:
+        for replica_type, count in parse_replicas_annotation(value).items():
+            counts[replica_type] = max(counts.get(replica_type, 0), count)
+    return counts
 
 
 def _finished(batch_job: Mapping[str, Any]) -> bool:
@@ -228,8 +262,15 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:
     groups: dict[tuple[str, str], dict[str, list[Any]]] = {}
 
     def group_of(namespace: str, name: str) -> dict[str, list[Any]]:
-        empty: dict[str, list[Any]] = {"jobs": [], "services": [], "pods": [], "strays": []}
-        return groups.setdefault((namespace, name), empty)
+        group = groups.get((namespace, name))
+        if group is None:
+            group = groups[(namespace, name)] = {
+                "jobs": [],
+                "services": [],
+                "pods": [],
+                "strays": [],
+            }
+        return group
 
     for kind, items in (("jobs", live.jobs), ("services", live.services)):
         for obj in items:
@@ -263,26 +304,34 @@ def _identity(obj: KubeObject) -> tuple[str | None, str | None]:
     """The job an object's name says it belongs to, and why its labels or spec hash
     disagree (None when everything adds up). An object whose name is none of ours
     belongs to the job its label names, as a stray; without that label, to none."""
-    name = str((obj.get("metadata") or {}).get("name") or "")
-    labels = objects.labels_of(obj)
-    match = _OBJECT_NAME.fullmatch(name)
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    match = _OBJECT_NAME.fullmatch(str(metadata.get("name") or ""))
     if match is None:
         return labels.get(objects.JOB_NAME_LABEL), "its name is not one mxgitops gives"
-    expected = {
-        objects.JOB_NAME_LABEL: match["job"],
-        JOB_TYPE_LABEL: _ROLES[match["role"]].value,
-        RUNTIME_ID_LABEL: match["rid"],
-        TASK_INDEX_LABEL: match["index"],
-    }
+    job, role, runtime_id, index = match.group("job", "role", "rid", "index")
+    expected = (
+        (objects.JOB_NAME_LABEL, job),
+        (JOB_TYPE_LABEL, _JOB_TYPES[role]),
+        (RUNTIME_ID_LABEL, runtime_id),
+        (TASK_INDEX_LABEL, index),
+    )
     wrong = [
         f"label {key} is {_shown(labels.get(key))}, its name says {value}"
-        for key, value in expected.items()
+        for key, value in expected
         if labels.get(key) != value
     ]
-    spec_hash = objects.annotations_of(obj).get(objects.SPEC_HASH_ANNOTATION, "")
-    if not _SPEC_HASH.fullmatch(spec_hash) or runtime_id_of(spec_hash) != match["rid"]:
-        wrong.append(f"annotation {objects.SPEC_HASH_ANNOTATION} is not of runtime {match['rid']}")
-    return match["job"], "; ".join(wrong) or None
+    spec_hash = (metadata.get("annotations") or {}).get(objects.SPEC_HASH_ANNOTATION, "")
+    if _runtime_of(spec_hash) != runtime_id:
+        wrong.append(f"annotation {objects.SPEC_HASH_ANNOTATION} is not of runtime {runtime_id}")
+    return job, "; ".join(wrong) or None
+
+
+@functools.lru_cache(maxsize=4096)
+def _runtime_of(spec_hash: str) -> str | None:
+    """The runtime a spec-hash annotation names; None if it is no spec hash. All objects
+    of a job carry the same hash, and deriving its runtime was most of checking one."""
+    return runtime_id_of(spec_hash) if _SPEC_HASH.fullmatch(spec_hash) else None
 
 
 def _shown(value: str | None) -> str:

@@ -13,7 +13,6 @@ objects, so the planner, the report and the façade all judge a job the same way
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -84,8 +83,9 @@ def job_status(job: MxJob, live: LiveObjects) -> tuple[State, list[MxReplicaStat
 
 
 def shape_status(shape: JobShape, live: LiveObjects) -> tuple[State, list[MxReplicaStatus]]:
+    found = _Replicas.of(shape, live)
     statuses = [
-        replica_set_status(shape, replica_type, count, live)
+        _replica_set_status(replica_type, count, found)
         for replica_type, count in shape.replicas.items()
     ]
     return job_state(shape.mode, shape.success_policy, statuses), statuses
@@ -94,11 +94,14 @@ def shape_status(shape: JobShape, live: LiveObjects) -> tuple[State, list[MxRepl
 def replica_set_status(
     shape: JobShape, replica_type: ReplicaType, replicas: int, live: LiveObjects
 ) -> MxReplicaStatus:
-    jobs = [o for o in live.jobs if _belongs(o, shape, replica_type)]
-    pods = [o for o in live.pods if _belongs(o, shape, replica_type)]
+    return _replica_set_status(replica_type, replicas, _Replicas.of(shape, live))
+
+
+def _replica_set_status(
+    replica_type: ReplicaType, replicas: int, found: _Replicas
+) -> MxReplicaStatus:
     states, reasons = [], []
-    for index in range(replicas):
-        batch_job, replica_pods = _of_index(jobs, pods, index)
+    for batch_job, replica_pods in found.replica_set(replica_type, replicas):
         state = replica_state(batch_job, replica_pods)
         states.append(state)
         if state is ReplicaState.PENDING and replica_pods:
@@ -110,21 +113,46 @@ def replicas_of(
     shape: JobShape, live: LiveObjects
 ) -> list[tuple[ReplicaType, int, KubeObject | None, list[KubeObject]]]:
     """Every replica of the judged runtime: (type, index, its batch Job, its pods)."""
-    found = []
-    for replica_type, count in shape.replicas.items():
-        jobs = [o for o in live.jobs if _belongs(o, shape, replica_type)]
-        pods = [o for o in live.pods if _belongs(o, shape, replica_type)]
-        for index in range(count):
-            found.append((replica_type, index, *_of_index(jobs, pods, index)))
-    return found
-
-
-def _of_index(
-    jobs: Sequence[KubeObject], pods: Sequence[KubeObject], index: int
-) -> tuple[KubeObject | None, list[KubeObject]]:
-    return next((j for j in jobs if _index(j) == index), None), [
-        p for p in pods if _index(p) == index
+    found = _Replicas.of(shape, live)
+    return [
+        (replica_type, index, batch_job, pods)
+        for replica_type, count in shape.replicas.items()
+        for index, (batch_job, pods) in enumerate(found.replica_set(replica_type, count))
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Replicas:
+    """The batch Jobs and pods of one runtime by replica (its `job_type` label and
+    task index), sorted out in one pass: looking each replica up in every object
+    made a job's status quadratic in its replicas."""
+
+    jobs: Mapping[tuple[str, int], KubeObject]  # the first one listed, if several
+    pods: Mapping[tuple[str, int], list[KubeObject]]  # in the order listed
+
+    @classmethod
+    def of(cls, shape: JobShape, live: LiveObjects) -> _Replicas:
+        jobs: dict[tuple[str, int], KubeObject] = {}
+        pods: dict[tuple[str, int], list[KubeObject]] = {}
+        for obj in live.jobs:
+            key = _replica_key(obj, shape)
+            if key is not None:
+                jobs.setdefault(key, obj)
+        for pod in live.pods:
+            key = _replica_key(pod, shape)
+            if key is not None:
+                pods.setdefault(key, []).append(pod)
+        return cls(jobs, pods)
+
+    def replica_set(
+        self, replica_type: ReplicaType, replicas: int
+    ) -> list[tuple[KubeObject | None, list[KubeObject]]]:
+        """Each replica's batch Job and pods, by index."""
+        label = replica_type.value
+        return [
+            (self.jobs.get((label, index)), self.pods.get((label, index), []))
+            for index in range(replicas)
+        ]
 
 
 def aggregate(
@@ -132,24 +160,26 @@ def aggregate(
 ) -> MxReplicaStatus:
     """Failed if any failed, else Running if any runs, Pending if any waits to run,
     Suspended if any is, Succeeded if all did, else Unknown."""
-    counts = dict(Counter(states))
-    state = next(
-        (
-            s
-            for s in (
-                ReplicaState.FAILED,
-                ReplicaState.RUNNING,
-                ReplicaState.PENDING,
-                ReplicaState.SUSPENDED,
-            )
-            if s in counts
-        ),
-        ReplicaState.SUCCEEDED
-        if counts.get(ReplicaState.SUCCEEDED, 0) == replicas
-        else ReplicaState.UNKNOWN,
-    )
+    counts: dict[ReplicaState, int] = {}
+    for one in states:  # as Counter would count them, without its cost per replica set
+        counts[one] = counts.get(one, 0) + 1
+    for state in _PRECEDENCE:
+        if state in counts:
+            break
+    else:
+        all_done = counts.get(ReplicaState.SUCCEEDED, 0) == replicas
+        state = ReplicaState.SUCCEEDED if all_done else ReplicaState.UNKNOWN
     shown = reason if state is ReplicaState.PENDING else ""
-    return MxReplicaStatus(type=replica_type, state=state, replicas_states=counts, reason=shown)
+    return MxReplicaStatus(replica_type, state, counts, shown)
+
+
+# Any replica in one of these states gives its set that state, the first found first.
+_PRECEDENCE = (
+    ReplicaState.FAILED,
+    ReplicaState.RUNNING,
+    ReplicaState.PENDING,
+    ReplicaState.SUSPENDED,
+)
 
 
 def job_state(
@@ -284,16 +314,16 @@ def in_namespace(live: LiveObjects, namespace: str) -> LiveObjects:
     return LiveObjects(keep(live.jobs), keep(live.services), keep(live.pods))
 
 
-def _belongs(obj: KubeObject, shape: JobShape, replica_type: ReplicaType) -> bool:
+def _replica_key(obj: KubeObject, shape: JobShape) -> tuple[str, int] | None:
+    """(job_type label, task index) of an object of `shape`'s runtime; None for any other
+    object, or one without a task index. Keyed by the label's text: hashing the text
+    is cheaper than hashing a ReplicaType, and the lookups are many."""
     labels = objects.labels_of(obj)
-    return (
-        (obj.get("metadata") or {}).get("namespace", shape.namespace) == shape.namespace
-        and labels.get(objects.JOB_NAME_LABEL) == shape.name
-        and labels.get(RUNTIME_ID_LABEL) == shape.runtime_id
-        and labels.get(JOB_TYPE_LABEL) == replica_type.value
-    )
-
-
-def _index(obj: KubeObject) -> int | None:
-    value = objects.labels_of(obj).get(TASK_INDEX_LABEL, "")
-    return int(value) if value.isdigit() else None
+    if (
+        (obj.get("metadata") or {}).get("namespace", shape.namespace) != shape.namespace
+        or labels.get(objects.JOB_NAME_LABEL) != shape.name
+        or labels.get(RUNTIME_ID_LABEL) != shape.runtime_id
+    ):
+        return None
+    index = labels.get(TASK_INDEX_LABEL, "")
+    return (labels.get(JOB_TYPE_LABEL, ""), int(index)) if index.isdigit() else None
