@@ -324,7 +324,7 @@ def _running_change(
     replica finished, while the others may still run; recreating it would run
     that replica again, so only a missing Service is recreated then.
     """
-    missing = {ref for ref in job_refs(job) if ref not in live.ref_set}
+    missing = {ref for ref in job_refs(job) if not live.has(ref)}
     collected = []
     if job.run_policy.ttl_seconds_after_finished is not None:
         collected = [ref for ref in missing if ref.kind is Kind.JOB]

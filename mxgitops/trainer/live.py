@@ -14,6 +14,12 @@ labels, and the spec-hash annotation, from which the runtime id derives. An
 object whose parts do not add up is a `Stray` of the job its name names: it
 is neither counted, nor deleted, nor created again, only reported, so a moved
 or removed label never restarts another job or makes every sync write.
+
+A sync plans thousands of jobs, and most of its planning is reading them back,
+so each reading is done once: a `LiveJob` keeps what it has read of its objects,
+a job's objects are sorted to their replicas in one pass (`status.py`), each
+distinct replicas annotation is parsed once per job, and a spec hash yields its
+runtime once for all the objects that carry it.
 """
 
 from __future__ import annotations
@@ -106,10 +112,19 @@ class LiveJob:
         """
         return list(self._refs)
 
+    def has(self, ref: ObjectRef) -> bool:
+        """Whether `ref` is one of its Jobs and Services."""
+        return (ref.kind, ref.namespace, ref.name) in self._ref_keys
+
     @cached_property
-    def ref_set(self) -> frozenset[ObjectRef]:
-        """`refs()` as a set: what the planner looks the refs a job renders to up in."""
-        return frozenset(self._refs)
+    def _ref_keys(self) -> frozenset[tuple[str, str, str]]:
+        """(kind, namespace, name) of its Jobs and Services, as `ObjectRef.of` reads them:
+        plain text, hashed and compared in C, where a set of ObjectRefs would be built,
+        hashed and compared in Python for every job that renders what is there."""
+        return frozenset(
+            (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+            for o in self._owned()
+        )
 
     @cached_property
     def _refs(self) -> tuple[ObjectRef, ...]:
@@ -195,10 +210,11 @@ class LiveJob:
         declared: set[str] = set()  # every object of a runtime says the same: parsed once
         policies: set[str] = set()
         for obj in (*self.jobs, *self.services, *self.pods):
-            labels = objects.labels_of(obj)
+            metadata = obj.get("metadata") or {}
+            labels = metadata.get("labels") or {}
             if labels.get(RUNTIME_ID_LABEL) != runtime_id:
                 continue
-            annotations = objects.annotations_of(obj)
+            annotations = metadata.get("annotations") or {}
             declared.add(annotations.get(REPLICAS_ANNOTATION, ""))
             policies.add(annotations.get(SUCCESS_POLICY_ANNOTATION, ""))
             type_label, index = labels.get(JOB_TYPE_LABEL, ""), labels.get(TASK_INDEX_LABEL, "")

@@ -318,9 +318,10 @@ def _replica_key(obj: KubeObject, shape: JobShape) -> tuple[str, int] | None:
     """(job_type label, task index) of an object of `shape`'s runtime; None for any other
     object, or one without a task index. Keyed by the label's text: hashing the text
     is cheaper than hashing a ReplicaType, and the lookups are many."""
-    labels = objects.labels_of(obj)
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
     if (
-        (obj.get("metadata") or {}).get("namespace", shape.namespace) != shape.namespace
+        metadata.get("namespace", shape.namespace) != shape.namespace
         or labels.get(objects.JOB_NAME_LABEL) != shape.name
         or labels.get(RUNTIME_ID_LABEL) != shape.runtime_id
     ):
