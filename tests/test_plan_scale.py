@@ -16,8 +16,9 @@ import pytest
 
 from mxgitops import spec
 from mxgitops.ledger import Ledger
-from mxgitops.objects import LiveObjects
+from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.plan import Action, Plan, plan
+from mxgitops.trainer import group_live, job_refs
 from mxgitops.trainer import live as live_module
 from mxgitops.trainer import status as status_module
 from tests.test_plan import COMPLETE, OPTIONS, job, live
@@ -87,6 +88,17 @@ def test_each_object_is_sorted_to_its_replica_once_however_many_replicas(
     with counting(monkeypatch, status_module, "_replica_key") as calls:
         plan_all(desired, objects)
     assert calls["_replica_key"] == len(objects.jobs) + len(objects.pods)
+
+
+def test_a_live_job_has_what_it_lists_by_kind_namespace_and_name() -> None:
+    """`LiveJob.has` looks refs up by their text: the same answers as a set of refs."""
+    a = job("a")
+    (found,) = group_live(live(a)).values()
+    assert all(found.has(ref) for ref in job_refs(a)) and set(found.refs()) == set(job_refs(a))
+    scheduler = job_refs(a)[0]
+    assert not found.has(ObjectRef(Kind.POD, scheduler.namespace, scheduler.name))
+    assert not found.has(ObjectRef(scheduler.kind, "elsewhere", scheduler.name))
+    assert not found.has(ObjectRef(scheduler.kind, scheduler.namespace, scheduler.name + "0"))
 
 
 def python_calls(action: Callable[[], object]) -> int:
