@@ -36,6 +36,7 @@ import json
 import os
 import re
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -82,6 +83,9 @@ STOP_GRACE = 2.0  # once stopping, a call (releasing the Lease) gets at most thi
 LIST_PAGE_SIZE = 10_000
 LIST_READ_SIZE = 64 * 1024  # bytes of a LIST's body read (and held undecoded) at a time
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+# A LIST of the objects' metadata alone (PartialObjectMetadataList), else the whole list
+# from a server that cannot (any since Kubernetes 1.15 can).
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
 
@@ -124,7 +128,7 @@ _API_VERSIONS = {
 # What planning (trainer.live, trainer.status, trainer.inplace) never reads of a live
 # object: a batch Job's pod template (its run-policy fields, metadata and status are
 # read), a pod's containers and volumes (its metadata and status are). Most of each
-# object's size.
+# object's size. Of a Service it reads the metadata alone: those are listed so.
 _LIVE_UNREAD: dict[Kind, tuple[tuple[str, str], ...]] = {
     Kind.JOB: (("spec", "template"),),
     Kind.POD: (("spec", "containers"), ("spec", "volumes"), ("spec", "initContainers")),
@@ -167,7 +171,7 @@ class Cluster:
         the number of jobs, not with the size of their pod templates."""
         return LiveObjects(
             jobs=tuple(self.list_all(Kind.JOB, selector, unread=_LIVE_UNREAD[Kind.JOB])),
-            services=tuple(self.list_all(Kind.SERVICE, selector)),
+            services=tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True)),
             pods=tuple(self.list_all(Kind.POD, selector, unread=_LIVE_UNREAD[Kind.POD])),
         )
 
@@ -178,17 +182,19 @@ class Cluster:
         namespace: str | None = None,
         *,
         unread: tuple[tuple[str, str], ...] = (),
+        metadata_only: bool = False,
     ) -> list[KubeObject]:
         """One LIST of the objects matching `selector`, in `namespace` or in all, page by
         page. A page's items are kept without their managedFields (nothing reads them,
         and they are a good part of each object), nor the `unread` (section, field)
-        pairs. A continuation the server no longer has (410 Expired: the first page
-        is older than its compaction) starts over."""
+        pairs; with `metadata_only`, each is its metadata alone (kind and apiVersion
+        still those of `kind`). A continuation the server no longer has (410 Expired:
+        the first page is older than its compaction) starts over."""
         query = {"labelSelector": selector, "limit": str(self.page_size)}
         items: list[KubeObject] = []
         while True:
             try:
-                page, more = self._page(kind, _path(kind, namespace), query, unread)
+                page, more = self._page(kind, _path(kind, namespace), query, unread, metadata_only)
             except ClusterClientError as exc:
                 if exc.status != 410 or "continue" not in query:
                     raise
@@ -200,11 +206,17 @@ class Cluster:
             query = {**query, "continue": more}
 
     def _page(
-        self, kind: Kind, path: str, query: dict[str, str], unread: tuple[tuple[str, str], ...]
+        self,
+        kind: Kind,
+        path: str,
+        query: dict[str, str],
+        unread: tuple[tuple[str, str], ...],
+        metadata_only: bool = False,
     ) -> tuple[list[KubeObject], str]:
         """One page of a LIST, decoded as it is read, and its `continue` token ("" if it
         is the last); each item is trimmed before the next is decoded."""
         unread = (("metadata", "managedFields"), *unread)
+        partial = "PartialObjectMetadata"  # an item's kind in a metadata-only list
 
         def read(response: BaseHTTPResponse) -> tuple[list[KubeObject], str]:
             page: list[KubeObject] = []  # of this attempt: a retried page starts empty
@@ -212,18 +224,19 @@ class Cluster:
             def keep(item: Any) -> None:
                 if not isinstance(item, dict):
                     raise ValueError(f"a list item is not an object: {str(item)[:80]}")
-                item.setdefault("kind", kind.value)  # typed lists leave these off their items
-                item.setdefault("apiVersion", _API_VERSIONS[kind])
+                if item.get("kind") in (None, partial):  # typed lists leave it off their items
+                    item["kind"], item["apiVersion"] = kind.value, _API_VERSIONS[kind]
                 for section, name in unread:
                     (item.get(section) or {}).pop(name, None)
-                page.append(item)
+                page.append(_shared(item))
 
             rest = decode_list(lambda: response.read(LIST_READ_SIZE), keep)
             metadata = rest.get("metadata")
             more = metadata.get("continue") if isinstance(metadata, dict) else None
             return page, str(more or "")
 
-        return self._call("GET", path, query=query, read=read)
+        accept = METADATA_ONLY if metadata_only else None
+        return self._call("GET", path, query=query, read=read, accept=accept)
 
     def pod_log(
         self, namespace: str, pod: str, *, container: str, tail_lines: int, limit_bytes: int
@@ -378,11 +391,12 @@ class Cluster:
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
         warnings: list[str] | None = None,
+        accept: str | None = None,
     ) -> T:
         """What `read` makes of the response's body; the texts of its `Warning` headers go
         to `warnings`."""
         try:
-            return self._retried(method, path, query, body, warnings, read)
+            return self._retried(method, path, query, body, warnings, read, accept)
         except (SystemExit, KeyboardInterrupt):
             self.stop()  # SIGTERM arrived during this call: what follows gets the grace
             raise
@@ -395,6 +409,7 @@ class Cluster:
         body: KubeObject | None,
         warnings: list[str] | None,
         read: Callable[[BaseHTTPResponse], T],
+        accept: str | None = None,
     ) -> T:
         import urllib3  # loaded with the client
 
@@ -404,6 +419,8 @@ class Cluster:
         url = f"{path}?{urlencode(query, quote_via=quote)}" if query else path
         data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
         headers = {**_HEADERS[method], **self._acting_as(path)}
+        if accept is not None:
+            headers["Accept"] = accept
         for attempt in _attempts(self.retry.attempts):
             remaining = deadline - self.clock()
             try:
@@ -565,6 +582,28 @@ class _Refused(Exception):
             self.retry_after = float(value) if value is not None else None
         except ValueError:
             self.retry_after = None
+
+
+def _shared(value: Any) -> Any:
+    """`value` with its keys, and its short strings (label values, kinds, phases),
+    interned: one string object for each across all the items of all pages, where
+    decoding item by item made one per item (json.loads of a whole page shared its
+    keys only). 7,000 trimmed batch Jobs: 14 MiB instead of 30, for 9 µs an item."""
+    if isinstance(value, dict):
+        return {
+            sys.intern(key): (
+                _shared(v)
+                if isinstance(v, dict | list)
+                else sys.intern(v)
+                if type(v) is str and len(v) < _SHARED_LENGTH
+                else v
+            )
+            for key, v in value.items()
+        }
+    return [_shared(v) if isinstance(v, dict | list) else v for v in value]
+
+
+_SHARED_LENGTH = 64
 
 
 def _object(response: BaseHTTPResponse) -> KubeObject:

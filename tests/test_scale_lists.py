@@ -9,8 +9,10 @@ import json
 import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
+import urllib3
 
 from mxgitops import cluster
 from mxgitops.errors import ClusterClientError
@@ -72,11 +74,11 @@ def test_an_expired_continuation_starts_the_list_over(populated: KubeAPI) -> Non
     real_page = kube._page
     expired: list[str] = []
 
-    def page(kind: Kind, path: str, query: dict[str, str], unread: Any) -> Any:
+    def page(kind: Kind, path: str, query: dict[str, str], *rest: Any) -> Any:
         if "continue" in query and not expired:
             expired.append(query["continue"])
             raise ClusterClientError("too old", status=410, reason="Expired")
-        return real_page(kind, path, query, unread)
+        return real_page(kind, path, query, *rest)
 
     kube._page = page  # type: ignore[method-assign]
     items = kube.list_all(Kind.CONFIG_MAP, ownership_selector("t1"), NS)
@@ -285,3 +287,89 @@ def test_an_item_longer_than_many_chunks_is_read_in_linear_time(
     items, _ = decoded(text, 1024)
     assert items == [item, {"metadata": {"name": "small"}}]
     assert len(attempts) <= 16, len(attempts)  # the key, ~12 for the big item, the small one
+
+
+# -- metadata-only LISTs (Services: planning reads nothing but their metadata) -----------
+
+
+def scheduler_service(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": ownership_labels("t1"),
+            "annotations": {"mxgitops.io/spec-hash": "abc"},
+        },
+        "spec": {"selector": {"job": name}, "ports": [{"name": "ps-root-port", "port": 9091}]},
+    }
+
+
+def test_a_metadata_only_list_is_a_partial_object_metadata_list(kubeapi: KubeAPI) -> None:
+    """What the server answers to `Accept: ...;as=PartialObjectMetadataList;...`: the
+    list's and each item's kind and apiVersion are meta.k8s.io's, an item is its
+    object's metadata alone, and pages continue as any list's do."""
+    for name in ("sched-a", "sched-b"):
+        kubeapi.create(scheduler_service(name), NS)
+    kube = cluster.connect(kubeconfig=kubeapi.kubeconfig)
+    query = {"labelSelector": ownership_selector("t1"), "limit": "1"}
+    pages = []
+    while True:
+        items: list[Any] = []
+        response = kube.api_client.send(
+            "GET",
+            f"/api/v1/namespaces/{NS}/services?" + urlencode(query),
+            None,
+            {"Accept": cluster.METADATA_ONLY},
+            urllib3.Timeout(10),
+        )
+        assert response.status == 200
+        assert response.headers["Content-Type"] == "application/json", response.headers
+        rest = cluster.decode_list(lambda r=response: r.read(4096), items.append)
+        pages.append((rest, items))
+        more = rest["metadata"].get("continue")
+        if not more:
+            break
+        query["continue"] = more
+    assert [len(items) for _, items in pages] == [1, 1]
+    for rest, (item,) in pages:
+        assert (rest["kind"], rest["apiVersion"]) == ("PartialObjectMetadataList", "meta.k8s.io/v1")
+        assert rest["metadata"]["resourceVersion"]
+        assert set(item) == {"kind", "apiVersion", "metadata"}
+        assert (item["kind"], item["apiVersion"]) == ("PartialObjectMetadata", "meta.k8s.io/v1")
+        assert item["metadata"]["labels"] == ownership_labels("t1")
+        assert item["metadata"]["uid"] and item["metadata"]["creationTimestamp"]
+    assert [i["metadata"]["name"] for _, (i,) in pages] == ["sched-a", "sched-b"]
+
+
+def test_live_services_are_their_metadata(kubeapi: KubeAPI) -> None:
+    """list_live reads Services metadata-only: each kept as a Service of v1 with its
+    whole metadata (but managedFields) and nothing else."""
+    kubeapi.create(scheduler_service("sched-a"), NS)
+    kube = cluster.connect(kubeconfig=kubeapi.kubeconfig)
+    kubeapi.clear_log()
+    (service,) = kube.list_live(ownership_selector("t1")).services
+    assert set(service) == {"kind", "apiVersion", "metadata"}
+    assert (service["kind"], service["apiVersion"]) == ("Service", "v1")
+    meta = service["metadata"]
+    assert (meta["name"], meta["namespace"]) == ("sched-a", NS)
+    assert meta["labels"] == ownership_labels("t1")
+    assert meta["annotations"]["mxgitops.io/spec-hash"] == "abc"
+    assert meta["uid"] and meta["resourceVersion"] and "managedFields" not in meta
+    lists = [e for e in kubeapi.request_log if e["method"] == "GET"]
+    assert len(lists) == 3  # Jobs, Services, pods
+    # A LIST of anything else, or of Services not for planning, keeps the whole object.
+    (whole,) = kube.list_all(Kind.SERVICE, ownership_selector("t1"))
+    assert whole["spec"]["ports"][0]["port"] == 9091
+
+
+def test_listed_objects_share_their_keys_and_short_strings(populated: KubeAPI) -> None:
+    """Decoded item by item, the objects of a list still share one string per key and
+    per short value (a label's), as one json.loads of a whole page shared its keys."""
+    kube = cluster.connect(kubeconfig=populated.kubeconfig)
+    a, b, *_ = kube.list_all(Kind.CONFIG_MAP, ownership_selector("t1"), NS)
+    keys = {k: k for k in a["metadata"]}
+    assert all(keys[k] is k for k in b["metadata"] if k in keys)
+    labels_a, labels_b = a["metadata"]["labels"], b["metadata"]["labels"]
+    assert all(labels_a[k] is labels_b[k] for k in labels_a)

@@ -25,6 +25,7 @@ from .resources import RESOURCES, Resource
 from .selectors import FieldRequirement, Requirement, match_fields, match_labels
 from .store import Store
 
+META_V1 = "meta.k8s.io/v1"  # the group of PartialObjectMetadata(List)
 JOB_ORPHAN_WARNING = (
     "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background "
     "to remove them or set propagationPolicy=Orphan to suppress this warning"
@@ -103,12 +104,15 @@ class Rest:
         fields: tuple[FieldRequirement, ...],
         limit: int = 0,
         token: str = "",
+        partial: bool = False,
     ) -> bytes:
         """A typed list, encoded; items carry neither kind nor apiVersion (as real).
 
         With `limit`, a page: items in key order (namespace, name) after the `token`'s
         key, and `metadata.continue` when more are left; its pages carry the first
-        page's resourceVersion, but each is read when asked (not a snapshot)."""
+        page's resourceVersion, but each is read when asked (not a snapshot).
+        `partial`: a PartialObjectMetadataList, each item an object's metadata alone,
+        with kind PartialObjectMetadata (as real)."""
         after, first_rv = _continue_from(token) if token else (None, "")
         with self.store.lock:
             entries = [
@@ -125,10 +129,13 @@ class Rest:
                 if 0 < limit < len(entries):
                     entries = entries[:limit]
                     more = _continue_token(_key(entries[-1].obj), rv)
-            items = b",".join(e.encoded_item() for e in entries)
+            items = b",".join(_partial(e.obj) if partial else e.encoded_item() for e in entries)
         metadata = {"resourceVersion": rv, **({"continue": more} if more else {})}
+        kind, version = res.list_kind, res.group_version
+        if partial:
+            kind, version = "PartialObjectMetadataList", META_V1
         head = json.dumps(
-            {"kind": res.list_kind, "apiVersion": res.group_version, "metadata": metadata},
+            {"kind": kind, "apiVersion": version, "metadata": metadata},
             separators=(",", ":"),
         ).encode()
         return head[:-1] + b',"items":[' + items + b"]}"
@@ -486,3 +493,9 @@ def _continue_from(token: str) -> tuple[tuple[str, str], str]:
         return (str(namespace), str(name)), str(data["rv"])
     except (binascii.Error, ValueError, KeyError, TypeError) as exc:
         raise errors.bad_request(f"continue key is not valid: {exc}") from exc
+
+
+def _partial(obj: dict[str, Any]) -> bytes:
+    """An object's item in a PartialObjectMetadataList: its metadata alone."""
+    item = {"kind": "PartialObjectMetadata", "apiVersion": META_V1, "metadata": obj["metadata"]}
+    return json.dumps(item, separators=(",", ":")).encode()

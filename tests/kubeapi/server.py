@@ -323,7 +323,13 @@ class Handler(MethodHandler):
             fields = parse_field_selector(query.get("fieldSelector", ""))
             if route.verb == "list":
                 limit, token = int(query.get("limit") or 0), query.get("continue", "")
-                return self._send(200, rest.list_json(res, ns, labels, fields, limit, token))
+                # `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`
+                # asks for each object's metadata alone (the first type offered is taken).
+                accept = self.headers.get("Accept", "").split(",")[0].replace(" ", "")
+                partial = "as=PartialObjectMetadataList" in accept.split(";")
+                return self._send(
+                    200, rest.list_json(res, ns, labels, fields, limit, token, partial)
+                )
             if route.verb == "watch":
                 return self._watch(res, ns, labels, fields, query)
             deleted, warnings = rest.delete_collection(
