@@ -19,17 +19,12 @@ held, all of it, and the objects are named, until they are put right. And a
 scheduler Service is created before the batch Jobs that dial it, which are not
 started unless it is ours.
 
-The ledger of finished jobs changes here too, each change with a reason
-(`LedgerChange`): a job seen finished is recorded; its entry is forgotten only
-when its manifest was removed and its objects pruned (put back by
-`Plan.ledger_after` if the prune failed), or after `ledger_retention` during
-which no manifest (valid or not) and no object named it. An invalid,
-unparseable, held or unlisted manifest therefore never costs an entry.
+A plan also says how the ledger of finished jobs changes: `bookkeeping.py`
+decides that from the plan's changes, each ledger change with a reason.
 """
 
 from __future__ import annotations
 
-import functools
 import gc
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,7 +32,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from mxgitops.ledger import Finished, JobKey, Ledger
+from mxgitops.bookkeeping import (
+    DEFAULT_LEDGER_RETENTION,
+    LedgerChange,
+    ledger_changes,
+    put_back,
+    with_changes,
+    with_failure_logs,
+)
+from mxgitops.ledger import JobKey, Ledger
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef, annotations_of
 from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
 from mxgitops.trainer import (
@@ -56,7 +59,6 @@ from mxgitops.trainer import (
 )
 
 DEFAULT_MAX_PRUNE_SHARE = 0.5
-DEFAULT_LEDGER_RETENTION = timedelta(days=90)
 FINISHED = (State.SUCCEEDED, State.FAILED)
 
 
@@ -104,24 +106,6 @@ class Change:
         return tuple(ObjectRef.of(o) for o in self.creates if o["kind"] == Kind.SERVICE)
 
 
-class LedgerAction(StrEnum):
-    RECORD = "record"  # seen finished: it will not run again
-    UNSEEN = "unseen"  # no manifest or object names it: the retention starts
-    SEEN = "seen"  # named again: the retention stops
-    FORGET = "forget"  # pruned, or unnamed for longer than the retention
-
-
-@dataclass(frozen=True)
-class LedgerChange:
-    action: LedgerAction
-    entry: Finished  # the entry as it will be; for FORGET, the one forgotten
-    reason: str
-
-    @property
-    def key(self) -> JobKey:
-        return self.entry.key
-
-
 @dataclass(frozen=True)
 class PlanOptions:
     instance: str
@@ -153,12 +137,7 @@ class Plan:
     def ledger_after(self, failed: Collection[JobKey]) -> Ledger:
         """The ledger to write once applied: an entry forgotten because its job was
         pruned stays if that prune (a job in `failed`) did not go through."""
-        back = {
-            c.key: c.entry
-            for c in self.ledger_changes
-            if c.action is LedgerAction.FORGET and c.key in failed
-        }
-        return self.ledger.with_entries({**self.ledger.entries, **back}) if back else self.ledger
+        return put_back(self.ledger, self.ledger_changes, failed)
 
     @property
     def writes(self) -> bool:
@@ -167,22 +146,14 @@ class Plan:
     def with_failure_logs(self, logs: Mapping[JobKey, str]) -> Plan:
         """The same plan, the failures of the jobs in `logs` carrying their log tails:
         in the changes (what this sync reports) and the ledger entries (what is kept)."""
-
-        def entry(e: Finished) -> Finished:
-            failure = Failure.from_json(e.failure) if e.key in logs and e.failure else None
-            return replace(e, failure=failure.with_log(logs[e.key]).to_json()) if failure else e
-
         changes = tuple(
             replace(c, failure=c.failure.with_log(logs[c.key]))
             if c.key in logs and c.failure is not None
             else c
             for c in self.changes
         )
-        book = tuple(replace(c, entry=entry(c.entry)) for c in self.ledger_changes)
-        entries = {key: entry(e) for key, e in self.ledger.entries.items()}
-        return replace(
-            self, changes=changes, ledger=self.ledger.with_entries(entries), ledger_changes=book
-        )
+        ledger, book = with_failure_logs(self.ledger, self.ledger_changes, logs)
+        return replace(self, changes=changes, ledger=ledger, ledger_changes=book)
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
@@ -235,13 +206,15 @@ def plan(
     )
     if refused:
         changes = [_hold_delete(c, refused) if c.action is Action.DELETE else c for c in changes]
-    book = _ledger_changes(ledger, changes, live_jobs, invalid, options)
-    entries = dict(ledger.entries)
-    for change in book:
-        if change.action is LedgerAction.FORGET:
-            del entries[change.key]
-        else:
-            entries[change.key] = change.entry
+    book = ledger_changes(
+        ledger,
+        [c for c in changes if c.action is not Action.DELETE],
+        pruned={c.key for c in changes if c.action is Action.DELETE},
+        invalid=invalid,
+        live_jobs=live_jobs,
+        now=options.now or datetime.now().astimezone(),
+        retention=options.ledger_retention,
+    )
     # Shown as Deleting once the ledger has judged them by the state they were in.
     changes = [
         replace(c, state=State.DELETING, failure=None) if c.action is Action.DELETE else c
@@ -249,10 +222,10 @@ def plan(
     ]
     return Plan(
         tuple(sorted(changes, key=lambda c: c.key)),
-        ledger.with_entries(entries) if book else ledger,
+        with_changes(ledger, book),
         bool(book),
         refused,
-        tuple(book),
+        book,
     )
 
 
@@ -434,12 +407,7 @@ def _changed_spec(
     current = set(live.refs_of(job.spec_hash))
     waits = state not in FINISHED and job.on_change is OnChange.WAIT
     if waits and leftover is None and not current:
-        return base.change(
-            Action.HOLD,
-            f"spec changed; replaced when the {state.lower()} job "
-            f"finishes ({ON_CHANGE_ANNOTATION}: wait)",
-            state=State.WAITING,
-        )
+        return _waiting(base, state, "spec changed; replaced")
     runtimes = f"runtime {live.runtime_id or 'mixed'} -> {job.runtime_id}"
     reason = f"spec changed; replace under way ({runtimes})"
     if current:
@@ -541,21 +509,23 @@ def _prune(base: _Base, live: LiveJob, state: State, cancelled: bool = False) ->
     `.mxgitops.yaml` `cancel` list."""
     leftover = live.incomplete()
     waits = state not in FINISHED and _on_change(live) is OnChange.WAIT
+    reason = "manifest removed"
     if waits and cancelled:
-        reason = "manifest removed; on-change: wait cancelled (.mxgitops.yaml cancel)"
-        return base.change(Action.DELETE, reason, state=state, deletes=tuple(live.refs()))
-    if waits:
-        if leftover is None:
-            return base.change(
-                Action.HOLD,
-                f"manifest removed; removed when the "
-                f"{state.lower()} job finishes ({ON_CHANGE_ANNOTATION}: wait)",
-                state=State.WAITING,
-            )
-        reason = f"manifest removed; not held: {leftover}, which is no running job"
-    else:
-        reason = "manifest removed"
+        reason += "; on-change: wait cancelled (.mxgitops.yaml cancel)"
+    elif waits and leftover is None:
+        return _waiting(base, state, "manifest removed; removed")
+    elif waits:
+        reason += f"; not held: {leftover}, which is no running job"
     return base.change(Action.DELETE, reason, state=state, deletes=tuple(live.refs()))
+
+
+def _waiting(base: _Base, state: State, what: str) -> Change:
+    """Held, as the job's on-change annotation asks: `what` happens once it has finished."""
+    return base.change(
+        Action.HOLD,
+        f"{what} when the {state.lower()} job finishes ({ON_CHANGE_ANNOTATION}: wait)",
+        state=State.WAITING,
+    )
 
 
 def _on_change(live: LiveJob) -> OnChange:
@@ -595,72 +565,3 @@ def _prune_refusal(
 
 def _hold_delete(change: Change, why: str) -> Change:
     return replace(change, action=Action.HOLD, reason=f"manifest removed; {why}", deletes=())
-
-
-def _ledger_changes(
-    ledger: Ledger,
-    changes: Sequence[Change],
-    live_jobs: Mapping[JobKey, LiveJob],
-    invalid: frozenset[JobKey],
-    options: PlanOptions,
-) -> list[LedgerChange]:
-    """Record every job seen finished; forget only pruned jobs and, after the retention,
-    jobs that no manifest and no object names any more."""
-    now = options.now or datetime.now().astimezone()
-    stamp = now.isoformat(timespec="seconds")
-    book = []
-    for c in changes:
-        spec_hash = live_jobs[c.key].spec_hash if c.key in live_jobs else None
-        if (
-            spec_hash
-            and c.state in FINISHED
-            and c.action is not Action.DELETE
-            and ledger.finished(c.key, spec_hash) is None
-        ):
-            failure = c.failure.to_json() if c.failure is not None else ""
-            entry = Finished(c.namespace, c.name, spec_hash, str(c.state), stamp, failure=failure)
-            book.append(LedgerChange(LedgerAction.RECORD, entry, f"seen {c.state.lower()}"))
-    recorded = {c.key for c in book}
-    pruned = {c.key for c in changes if c.action is Action.DELETE}
-    named = {c.key for c in changes} | invalid
-    days = options.ledger_retention.days
-    expired = now - options.ledger_retention
-    recorded_count = len(book)
-    for key, entry in ledger.entries.items():
-        if key in recorded:
-            continue
-        if key in pruned:
-            book.append(
-                LedgerChange(LedgerAction.FORGET, entry, "manifest removed and its objects pruned")
-            )
-        elif key in named:
-            if entry.unseen_since:
-                seen = replace(entry, unseen_since="")
-                book.append(LedgerChange(LedgerAction.SEEN, seen, "named again"))
-        elif not entry.unseen_since:
-            unseen = replace(entry, unseen_since=stamp)
-            why = f"no manifest or object names it; forgotten after {days} days unless one does"
-            book.append(LedgerChange(LedgerAction.UNSEEN, unseen, why))
-        elif _before(entry.unseen_since, expired):
-            why = f"named by nothing since {entry.unseen_since}, longer than {days} days"
-            book.append(LedgerChange(LedgerAction.FORGET, entry, why))
-    book[recorded_count:] = sorted(book[recorded_count:], key=lambda c: c.key)
-    return book
-
-
-def _before(stamp: str, moment: datetime) -> bool:
-    """Whether the RFC 3339 `stamp` is before `moment` (an unreadable stamp is not)."""
-    parsed = _parse_time(stamp)
-    try:
-        return parsed is not None and parsed < moment
-    except TypeError:  # one of them has no time zone
-        return False
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_time(stamp: str) -> datetime | None:
-    """Entries marked in the same sync share a stamp: parsed once, not per entry."""
-    try:
-        return datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
