@@ -376,7 +376,7 @@ class Rest:
         finalizers = list(obj["metadata"].get("finalizers") or [])
         if policy == "Foreground":
             marked = self._mark_deleting(res, obj, [*finalizers, "foregroundDeletion"])
-            for dep_res, dep in self._dependents(uid):
+            for dep_res, dep in self.store.dependents(uid):
                 self._delete(dep_res, dep, "Foreground")
             current = self.store.get(res, *_key(obj))
             if current is not None:
@@ -415,15 +415,8 @@ class Rest:
         else:
             self.store.put(res, updated)
 
-    def _dependents(self, uid: str) -> list[tuple[Resource, dict[str, Any]]]:
-        return [
-            (r, o)
-            for r, o in self.store.all_objects()
-            if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or [])
-        ]
-
     def _orphan_dependents(self, uid: str) -> None:
-        for dep_res, dep in self._dependents(uid):
+        for dep_res, dep in self.store.dependents(uid):
             updated = copy.deepcopy(dep)
             refs = [r for r in dep["metadata"]["ownerReferences"] if r.get("uid") != uid]
             if refs:
@@ -434,10 +427,9 @@ class Rest:
 
     def _collect_garbage(self, uid: str) -> None:
         """Background GC: delete dependents whose owners are all gone."""
-        live = {o["metadata"]["uid"] for _, o in self.store.all_objects()}
-        for dep_res, dep in self._dependents(uid):
+        for dep_res, dep in self.store.dependents(uid):
             refs = dep["metadata"]["ownerReferences"]
-            if any(r.get("uid") in live for r in refs):
+            if any(self.store.exists(r.get("uid", "")) for r in refs):
                 self._orphan_dependents(uid)
             elif not dep["metadata"].get("deletionTimestamp"):
                 self._delete(dep_res, dep, "Background")

@@ -56,6 +56,9 @@ class _Entry:
         return self.item
 
 
+_BY_PLURAL = {r.plural: r for r in RESOURCES}
+
+
 def key_of(obj: dict[str, Any]) -> tuple[str, str]:
     meta = obj["metadata"]
     return meta.get("namespace", ""), meta["name"]
@@ -73,6 +76,10 @@ class Store:
         self._objects: dict[str, dict[tuple[str, str], _Entry]] = {r.plural: {} for r in RESOURCES}
         self._history: deque[Event] = deque()
         self._next_ip = 10
+        # uid -> the (plural, key) of the object with that uid, and of those it owns:
+        # garbage collection finds an owner's dependents without scanning every object.
+        self._uids: dict[str, tuple[str, tuple[str, str]]] = {}
+        self._owned: dict[str, set[tuple[str, tuple[str, str]]]] = {}
 
     # -- identities and time -------------------------------------------------
     def now(self) -> datetime:
@@ -110,6 +117,30 @@ class Store:
     def objects(self, res: Resource, namespace: str | None = None) -> list[dict[str, Any]]:
         return [e.obj for e in self.entries(res, namespace)]
 
+    def exists(self, uid: str) -> bool:
+        return uid in self._uids
+
+    def dependents(self, uid: str) -> list[tuple[Resource, dict[str, Any]]]:
+        """The objects whose ownerReferences name `uid`."""
+        with self.lock:
+            found = sorted(self._owned.get(uid, ()))
+            return [(_BY_PLURAL[plural], self._objects[plural][key].obj) for plural, key in found]
+
+    def _index(self, plural: str, obj: dict[str, Any], add: bool) -> None:
+        meta, where = obj["metadata"], (plural, key_of(obj))
+        uid = meta.get("uid")
+        if uid:
+            if add:
+                self._uids[uid] = where
+            else:
+                self._uids.pop(uid, None)
+        for ref in meta.get("ownerReferences") or []:
+            owned = self._owned.setdefault(ref.get("uid", ""), set())
+            if add:
+                owned.add(where)
+            else:
+                owned.discard(where)
+
     def all_objects(self) -> Iterator[tuple[Resource, dict[str, Any]]]:
         with self.lock:
             for res in RESOURCES:
@@ -134,6 +165,9 @@ class Store:
             table = self._objects[res.plural]
             prev = table.get(key_of(obj))
             self._record("MODIFIED" if prev else "ADDED", res, obj, prev.obj if prev else None)
+            if prev is not None:
+                self._index(res.plural, prev.obj, add=False)
+            self._index(res.plural, obj, add=True)
             table[key_of(obj)] = _Entry(obj)
             return obj
 
@@ -141,6 +175,7 @@ class Store:
         """Delete the object; the DELETED event carries a new resourceVersion."""
         with self.lock:
             prev = self._objects[res.plural].pop(key_of(obj))
+            self._index(res.plural, prev.obj, add=False)
             final = {**prev.obj, "metadata": dict(prev.obj["metadata"])}
             return self._record("DELETED", res, final, prev.obj)
 
