@@ -1,13 +1,12 @@
 """The only module that talks to the Kubernetes API.
 
-It speaks plain JSON objects (`objects.KubeObject`) over one urllib3 connection
-pool, so the rest of mxgitops never sees a client model or an HTTP library. The
-official client loads the configuration (kubeconfig contexts, exec plugins,
-client certificates, token files, the pod's service account) and builds that
-pool; its request path does not carry the writes: serialising each body through
-its models and re-reading the proxy environment cost more client CPU per write
-than the request itself, under the GIL that all writers share.
-What it promises the planner and apply:
+It speaks plain JSON objects (`objects.KubeObject`), so the rest of mxgitops never
+sees a client model or an HTTP library. The official client loads the
+configuration (kubeconfig contexts, exec plugins, client certificates, token
+files, the pod's service account); `kubehttp` sends each request over the one
+connection pool the client builds from it; `listdecode` reads each LIST page as
+it arrives. Which requests are made, their retries and deadlines, and tenancy
+are decided here. What it promises the planner and apply:
 
 - live state costs one LIST per kind, across namespaces, filtered by the
   ownership selector, read in pages of `LIST_PAGE_SIZE` objects (`limit` and
@@ -31,12 +30,9 @@ What it promises the planner and apply:
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
 import re
-import ssl
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,14 +43,10 @@ from urllib.parse import quote, urlencode
 
 import yaml
 
-from mxgitops.errors import (
-    ClusterClientError,
-    ClusterError,
-    ClusterForbidden,
-    ClusterServerError,
-    ClusterUnreachable,
-    ConfigError,
-)
+from mxgitops import kubehttp
+from mxgitops.errors import ClusterClientError, ClusterError, ClusterUnreachable, ConfigError
+from mxgitops.errors import ClusterServerError as ClusterServerError  # callers catch it here
+from mxgitops.listdecode import decode_list, interned
 from mxgitops.objects import (
     Create,
     Delete,
@@ -69,14 +61,13 @@ from mxgitops.objects import (
 )
 
 if TYPE_CHECKING:
-    from urllib3 import BaseHTTPResponse, Timeout
+    from urllib3 import BaseHTTPResponse
 
 T = TypeVar("T")
 
 DEFAULT_PARALLELISM = 8
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries included
 MAX_REQUEST_TIMEOUT = 3600.0
-CONNECT_TIMEOUT = 10.0  # of each attempt, within the call's timeout
 STOP_GRACE = 2.0  # once stopping, a call (releasing the Lease) gets at most this long
 # Objects per LIST request. A page is decoded as it arrives, so its size costs no client
 # memory: 1,000 dist jobs (7,000 Jobs, 7,000 pods and their retries) are one page per kind.
@@ -106,9 +97,9 @@ class RetryPolicy:
         return min(self.max_delay, retry_after) if retry_after is not None else backoff
 
 
-# kind -> (API group path, resource). Requests are plain JSON over the client's
-# REST layer: its typed models re-validate bodies and would reject quantities
-# such as `nvidia.com/gpu: 8` that the API server accepts.
+# kind -> (API group path, resource). Requests are plain JSON, not the client's typed
+# models: those re-validate bodies and would reject quantities such as
+# `nvidia.com/gpu: 8` that the API server accepts.
 _RESOURCES: dict[Kind, tuple[str, str]] = {
     Kind.JOB: ("/apis/batch/v1", "jobs"),
     Kind.SERVICE: ("/api/v1", "services"),
@@ -116,13 +107,8 @@ _RESOURCES: dict[Kind, tuple[str, str]] = {
     Kind.CONFIG_MAP: ("/api/v1", "configmaps"),
     Kind.LEASE: ("/apis/coordination.k8s.io/v1", "leases"),
 }
-_API_VERSIONS = {
-    Kind.JOB: "batch/v1",
-    Kind.SERVICE: "v1",
-    Kind.POD: "v1",
-    Kind.CONFIG_MAP: "v1",
-    Kind.LEASE: "coordination.k8s.io/v1",
-}
+# A kind's apiVersion: its group path without the leading /api/ or /apis/.
+_API_VERSIONS = {kind: group.split("/", 2)[2] for kind, (group, _) in _RESOURCES.items()}
 
 
 # What planning (trainer.live, trainer.status, trainer.inplace) never reads of a live
@@ -145,7 +131,8 @@ def _path(kind: Kind, namespace: str | None = None, name: str | None = None) -> 
 class Cluster:
     """A connection to one cluster; cheap to share between threads."""
 
-    api_client: Transport  # the name is older than the class: tests build a Cluster from it
+    # The name is older than the class: tests build a Cluster from it.
+    api_client: kubehttp.Transport
     parallelism: int = DEFAULT_PARALLELISM
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
@@ -228,7 +215,7 @@ class Cluster:
                     item["kind"], item["apiVersion"] = kind.value, _API_VERSIONS[kind]
                 for section, name in unread:
                     (item.get(section) or {}).pop(name, None)
-                page.append(_shared(item))
+                page.append(interned(item))
 
             rest = decode_list(lambda: response.read(LIST_READ_SIZE), keep)
             metadata = rest.get("metadata")
@@ -248,7 +235,8 @@ class Cluster:
             "limitBytes": str(limit_bytes),
         }
         path = f"{_path(Kind.POD, namespace, pod)}/log"
-        return self._call("GET", path, query=query, read=_body).decode("utf-8", "replace")
+        log = self._call("GET", path, query=query, read=kubehttp.read_bytes)
+        return log.decode("utf-8", "replace")
 
     def get(self, ref: ObjectRef) -> KubeObject | None:
         try:
@@ -339,7 +327,7 @@ class Cluster:
                 # Background: the Job goes at once, the garbage collector takes its pods.
                 path, method = _path(ref.kind, ref.namespace, ref.name), "DELETE"
                 body = {"propagationPolicy": "Background"}
-            self._call(method, path, body=body, warnings=said, read=_body)
+            self._call(method, path, body=body, warnings=said, read=kubehttp.read_bytes)
         except ClusterClientError as exc:
             if isinstance(write, Delete) and exc.status == 404:
                 return WriteResult(write)
@@ -371,16 +359,8 @@ class Cluster:
 
     # -- the one place requests are made ------------------------------------------
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, str] | None = None,
-        body: KubeObject | None = None,
-        warnings: list[str] | None = None,
-    ) -> KubeObject:
-        return self._call(method, path, query=query, body=body, warnings=warnings, read=_object)
+    def _request(self, method: str, path: str, body: KubeObject | None = None) -> KubeObject:
+        return self._call(method, path, body=body, read=kubehttp.read_object)
 
     def _call(
         self,
@@ -393,100 +373,51 @@ class Cluster:
         warnings: list[str] | None = None,
         accept: str | None = None,
     ) -> T:
-        """What `read` makes of the response's body; the texts of its `Warning` headers go
-        to `warnings`."""
-        try:
-            return self._retried(method, path, query, body, warnings, read, accept)
-        except (SystemExit, KeyboardInterrupt):
-            self.stop()  # SIGTERM arrived during this call: what follows gets the grace
-            raise
-
-    def _retried(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, str] | None,
-        body: KubeObject | None,
-        warnings: list[str] | None,
-        read: Callable[[BaseHTTPResponse], T],
-        accept: str | None = None,
-    ) -> T:
-        import urllib3  # loaded with the client
-
+        """What `read` makes of the response's body, the request retried while the
+        call's timeout allows; the texts of its `Warning` headers go to `warnings`."""
         budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
         deadline = self.clock() + budget
         # Built once for every attempt: the URL, the headers, the body encoded.
         url = f"{path}?{urlencode(query, quote_via=quote)}" if query else path
         data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
-        headers = {**_HEADERS[method], **self._acting_as(path)}
+        sent = {**kubehttp.request_headers(method), **self._acting_as(path)}
         if accept is not None:
-            headers["Accept"] = accept
-        for attempt in _attempts(self.retry.attempts):
-            remaining = deadline - self.clock()
-            try:
-                return self._send(method, url, data, headers, remaining, warnings, read)
-            except _Refused as exc:
-                error = _api_error(exc, method, path)
-                delay = self.retry.delay(attempt.number, exc.retry_after)
-                retryable = exc.status in RETRYABLE_STATUS and not attempt.last
-                if not retryable or self._late(deadline, delay):
-                    raise error from exc
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if _timed_out(exc):
-                    raise ClusterUnreachable(
-                        f"the Kubernetes API at {self.server or 'the cluster'} did not answer "
-                        f"{method} {path} within {budget:g} s (--request-timeout)"
-                    ) from exc
-                delay = self.retry.delay(attempt.number, None)
-                tls = _tls_failure(exc)  # a certificate does not get better by retrying
-                if tls or attempt.last or self._late(deadline, delay):
-                    raise ClusterUnreachable(
-                        f"cannot reach the Kubernetes API at {self.server or 'the cluster'}: "
-                        f"{tls or _cause(exc)}"
-                    ) from exc
-            self.sleep(delay)
+            sent["Accept"] = accept
+        server = self.server or "the cluster"
+        try:
+            for attempt in range(self.retry.attempts):
+                last = attempt == self.retry.attempts - 1
+                remaining = deadline - self.clock()
+                try:
+                    return self.api_client.request(
+                        method, url, data, sent, timeout=remaining, read=read, warnings=warnings
+                    )
+                except kubehttp.Refused as exc:
+                    delay = self.retry.delay(attempt, exc.retry_after)
+                    retryable = exc.status in RETRYABLE_STATUS and not last
+                    if not retryable or self._late(deadline, delay):
+                        raise exc.as_error(method, path) from exc
+                except kubehttp.Unanswered as exc:
+                    if exc.timed_out:
+                        raise ClusterUnreachable(
+                            f"the Kubernetes API at {server} did not answer "
+                            f"{method} {path} within {budget:g} s (--request-timeout)"
+                        ) from exc.error
+                    delay = self.retry.delay(attempt, None)
+                    # A certificate does not get better by retrying.
+                    if exc.tls or last or self._late(deadline, delay):
+                        raise ClusterUnreachable(
+                            f"cannot reach the Kubernetes API at {server}: {exc.cause()}"
+                        ) from exc.error
+                self.sleep(delay)
+        except (SystemExit, KeyboardInterrupt):
+            self.stop()  # SIGTERM arrived during this call: what follows gets the grace
+            raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _late(self, deadline: float, delay: float) -> bool:
         """Whether a retry after `delay` would start too late to be answered in time."""
         return self.clock() + delay >= deadline
-
-    def _send(
-        self,
-        method: str,
-        url: str,
-        data: bytes | None,
-        headers: dict[str, str],
-        timeout: float,
-        warnings: list[str] | None,
-        read: Callable[[BaseHTTPResponse], T],
-    ) -> T:
-        import urllib3
-
-        # Connect and read timeouts: a read timeout bounds each wait for data.
-        timeouts = urllib3.Timeout(
-            connect=max(0.001, min(CONNECT_TIMEOUT, timeout)), read=max(0.001, timeout)
-        )
-        response = self.api_client.send(method, url, data, headers, timeouts)
-        try:
-            if not 200 <= response.status <= 299:
-                raise _Refused(response)  # its body read whole: the connection is reusable
-            if warnings is not None:
-                warnings += _warnings(response.headers)
-            return read(response)
-        except _Refused:
-            raise
-        except ValueError as exc:  # a body that is not the JSON it should be
-            response.close()
-            raise ClusterError(
-                f"the Kubernetes API answered {method} {url.split('?')[0]} with a body "
-                f"that cannot be read: {_short(exc)}"
-            ) from exc
-        except BaseException:
-            response.close()  # a body not read to its end: the connection is not reused
-            raise
-        finally:
-            response.release_conn()
 
     def _acting_as(self, path: str) -> dict[str, str]:
         """The impersonation header of a request about a batch Job, Service or pod (its
@@ -505,209 +436,6 @@ class Cluster:
 _TENANT_PATH = re.compile(
     r"^(?:/apis/batch/v1|/api/v1)/namespaces/([^/]+)/(?:jobs|services|pods)(?:/|$)"
 )
-
-
-class Transport:
-    """Requests to one API server over one urllib3 connection pool, built once from the
-    official client's loaded `Configuration` by the client's own code (CA or
-    insecure-skip-tls-verify, client certificate and key, tls-server-name, proxy-url or
-    the proxy environment and its no_proxy, pool size). The Authorization header is
-    asked of the configuration at each request: its refresh hook renews an exec
-    plugin's token, or re-reads the pod's service-account token, once it expires."""
-
-    def __init__(self, configuration: Any) -> None:
-        import urllib3
-        from kubernetes.client.rest import RESTClientObject
-
-        self.configuration = configuration
-        # The refresh hook of a kubeconfig's token sets the configuration's host again at
-        # each request, and a host set re-reads the proxy environment unless the proxy is
-        # pinned: pinned here, to the one the pool was built with (a sixth of a write's CPU).
-        configuration.proxy = configuration.proxy
-        host = str(configuration.host).rstrip("/")
-        manager = RESTClientObject(configuration).pool_manager
-        self.pool: urllib3.PoolManager | urllib3.HTTPConnectionPool
-        if isinstance(manager, urllib3.ProxyManager):  # wants whole URLs, adds its headers
-            self.pool, self.prefix = manager, host
-        else:  # one server, one pool: no URL parsing nor pool lookup per request
-            self.pool = manager.connection_from_url(host)
-            self.prefix = urllib3.util.parse_url(host).path or ""  # a server under a path
-        self._refreshing = threading.Lock()
-
-    def authorization(self) -> str | None:
-        """The header's value (`Bearer <token>`, or Basic), renewed when it expires; one
-        writer renews it while the others wait, so an exec plugin runs once."""
-        with self._refreshing:
-            value = self.configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
-        return str(value) if value else None
-
-    def send(
-        self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: Timeout
-    ) -> BaseHTTPResponse:
-        """The response, its body not read yet (the caller releases the connection)."""
-        token = self.authorization()
-        return self.pool.urlopen(
-            method,
-            self.prefix + url,
-            body=body,
-            headers={**headers, "Authorization": token} if token else headers,
-            timeout=timeout,
-            preload_content=False,
-            redirect=False,
-        )
-
-
-_JSON = "application/json"
-_HEADERS: dict[str, dict[str, str]] = {
-    method: {
-        "Accept": f"{_JSON}, */*",  # a pod's log is text
-        "User-Agent": "mxgitops",
-        **({"Content-Type": _JSON} if method in ("POST", "PUT", "DELETE") else {}),
-        **({"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}),
-    }
-    for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
-}
-
-
-class _Refused(Exception):
-    """An answer other than 2xx, its body read."""
-
-    def __init__(self, response: BaseHTTPResponse) -> None:
-        super().__init__(response.status)
-        self.status = response.status
-        self.reason = response.reason or ""
-        self.body = response.read()
-        value = response.headers.get("Retry-After")
-        try:
-            self.retry_after = float(value) if value is not None else None
-        except ValueError:
-            self.retry_after = None
-
-
-def _shared(value: Any) -> Any:
-    """`value` with its keys, and its short strings (label values, kinds, phases),
-    interned: one string object for each across all the items of all pages, where
-    decoding item by item made one per item (json.loads of a whole page shared its
-    keys only). 7,000 trimmed batch Jobs: 14 MiB instead of 30, for 9 µs an item."""
-    if isinstance(value, dict):
-        return {
-            sys.intern(key): (
-                _shared(v)
-                if isinstance(v, dict | list)
-                else sys.intern(v)
-                if type(v) is str and len(v) < _SHARED_LENGTH
-                else v
-            )
-            for key, v in value.items()
-        }
-    return [_shared(v) if isinstance(v, dict | list) else v for v in value]
-
-
-_SHARED_LENGTH = 64
-
-
-def _object(response: BaseHTTPResponse) -> KubeObject:
-    result: KubeObject = json.loads(response.read() or b"{}")
-    return result
-
-
-def _body(response: BaseHTTPResponse) -> bytes:
-    return response.read()
-
-
-_SPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
-
-
-class _JsonStream:
-    """A JSON text read a chunk at a time, decoded value by value with the standard
-    library's C decoder: no more of the text is held than the value being decoded
-    and one chunk."""
-
-    def __init__(self, read: Callable[[], bytes]) -> None:
-        self._read = read
-        self._utf8 = codecs.getincrementaldecoder("utf-8")()
-        self._text = ""
-        self._at = 0
-        self._ended = False
-
-    def _more(self, chunks: int = 1) -> None:
-        read: list[bytes] = []
-        while len(read) < chunks and not self._ended:
-            read.append(self._read())
-            self._ended = not read[-1]
-        fresh = self._utf8.decode(b"".join(read), final=self._ended)
-        self._text, self._at = self._text[self._at :] + fresh, 0
-
-    def peek(self) -> str:
-        """The next character that is not white space ("" at the end of the text)."""
-        while True:
-            self._at = _SPACE.match(self._text, self._at).end()  # type: ignore[union-attr]
-            if self._at < len(self._text) or self._ended:
-                return self._text[self._at : self._at + 1]
-            self._more()
-
-    def take(self, char: str) -> None:
-        found = self.peek()
-        if found != char:
-            raise ValueError(f"expected {char!r}, found {found or 'the end'!r}")
-        self._at += 1
-
-    def value(self) -> Any:
-        """The next whole value. One cut off at the end of what was read fails to decode
-        (or, a number, ends there): read on and decode it again, reading twice as much
-        each time, so a value longer than many chunks costs linear time."""
-        self.peek()
-        chunks = 1
-        while True:
-            try:
-                value, end = _DECODER.raw_decode(self._text, self._at)
-            except json.JSONDecodeError:
-                if self._ended:
-                    raise
-            else:
-                if end < len(self._text) or self._ended or isinstance(value, dict | list | str):
-                    self._at = end
-                    return value
-            self._more(chunks)
-            chunks *= 2
-
-    def end(self) -> None:
-        """Read to the end: nothing but white space may follow (and the connection is
-        then free for the next request)."""
-        if self.peek():
-            raise ValueError(f"unexpected {self._text[self._at : self._at + 20]!r} at the end")
-
-
-def decode_list(read: Callable[[], bytes], keep: Callable[[Any], None]) -> dict[str, Any]:
-    """A list's JSON object, read by `read` a chunk at a time: each element of its
-    `items` goes to `keep` as soon as it is decoded; returned are its other members
-    (kind, apiVersion, metadata with `continue`), whichever order they come in."""
-    stream, rest = _JsonStream(read), {}
-
-    def elements(close: str, one: Callable[[], None]) -> None:
-        if stream.peek() != close:
-            one()
-            while stream.peek() == ",":
-                stream.take(",")
-                one()
-        stream.take(close)
-
-    def member() -> None:
-        key = stream.value()
-        if not isinstance(key, str):
-            raise ValueError(f"a key that is not a string: {str(key)[:80]}")
-        stream.take(":")
-        if key == "items" and stream.peek() == "[":
-            stream.take("[")
-            elements("]", lambda: keep(stream.value()))
-        else:
-            rest[key] = stream.value()
-
-    stream.take("{")
-    elements("}", member)
-    stream.end()
-    return rest
 
 
 def connect(
@@ -744,7 +472,7 @@ def connect(
     # A connection per writer, and one for the main thread (the Lease, the LISTs).
     configuration.connection_pool_maxsize = max(parallelism + 1, 4)
     return Cluster(
-        api_client=Transport(configuration),
+        api_client=kubehttp.Transport(configuration),
         parallelism=parallelism,
         retry=retry or RetryPolicy(),
         sleep=sleep or time.sleep,
@@ -802,96 +530,11 @@ def _in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and IN_CLUSTER_TOKEN.is_file()
 
 
-@dataclass(frozen=True)
-class _Attempt:
-    number: int
-    last: bool
-
-
-def _attempts(count: int) -> Iterator[_Attempt]:
-    for number in range(count):
-        yield _Attempt(number, number == count - 1)
-
-
-def _api_error(refused: _Refused, method: str, path: str) -> ClusterError:
-    """The error of an answer other than 2xx: the Status body's message and reason."""
-    status, body = refused.status, _status_body(refused.body)
-    message = str(body.get("message") or refused.reason or "request failed")
-    reason = str(body.get("reason") or "")
-    what = f"{method} {path}"
-    if status in (401, 403):
-        return ClusterForbidden(f"the Kubernetes API refused {what}: {message}")
-    if status >= 500 or status == 429:
-        return ClusterServerError(f"the Kubernetes API failed {what}: {message}", status=status)
-    return ClusterClientError(message, status=status, reason=reason)
-
-
-# One warning of a `Warning` header (RFC 7234: `299 - "text"`, the text a quoted string);
-# several in one header are separated by commas.
-_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
-
-
-def _warnings(headers: Any) -> list[str]:
-    """The texts of a response's `Warning` headers, as the API server wrote them."""
-    values = headers.getlist("Warning") if hasattr(headers, "getlist") else []
-    return [re.sub(r"\\(.)", r"\1", text) for value in values for text in _WARNING.findall(value)]
-
-
-def _status_body(body: bytes) -> dict[str, Any]:
-    try:
-        status = json.loads(body or b"{}")
-    except ValueError:
-        return {}
-    return status if isinstance(status, dict) else {}
-
-
 def _raise_first(results: list[WriteResult]) -> None:
     for result in results:
         if result.error is not None:
             raise result.error
 
 
-def _timed_out(exc: BaseException) -> bool:
-    """A connect or read timeout, bare or as the reason urllib3 gave up (a refused
-    connection is a NewConnectionError, which urllib3 derives from its timeouts)."""
-    import urllib3
-
-    for error in (exc, getattr(exc, "reason", None)):
-        if isinstance(error, urllib3.exceptions.NewConnectionError):
-            return False
-        if isinstance(error, TimeoutError | urllib3.exceptions.TimeoutError):
-            return True
-    return False
-
-
 def _stopped() -> ClusterError:
     return ClusterError("not sent: the sync was stopping")
-
-
-def _short(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-
-
-_CAUSES = (
-    (re.compile(r"Connection refused", re.IGNORECASE), "connection refused"),
-    (re.compile(r"not known|nodename nor servname|name resolution"), "unknown host"),
-    (re.compile(r"No route to host|Network is unreachable"), "no route to the host"),
-    (re.compile(r"Connection reset|Connection aborted|RemoteDisconnected"), "connection reset"),
-)
-
-
-def _cause(exc: BaseException) -> str:
-    """What went wrong, in words, not urllib3's repr of the exception chain."""
-    text = str(getattr(exc, "reason", None) or exc)
-    return next((said for pattern, said in _CAUSES if pattern.search(text)), _short(exc))
-
-
-def _tls_failure(exc: BaseException) -> str:
-    """`TLS: <why>` when the connection failed in the TLS handshake, else ""."""
-    import urllib3
-
-    reason = getattr(exc, "reason", None) or exc
-    if not isinstance(reason, urllib3.exceptions.SSLError | ssl.SSLError):
-        return ""
-    found = re.search(r"\[SSL: [A-Z_]+\] ([^()']+)", str(reason))
-    return f"TLS: {(found.group(1) if found else _short(reason)).strip()}"

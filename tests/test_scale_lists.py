@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 import urllib3
 
-from mxgitops import cluster
+from mxgitops import cluster, listdecode
 from mxgitops.errors import ClusterClientError
 from mxgitops.objects import Kind, ownership_labels, ownership_selector
 from tests.kubeapi.harness import KubeAPI
@@ -169,7 +169,7 @@ def chunks(text: bytes, size: int) -> Callable[[], bytes]:
 
 def decoded(text: bytes, size: int) -> tuple[list[Any], dict[str, Any]]:
     items: list[Any] = []
-    rest = cluster.decode_list(chunks(text, size), items.append)
+    rest = listdecode.decode_list(chunks(text, size), items.append)
     return items, rest
 
 
@@ -260,7 +260,7 @@ def test_a_list_is_never_held_whole() -> None:
 
     tracemalloc.start()
     try:
-        rest = cluster.decode_list(read, keep)
+        rest = listdecode.decode_list(read, keep)
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -276,14 +276,14 @@ def test_an_item_longer_than_many_chunks_is_read_in_linear_time(
     attempts, not two thousand."""
     item = {"metadata": {"name": "big"}, "data": {"blob": "y" * 2_000_000}}
     text = json.dumps({"items": [item, {"metadata": {"name": "small"}}]}).encode()
-    decoder, attempts = cluster._DECODER, []
+    decoder, attempts = listdecode._DECODER, []
 
     class Counting:
         def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
             attempts.append(idx)
             return decoder.raw_decode(s, idx)
 
-    monkeypatch.setattr(cluster, "_DECODER", Counting())
+    monkeypatch.setattr(listdecode, "_DECODER", Counting())
     items, _ = decoded(text, 1024)
     assert items == [item, {"metadata": {"name": "small"}}]
     assert len(attempts) <= 16, len(attempts)  # the key, ~12 for the big item, the small one
@@ -326,7 +326,7 @@ def test_a_metadata_only_list_is_a_partial_object_metadata_list(kubeapi: KubeAPI
         )
         assert response.status == 200
         assert response.headers["Content-Type"] == "application/json", response.headers
-        rest = cluster.decode_list(lambda r=response: r.read(4096), items.append)
+        rest = listdecode.decode_list(lambda r=response: r.read(4096), items.append)
         pages.append((rest, items))
         more = rest["metadata"].get("continue")
         if not more:
