@@ -86,6 +86,7 @@ class Transport:
         else:  # one server, one pool: no URL parsing nor pool lookup per request
             self.pool = manager.connection_from_url(host)
             self.prefix = urllib3.util.parse_url(host).path or ""  # a server under a path
+            self.pool.ConnectionCls = one_send(self.pool.ConnectionCls)
         self._refreshing = threading.Lock()
 
     def authorization(self) -> str | None:
@@ -158,6 +159,42 @@ class Transport:
                 response.release_conn()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise Unanswered(exc) from exc
+
+
+def one_send(connection_class: type[Any]) -> type[Any]:
+    """`connection_class` (urllib3's HTTP or HTTPS connection) sending a request's head
+    and body in one write. http.client sends the head, then the body: two system calls,
+    and the server woken twice, the head's half of the time for nothing. Here the head
+    is held until the body is sent, or the response awaited (a request without body).
+    What reaches the socket, and when the connection (TLS, a proxy's tunnel) is made,
+    is otherwise http.client's own."""
+
+    class OneSend(connection_class):  # type: ignore[misc]
+        _head = b""
+
+        def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
+            if message_body is not None:  # not the way urllib3 sends a body
+                super()._send_output(message_body, encode_chunked=encode_chunked)
+                return
+            self._buffer.extend((b"", b""))
+            self._head = b"\r\n".join(self._buffer)
+            del self._buffer[:]
+
+        def send(self, data: Any) -> None:
+            head, self._head = self._head, b""  # cleared first: a tunnel's CONNECT is sent
+            if head and isinstance(data, bytes | bytearray):
+                data = head + data
+            elif head:
+                super().send(head)
+            super().send(data)
+
+        def getresponse(self) -> Any:
+            if self._head:
+                self.send(b"")
+            return super().getresponse()
+
+    OneSend.__name__ = OneSend.__qualname__ = f"OneSend{connection_class.__name__}"
+    return OneSend
 
 
 def read_object(response: BaseHTTPResponse) -> KubeObject:

@@ -20,7 +20,7 @@ A local job runs a single process that talks to no one: it gets none of this.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,18 +105,37 @@ class MxConfig:
 
 def dmlc_env(job: MxJob, replica_type: ReplicaType, index: int) -> list[dict[str, str]]:
     """The env entries the `mxnet` container of one replica gets; none for a local job."""
+    return dmlc_envs(job)(replica_type, index)
+
+
+def dmlc_envs(job: MxJob) -> Callable[[ReplicaType, int], list[dict[str, str]]]:
+    """`dmlc_env` of each replica of `job`: what its replicas share (the counts, the
+    scheduler's address, MX_CONFIG's cluster and labels) worked out and encoded once,
+    not once per replica, the same entries byte for byte."""
     if job.mode is JobMode.LOCAL:
-        return []
+        return lambda replica_type, index: []
     scheduler = job.replica(ReplicaType.SCHEDULER)
     servers = job.replica(ReplicaType.SERVER)
     workers = job.replica(ReplicaType.WORKER)
-    values = {
+    shared = {
         "DMLC_PS_ROOT_URI": scheduler_service_name(job),
         "DMLC_PS_ROOT_PORT": str(scheduler.ps_root_port if scheduler else 0),
         "DMLC_NUM_SERVER": str(servers.replicas if servers else 0),
         "DMLC_NUM_WORKER": str(workers.replicas if workers else 0),
-        "DMLC_ROLE": replica_type.role,
-        "DMLC_USE_KUBERNETES": "1",
-        "MX_CONFIG": MxConfig.for_task(job, replica_type, index).to_json(),
     }
-    return [{"name": name, "value": value} for name, value in values.items()]
+    # MX_CONFIG's keys sorted: "cluster" and "labels" (the job's), then "task" (the replica's).
+    config = MxConfig.for_task(job, ReplicaType.SCHEDULER, 0).to_dict()
+    del config["task"]
+    head = json.dumps(config, sort_keys=True, separators=(",", ":"))[:-1] + ',"task":'
+
+    def env(replica_type: ReplicaType, index: int) -> list[dict[str, str]]:
+        task = {"type": replica_type.role, "index": index}
+        values = {
+            **shared,
+            "DMLC_ROLE": replica_type.role,
+            "DMLC_USE_KUBERNETES": "1",
+            "MX_CONFIG": head + json.dumps(task, sort_keys=True, separators=(",", ":")) + "}",
+        }
+        return [{"name": name, "value": value} for name, value in values.items()]
+
+    return env

@@ -8,6 +8,8 @@ real server puts into ``Invalid value`` causes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache, wraps
 
 DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN = DNS1123_LABEL + r"(\." + DNS1123_LABEL + ")*"
@@ -27,6 +29,21 @@ _RX = {
 }
 
 
+def _remembered(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """`check` with its answers remembered: a run validates the same few thousand names,
+    label keys and values over and over. Each call still gets a list of its own."""
+    cached = lru_cache(maxsize=32768)(lambda value: tuple(check(value)))
+
+    @wraps(check)
+    def remembered(value: str) -> list[str]:
+        try:
+            return list(cached(value))
+        except TypeError:  # not hashable: not a string, the rule says why
+            return check(value)
+
+    return remembered
+
+
 def _regex_error(message: str, pattern: str, *examples: str) -> str:
     shown = ",  or ".join(f"'{e}'" for e in examples)
     return f"{message} (e.g. {shown}, regex used for validation is '{pattern}')"
@@ -36,6 +53,7 @@ def _max_len(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
+@_remembered
 def dns1123_subdomain_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 253:
@@ -52,6 +70,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return errors
 
 
+@_remembered
 def dns1123_label_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:
@@ -69,6 +88,7 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errors
 
 
+@_remembered
 def dns1035_label_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:
@@ -86,6 +106,7 @@ def dns1035_label_errors(value: str) -> list[str]:
     return errors
 
 
+@_remembered
 def qualified_name_errors(value: str) -> list[str]:
     """``IsQualifiedName``: label and annotation keys."""
     errors: list[str] = []
@@ -128,6 +149,7 @@ def qualified_name_errors(value: str) -> list[str]:
     return errors
 
 
+@_remembered
 def label_value_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:

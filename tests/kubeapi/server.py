@@ -29,12 +29,15 @@ with ``_``), are never subject to faults and never appear in the request log:
 from __future__ import annotations
 
 import contextlib
+import http.client
 import io
 import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -151,8 +154,138 @@ def _watch_frame(kind: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
+class Headers:
+    """A request's headers as http.server's ``email.message.Message`` offers them
+    (case-insensitive ``get``, the first of repeated names; ``get_all``), read without
+    the email parser, which cost a third of the double's CPU per request."""
+
+    __slots__ = ("_first", "_items")
+
+    def __init__(self, items: list[tuple[str, str]]) -> None:
+        self._items = items
+        self._first: dict[str, str] = {}
+        for name, value in items:
+            self._first.setdefault(name.lower(), value)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._first.get(name.lower(), default)
+
+    def __getitem__(self, name: str) -> str | None:
+        return self._first.get(name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._first
+
+    def get_all(self, name: str, failobj: Any = None) -> list[str] | Any:
+        found = [v for k, v in self._items if k.lower() == name.lower()]
+        return found or failobj
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._items)
+
+    def keys(self) -> list[str]:
+        return [k for k, _ in self._items]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def read_headers(rfile: Any) -> Headers:
+    """The header block of a request, as http.client reads it (at most 100 lines of at
+    most 64 KiB; a line starting with white space continues the previous header)."""
+    items: list[tuple[str, str]] = []
+    while True:
+        line = rfile.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise http.client.LineTooLong("header line")
+        if line in (b"\r\n", b"\n", b""):
+            return Headers(items)
+        if len(items) >= _MAX_HEADERS:
+            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
+        text = line.decode("iso-8859-1")
+        if text[0] in " \t" and items:
+            name, value = items[-1]
+            items[-1] = (name, f"{value} {text.strip()}".strip())
+            continue
+        name, sep, value = text.partition(":")
+        if sep:
+            items.append((name, value.strip()))
+
+
+_MAX_LINE = 65536
+_MAX_HEADERS = 100
+
+
 class MethodHandler(BaseHTTPRequestHandler):
     """Every HTTP method of the Kubernetes API to one ``_dispatch(method)``."""
+
+    raw_requestline: bytes
+    _headers_buffer: list[bytes]
+
+    def parse_request(self) -> bool:
+        """http.server's, with the headers read by `read_headers` instead of the email
+        parser: the request line checked, then Connection and Expect honoured."""
+        self.command = None  # type: ignore[assignment]
+        self.request_version = version = self.default_request_version
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if not words:
+            return False
+        if len(words) >= 3:
+            version = words[-1]
+            number = version[5:].split(".") if version.startswith("HTTP/") else []
+            if len(number) != 2 or not all(n.isdigit() and len(n) <= 10 for n in number):
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
+                return False
+            major, minor = int(number[0]), int(number[1])
+            if (major, minor) >= (1, 1) and self.protocol_version >= "HTTP/1.1":
+                self.close_connection = False
+            if major >= 2:
+                self.send_error(
+                    HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version ({version[5:]})"
+                )
+                return False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({requestline!r})")
+            return False
+        command, path = words[:2]
+        if len(words) == 2:
+            self.close_connection = True
+            if command != "GET":
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad HTTP/0.9 request type ({command!r})")
+                return False
+        self.command, self.path = command, path
+        if self.path.startswith("//"):
+            self.path = "/" + self.path.lstrip("/")
+        try:
+            self.headers = read_headers(self.rfile)  # type: ignore[assignment]
+        except http.client.LineTooLong as err:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long", str(err))
+            return False
+        except http.client.HTTPException as err:
+            self.send_error(
+                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers", str(err)
+            )
+            return False
+        connection = (self.headers.get("Connection") or "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive" and self.protocol_version >= "HTTP/1.1":
+            self.close_connection = False
+        expect = (self.headers.get("Expect") or "").lower()
+        if (
+            expect == "100-continue"
+            and self.protocol_version >= "HTTP/1.1"
+            and self.request_version >= "HTTP/1.1"
+        ):
+            return self.handle_expect_100()
+        return True
 
     def _dispatch(self, method: str) -> None:
         raise NotImplementedError
@@ -222,8 +355,9 @@ class Handler(MethodHandler):
             self.send_header(key, value)
         for warning in warnings or []:
             self.send_header("Warning", '299 - "' + warning.replace('"', '\\"') + '"')
-        self.end_headers()
-        self.wfile.write(data)
+        # Headers and body in one write: one send, one wake-up of the client.
+        self._headers_buffer.append(b"\r\n" + data)
+        self.flush_headers()
         return code
 
     def _record(self, status: int) -> None:
