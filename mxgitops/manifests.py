@@ -223,16 +223,19 @@ def manifest_files(root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
             path = Path(directory, name)
             if path.is_symlink() and not _inside(_real(path), top):
                 problems.append(_outside(path, root))
+        # Names are joined as text, once per directory: pathlib per file cost more than
+        # the walk itself in a repository of thousands of manifests.
+        prefix = Path(directory).relative_to(root).as_posix() + "/"
+        prefix = "" if prefix == "./" else prefix
         for name in sorted(files):
-            path = Path(directory, name)
             if name.startswith(".") or not name.endswith(SUFFIXES):
                 continue
-            relative = path.relative_to(root).as_posix()
+            relative = prefix + name
             # os.walk does not enter linked directories: only a linked file needs resolving.
-            linked = path.is_symlink()
-            real = _real(path) if linked else top / relative
+            linked = os.path.islink(os.path.join(directory, name))
+            real = _real(Path(directory, name)) if linked else top / relative
             if linked and not _inside(real, top):
-                problems.append(_outside(path, root))
+                problems.append(_outside(Path(directory, name), root))
             else:
                 found.append((relative, real, linked))
     # A file reached through a symlink too is read once, under its own name.
@@ -273,7 +276,11 @@ def read_text(path: Path, max_file_size: int) -> str:
         if info.st_size > max_file_size:
             raise YamlError(0, _too_big(info.st_size, max_file_size))
         with path.open("rb") as stream:
-            data = stream.read(max_file_size + 1)
+            # Asking for the size stat gave, not the limit: a buffer of the limit per file
+            # cost more than reading. A file grown since is read on, up to the limit.
+            data = stream.read(info.st_size + 1)
+            if len(data) > info.st_size:
+                data += stream.read(max_file_size + 1 - len(data))
     except FileNotFoundError as error:
         raise YamlError(0, "cannot read: broken symlink or file removed") from error
     except OSError as error:

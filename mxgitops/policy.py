@@ -291,12 +291,15 @@ _SUFFIXES: dict[str, int | Decimal] = {
     **{"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "m": Decimal("0.001")},
     **{"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40},
 }
+_LONGEST_FIRST = sorted(_SUFFIXES, key=len, reverse=True)  # "Mi" before "M"
 
 
 def _quantity(value: Any) -> Decimal:
     """A Kubernetes quantity (the schema has checked its form) as a number."""
+    if type(value) is int:  # a count of GPUs, as most manifests write it
+        return Decimal(value)
     text = str(value).strip()
-    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+    for suffix in _LONGEST_FIRST:
         if text.endswith(suffix):
             try:
                 return Decimal(text[: -len(suffix)]) * _SUFFIXES[suffix]

@@ -325,19 +325,20 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
                 "the job, and Service names are DNS-1035 labels",
             )
         )
-    # The first index with the most digits of each type: no loop over every index.
-    longest = max(
+    # The first index with the most digits of each type: no loop over every index. Only
+    # lengths are compared (a runtime id always has RUNTIME_ID_LENGTH characters), so the
+    # spec is hashed here only to name an object that is too long.
+    widest = max(
         (
-            job_object_name(
-                job, r.type, 10 ** (len(str(r.replicas - 1)) - 1) if r.replicas > 10 else 0
-            )
+            (r.type, 10 ** (len(str(r.replicas - 1)) - 1) if r.replicas > 10 else 0)
             for r in job.replica_specs
             if r.replicas
         ),
-        key=len,
-        default="",
+        key=lambda derived: _object_name_length(job, *derived),
+        default=None,
     )
-    if len(longest) > MAX_NAME_LENGTH:
+    if widest is not None and _object_name_length(job, *widest) > MAX_NAME_LENGTH:
+        longest = job_object_name(job, *widest)
         allowed = MAX_NAME_LENGTH - (len(longest) - len(job.name))
         problems.append(
             FieldProblem(
@@ -348,6 +349,11 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
             )
         )
     return problems
+
+
+def _object_name_length(job: MxJob, replica_type: ReplicaType, index: int) -> int:
+    """len(job_object_name(...)), without the spec hash the runtime id is derived from."""
+    return len(f"{job.name}-{replica_type.role}--{index}") + RUNTIME_ID_LENGTH
 
 
 def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import yaml
@@ -34,6 +35,24 @@ _ANY_FIRST = None in _RESOLVED_FIRST
 _AS_TEXT = frozenset({_STR, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
 
 FieldPath = tuple[str | int, ...]
+_RESOLVER: Any = yaml.resolver.Resolver()  # what _Loader resolves with (untyped)
+_SHORT = 64  # the tag of a plain scalar up to this length is remembered
+
+
+def _resolve(value: str) -> str:
+    tag: str = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    return tag
+
+
+_remembered = lru_cache(maxsize=4096)(_resolve)
+
+
+def _plain_tag(value: str) -> str:
+    """The tag of a plain scalar: text, or the number, bool or null YAML 1.1 reads."""
+    # The same keys and words recur in every manifest (`name`, `template`, `1`, `true`):
+    # the resolver's regular expressions run once per short text, not each time it is
+    # written. Long texts are not kept, so the cache stays small whatever is read.
+    return _remembered(value) if len(value) <= _SHORT else _resolve(value)
 
 
 class Issue(NamedTuple):
@@ -105,12 +124,17 @@ def documents(
         loader.dispose()
 
 
+# Events are told apart by exact type (PyYAML subclasses none of these), which costs less
+# than isinstance on each of the million events of a large repository.
+_SCALAR = yaml.ScalarEvent
+_MAPPING_START, _MAPPING_END = yaml.MappingStartEvent, yaml.MappingEndEvent
+_SEQUENCE_START, _SEQUENCE_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
 _NO_KEY = object()  # the next value of a mapping is a key
 _SKIP = object()  # the key was unusable: drop its value
 _MERGE_KEY = object()  # the key was <<
 
 
-@dataclass
+@dataclass(slots=True)
 class _Frame:
     container: dict[Any, Any] | list[Any]
     lines: dict[Any, int]
@@ -137,43 +161,51 @@ class _Builder:
         get_event, stack = self.loader.get_event, self.stack
         while True:
             event = get_event()
-            line = event.start_mark.line + 1
-            if type(event) is yaml.ScalarEvent:
+            kind = type(event)
+            if kind is _SCALAR:
                 self.values += 1
+                line = event.start_mark.line + 1
                 if self.values > self.max_values:
                     self._count(0, line)  # raises
-                if stack and self._plain_text(event, stack[-1], line):
-                    continue
-                value, merge = self._scalar(event)
-                self._add(value, line, event.anchor, 1, merge_key=merge, text=event.value)
-            elif isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
-                self._count(1, line)
-                if len(self.stack) >= self.max_depth:
-                    raise YamlError(line, f"nested more than {self.max_depth} levels deep")
-                container: dict[Any, Any] | list[Any] = (
-                    {} if isinstance(event, yaml.MappingStartEvent) else []
-                )
-                self._open(container, line)
-                self.stack.append(_Frame(container, {}, event.anchor, self.values))
-            elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
-                frame = self.stack.pop()
-                if frame.merges:
-                    self._merge(frame)
-                self.doc._lines[id(frame.container)] = frame.lines
-                size = self.values - frame.first_value + 1
-                self._add(frame.container, 0, frame.anchor, size)
-            elif isinstance(event, yaml.AliasEvent):
-                self._alias(str(event.anchor), line)
-            elif isinstance(event, yaml.DocumentEndEvent):
+                if not (stack and self._plain_text(event, stack[-1], line)):
+                    value, merge = self._scalar(event)
+                    self._add(value, line, event.anchor, 1, merge_key=merge, text=event.value)
+            elif kind is _MAPPING_START or kind is _SEQUENCE_START:
+                self._start(event, {} if kind is _MAPPING_START else [])
+            elif kind is _MAPPING_END or kind is _SEQUENCE_END:
+                self._end()
+            elif kind is yaml.AliasEvent:
+                self._alias(str(event.anchor), event.start_mark.line + 1)
+            elif kind is yaml.DocumentEndEvent:
                 return self.doc
+
+    def _start(self, event: Any, container: dict[Any, Any] | list[Any]) -> None:
+        line = event.start_mark.line + 1
+        self._count(1, line)
+        if len(self.stack) >= self.max_depth:
+            raise YamlError(line, f"nested more than {self.max_depth} levels deep")
+        self._open(container, line)
+        self.stack.append(_Frame(container, {}, event.anchor, self.values))
+
+    def _end(self) -> None:
+        frame = self.stack.pop()
+        if frame.merges:
+            self._merge(frame)
+        self.doc._lines[id(frame.container)] = frame.lines
+        size = self.values - frame.first_value + 1
+        self._add(frame.container, 0, frame.anchor, size)
 
     def _plain_text(self, event: Any, top: _Frame, line: int) -> bool:
         """The common case, made fast: text without tag or anchor, not a duplicate key."""
         value = event.value
         if event.anchor is not None or event.tag is not None:
             return False
-        if event.implicit[0] and (_ANY_FIRST or not value or value[0] in _RESOLVED_FIRST):
-            return False  # a plain scalar that may be a number, bool, null...
+        if (
+            event.implicit[0]
+            and (_ANY_FIRST or not value or value[0] in _RESOLVED_FIRST)
+            and _plain_tag(value) not in _AS_TEXT
+        ):
+            return False  # a plain scalar that is a number, bool, null...
         container = top.container
         if type(container) is list:
             top.lines[len(container)] = line
@@ -209,7 +241,9 @@ class _Builder:
 
     def _scalar(self, event: Any) -> tuple[Any, bool]:
         tag = event.tag
-        if tag is None or tag == "!":
+        if tag is None and event.implicit[0]:
+            tag = _plain_tag(event.value)
+        elif tag is None or tag == "!":
             tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag in _AS_TEXT:
             return event.value, False
