@@ -3,7 +3,7 @@
 This is the gate between what people write and what mxgitops acts on. Each
 YAML document is checked in order: the refusals of `spec.refusals` (MXTune),
 the JSON schema of its dialect (types, unknown fields, the Kubernetes pod
-template), then the model's own rules (`spec.from_manifest`). A problem is
+template), then the model's own rules (`spec.read_manifest`). A problem is
 reported with file, line, job and field path and never stops the other files.
 Documents of other kinds (a ConfigMap) are listed as ignored.
 
@@ -26,7 +26,7 @@ import os
 import stat
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,7 +44,7 @@ from mxgitops.spec import (
     MxJob,
     SpecError,
     format_path,
-    from_manifest,
+    read_manifest,
     refusals,
 )
 from mxgitops.yamldoc import Document, FieldPath, Issue, YamlError, documents
@@ -443,13 +443,15 @@ class _Loader:
         refused = refusals(data)
         problems = document.problems + [Issue(p.path, p.message) for p in refused]
         if not problems:
-            # `status: {}` alone is no `kubectl get` output: from_manifest warns about it.
+            # `status: {}` alone is no `kubectl get` output: read_manifest warns about it.
             checked = {k: v for k, v in data.items() if k != "status"}
             problems = _hinted(version, data, schema_problems(version.dialect, checked))
         job = None
         if not problems:
             try:
-                job = from_manifest(data, default_namespace=self.default_namespace)
+                job = read_manifest(
+                    data, version, default_namespace=self.default_namespace, source_path=name
+                )
             except SpecError as error:
                 problems = [Issue(p.path, p.message) for p in error.problems]
         if problems:
@@ -457,7 +459,6 @@ class _Loader:
             note = version.older_version_note()
             self._warn(name, document, job_name, [note] if note else [])
         elif job is not None:
-            job = replace(job, source_path=name)
             self._warn(name, document, job_name, list(job.warnings))
         held = job is not None and self._violates(name, document, job)
         if key is not None:

@@ -272,15 +272,20 @@ def is_gpu(resource: str) -> bool:
 def _pod_gpus(template: Mapping[str, Any]) -> Decimal:
     """GPUs one pod holds: its containers' together, or an init container's if more."""
     spec = template.get("spec") or {}
-
-    def gpus(container: Mapping[str, Any]) -> Decimal:
-        resources = container.get("resources") or {}
-        amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
-        return sum((_quantity(v) for k, v in amounts.items() if is_gpu(str(k))), Decimal(0))
-
-    main = sum((gpus(c) for c in _mappings(spec.get("containers"))), Decimal(0))
-    init = max((gpus(c) for c in _mappings(spec.get("initContainers"))), default=Decimal(0))
+    main = sum(map(_container_gpus, _mappings(spec.get("containers"))), _NONE)
+    init = max(map(_container_gpus, _mappings(spec.get("initContainers"))), default=_NONE)
     return max(main, init)
+
+
+def _container_gpus(container: Mapping[str, Any]) -> Decimal:
+    resources = container.get("resources") or {}
+    amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+    # Most containers name no GPU: no quantity is read, nothing is added.
+    found = [value for name, value in amounts.items() if is_gpu(str(name))]
+    return sum(map(_quantity, found), _NONE) if found else _NONE
+
+
+_NONE = Decimal(0)
 
 
 def _mappings(items: Any) -> Sequence[Mapping[str, Any]]:

@@ -90,6 +90,7 @@ __all__ = [
     "is_reserved_env",
     "job_object_name",
     "mxnet_container",
+    "read_manifest",
     "refusals",
     "scheduler_service_name",
 ]
@@ -107,6 +108,8 @@ _DUMP_METADATA = (
     "selfLink",
     "deletionTimestamp",
 )
+# SCHEDULER, SERVER, WORKER -> 0, 1, 2: iterating an Enum per job costs more than the rule.
+_REPLICA_ORDER = {replica_type: index for index, replica_type in enumerate(ReplicaType)}
 _TUNING_TYPES = ("Tuner", "TunerServer", "TunerTracker")
 REMOVED_RESOURCES = {
     "alpha.kubernetes.io/nvidia-gpu": "removed in Kubernetes 1.10: no node offers it, so "
@@ -174,7 +177,9 @@ def dump_fields(doc: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def from_manifest(doc: Mapping[str, Any], *, default_namespace: str = NAMESPACE) -> MxJob:
+def from_manifest(
+    doc: Mapping[str, Any], *, default_namespace: str = NAMESPACE, source_path: str = ""
+) -> MxJob:
     """Convert a schema-valid manifest of any version; raise SpecError on rule breaks."""
     version = version_of(doc)
     if version is None:
@@ -182,6 +187,18 @@ def from_manifest(doc: Mapping[str, Any], *, default_namespace: str = NAMESPACE)
     problems = refusals(doc)
     if problems:
         raise SpecError(problems)
+    return read_manifest(doc, version, default_namespace=default_namespace, source_path=source_path)
+
+
+def read_manifest(
+    doc: Mapping[str, Any],
+    version: Version,
+    *,
+    default_namespace: str = NAMESPACE,
+    source_path: str = "",
+) -> MxJob:
+    """`from_manifest` of a document known to be of `version` and refused by nothing
+    (`manifests` asks both before the schema, once per document)."""
     metadata: Mapping[str, Any] = doc.get("metadata") or {}
     reading = version.read(doc.get("spec") or {})
     on_change, on_change_problems = _on_change(metadata)
@@ -190,11 +207,12 @@ def from_manifest(doc: Mapping[str, Any], *, default_namespace: str = NAMESPACE)
         name=str(metadata.get("name", "")),
         namespace=str(metadata.get("namespace") or default_namespace),
         mode=reading.mode or _inferred_mode(replicas),
-        replica_specs=tuple(sorted(replicas, key=lambda r: list(ReplicaType).index(r.type))),
+        replica_specs=tuple(sorted(replicas, key=lambda r: _REPLICA_ORDER[r.type])),
         run_policy=reading.run_policy,
         success_policy=reading.success_policy,
         on_change=on_change,
         dialect=version.dialect,
+        source_path=source_path,
     )
     problems = reading.problems + on_change_problems
     if any(r.replicas > MAX_REPLICAS for r in job.replica_specs):
@@ -282,7 +300,7 @@ def _mode_problems(job: MxJob, replicas_path: Path) -> list[FieldProblem]:
                 )
             )
     else:
-        missing = [t.value for t in ReplicaType if t not in present]
+        missing = [t.value for t in _REPLICA_ORDER if t not in present]
         if missing:
             problems.append(
                 FieldProblem(
