@@ -167,11 +167,8 @@ def refusals(doc: Mapping[str, Any]) -> list[FieldProblem]:
 def dump_fields(doc: Mapping[str, Any]) -> list[str]:
     """The fields that show a document is `kubectl get` output (`status: {}` alone is not)."""
     metadata = doc.get("metadata")
-    found = [
-        f"metadata.{name}"
-        for name in _DUMP_METADATA
-        if isinstance(metadata, Mapping) and name in metadata
-    ]
+    written = metadata if isinstance(metadata, Mapping) else {}
+    found = [f"metadata.{name}" for name in _DUMP_METADATA if name in written]
     if doc.get("status") not in (None, {}):
         found.insert(0, "status")
     return found

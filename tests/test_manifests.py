@@ -16,6 +16,7 @@ from mxgitops.errors import ConfigError
 from mxgitops.manifests import LoadResult, Problem, load
 from mxgitops.schema import SCHEMA_FILES, schema
 from mxgitops.spec import Dialect, JobMode
+from mxgitops.yamldoc import documents
 
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"
@@ -417,6 +418,25 @@ def test_random_damage_never_raises(tmp_path: Path) -> None:
         (tmp_path / "job.yaml").write_text("".join(text))
         result = load(tmp_path)
         assert result.ok or result.problems
+
+
+def test_plain_scalars_are_read_alike_however_long_or_often() -> None:
+    """What a short plain scalar reads as is remembered; a long one is resolved each time."""
+    number, word = "1" * 80, "n" * 80
+    text = f"name: yes\nnull: ~\non: 0x1F\nnumber: {number}\nword: {word}\ntext: nope\n"
+    expected = {"name": True, "null": None, "on": 31, "number": int(number), "word": word}
+    for _ in range(2):  # the second time from what the first remembered
+        (document,) = documents(text)
+        assert document.data == {**expected, "text": "nope"}
+        assert document.line_of(("text",)) == 6
+
+
+def test_file_at_the_size_limit_is_read_whole(tmp_path: Path) -> None:
+    text = LOCAL.format(name="full")
+    write(tmp_path, "full.yaml", text + "#" * (1023 - len(text.encode())) + "\n")
+    assert (tmp_path / "full.yaml").stat().st_size == 1024
+    result = load(tmp_path, max_file_size=1024)
+    assert result.ok and [job.name for job in result.jobs] == ["full"]
 
 
 def test_file_over_the_size_limit(tmp_path: Path) -> None:
