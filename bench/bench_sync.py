@@ -24,6 +24,7 @@ Prints figures; not a test.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -75,8 +76,17 @@ def write_repo(root: Path, jobs: int) -> Path:
 class Double:
     """`python -m tests.kubeapi` in a subprocess, driven over its /_kubeapi endpoints."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, pid: int) -> None:
         self.url = url
+        self.pid = pid
+
+    def cpu_seconds(self) -> float:
+        """The double's CPU time so far (user + system, from /proc; 0 where there is none)."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
@@ -114,7 +124,7 @@ def double(tmp: Path, name: str, faults: str = "") -> Iterator[tuple[Double, Pat
         line = process.stdout.readline()
         if not line.startswith("ready "):
             raise RuntimeError(f"the API double did not start: {line!r}")
-        yield Double(line.split()[1]), kubeconfig
+        yield Double(line.split()[1], process.pid), kubeconfig
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -245,20 +255,28 @@ def main(jobs: int = 1000) -> None:
         results = {}
         for parallelism in (1, 16):
             with double(tmp, f"b{parallelism}", faults="*:delay=5ms") as (api, kubeconfig):
+                client, served = time.process_time(), api.cpu_seconds()
                 outcome, elapsed = run(repo, kubeconfig, parallelism)
+                client, served = time.process_time() - client, api.cpu_seconds() - served
                 check_created(outcome, api, jobs)
                 results[parallelism] = elapsed
                 requests = len(api.requests())
                 print(
                     f"(b) first sync, 5 ms per request, parallelism {parallelism:>2}: "
-                    f"{elapsed:.2f} s, {requests} requests"
+                    f"{elapsed:.2f} s, {requests} requests; CPU: the sync {client:.2f} s "
+                    f"(all of it, validation and planning too), the double {served:.2f} s "
+                    f"({served / requests * 1000:.2f} ms per request)"
                 )
         print(f"(b) speed-up 16 vs 1: {results[1] / results[16]:.1f}x")
         with double(tmp, "b-kubectl", faults="*:delay=5ms") as (api, kubeconfig):
+            served = api.cpu_seconds()
             elapsed = kubectl_create(tmp, repo, kubeconfig)
+            served = api.cpu_seconds() - served
+            requests = len(api.requests())
             print(
                 f"(b) kubectl create -f of the same objects, 5 ms per request: {elapsed:.2f} s, "
-                f"{len(api.requests())} requests"
+                f"{requests} requests; CPU: the double {served:.2f} s "
+                f"({served / requests * 1000:.2f} ms per request)"
             )
         print(
             f"(b) mxgitops parallelism 16 vs kubectl create -f: {elapsed / results[16]:.1f}x "
