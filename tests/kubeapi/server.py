@@ -54,6 +54,7 @@ from .store import Event, Store
 
 JSON = "application/json"
 CONTROL_PREFIX = "/_kubeapi/"
+_date = (0, "")  # the Date header of the current second
 
 
 @dataclass
@@ -308,7 +309,13 @@ class MethodHandler(BaseHTTPRequestHandler):
 
 def log_entry(method: str, path: str, query: dict[str, str]) -> dict[str, Any]:
     """A request log entry (status 0 until answered) and what it routes to."""
-    route = route_of(method, path, query)
+    return routed_entry(method, path, query, route_of(method, path, query))
+
+
+def routed_entry(
+    method: str, path: str, query: dict[str, str], route: Route | None
+) -> dict[str, Any]:
+    """`log_entry` of a request already routed (`route_of`'s answer)."""
     return {
         "method": method,
         "path": path,
@@ -333,6 +340,16 @@ class Handler(MethodHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log; see the request log instead."""
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header's value, formatted once a second rather than per response."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        global _date  # one (second, text) pair: a race only formats it twice
+        now = int(time.time())
+        if _date[0] != now:
+            _date = (now, super().date_time_string(now))
+        return _date[1]
+
     # -- plumbing --------------------------------------------------------------
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -345,7 +362,12 @@ class Handler(MethodHandler):
         headers: dict[str, str] | None = None,
         warnings: list[str] | None = None,
     ) -> int:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        # Compact, as kube-apiserver encodes (and fewer bytes to send and read).
+        data = (
+            payload
+            if isinstance(payload, bytes)
+            else json.dumps(payload, separators=(",", ":")).encode()
+        )
         self._record(code)
         self.send_response(code)
         self.send_header("Content-Type", JSON)
@@ -385,7 +407,7 @@ class Handler(MethodHandler):
                     self._send_error(errors.bad_request(str(err)))
             return
         route = route_of(method, url.path, query)
-        self._entry = entry = log_entry(method, url.path, query)
+        self._entry = entry = routed_entry(method, url.path, query, route)
         try:
             content_type = self.headers.get("Content-Type", "")
             if body and content_type.startswith("application/vnd.kubernetes.protobuf"):
