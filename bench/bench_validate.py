@@ -195,15 +195,23 @@ def main() -> int:
         root = Path(directory)
         generate(root, args.jobs)
         argv = [*command(), "validate", "--output", "json", str(root)]
-        start = time.perf_counter()
-        run = subprocess.run(argv, capture_output=True, text=True, check=False)
-        elapsed = time.perf_counter() - start
-        floor = parse_floor(root)
+        parse_floor(root)  # both then read files the page cache holds
+        times, floors = [], []
+        for _ in range(2):  # interleaved: a load that comes and goes hits both alike
+            start = time.perf_counter()
+            run = subprocess.run(argv, capture_output=True, text=True, check=False)
+            times.append(time.perf_counter() - start)
+            floors.append(parse_floor(root))
+        elapsed, floor = min(times), min(floors)
     report = json.loads(run.stdout) if run.stdout.startswith("{") else {}
     valid = len(report.get("jobs", []))
-    print(f"mxgitops validate: {args.jobs} manifests in {elapsed:.2f} s wall ({valid} valid)")
     print(
-        f"floor, a process that only parses every file with PyYAML's C loader: {floor:.2f} s; "
+        f"mxgitops validate: {args.jobs} manifests in {elapsed:.2f} s wall, the faster of 2 "
+        f"({valid} valid)"
+    )
+    print(
+        f"floor, a process that only parses every file with PyYAML's C loader: {floor:.2f} s "
+        "(the faster of 2); "
         f"validate is {elapsed / floor:.2f}x the floor (target <= 1.3x)"
     )
     if run.returncode != 0 or valid != args.jobs:
