@@ -17,7 +17,9 @@ import urllib3
 from mxgitops import cluster, listdecode
 from mxgitops.errors import ClusterClientError
 from mxgitops.objects import Kind, ownership_labels, ownership_selector
+from tests.kubeapi import store as store_module
 from tests.kubeapi.harness import KubeAPI
+from tests.kubeapi.resources import resource
 
 NS = "ml"
 OBJECTS = 23
@@ -373,3 +375,28 @@ def test_listed_objects_share_their_keys_and_short_strings(populated: KubeAPI) -
     assert all(keys[k] is k for k in b["metadata"] if k in keys)
     labels_a, labels_b = a["metadata"]["labels"], b["metadata"]["labels"]
     assert all(labels_a[k] is labels_b[k] for k in labels_a)
+
+
+@pytest.mark.double_only("how the double cuts its pages: the real server pages from etcd")
+def test_the_double_sorts_a_kind_once_for_all_the_pages_of_a_list(
+    populated: KubeAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page cut from one sort, not each from a sort of every object: a LIST of
+    many pages stays N log N, so bench floors at 10,000 jobs measure mxgitops."""
+    store = populated.server.store
+    sorts: list[int] = []
+    real_sorted = sorted
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        sorts.append(1)
+        return real_sorted(*args, **kwargs)
+
+    monkeypatch.setattr(store_module, "sorted", counted, raising=False)
+    kube = cluster.connect(kubeconfig=populated.kubeconfig)
+    kube.page_size = 5
+    assert len(kube.list_all(Kind.CONFIG_MAP, ownership_selector("t1"), NS)) == OBJECTS
+    monkeypatch.undo()
+    assert len(sorts) == 1  # five pages
+    populated.create(config_map("cm-new"), NS)  # a write of the kind: sorted again
+    keys, _ = store.ordered(resource("configmaps"))
+    assert (NS, "cm-new") in keys and keys == sorted(keys)

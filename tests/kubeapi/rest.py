@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -114,21 +116,22 @@ class Rest:
         `partial`: a PartialObjectMetadataList, each item an object's metadata alone,
         with kind PartialObjectMetadata (as real)."""
         after, first_rv = _continue_from(token) if token else (None, "")
+
+        def wanted(entry: Any) -> bool:
+            return match_labels(labels, entry.obj["metadata"].get("labels")) and match_fields(
+                fields, entry.obj
+            )
+
         with self.store.lock:
-            entries = [
-                e
-                for e in self.store.entries(res, namespace)
-                if match_labels(labels, e.obj["metadata"].get("labels"))
-                and match_fields(fields, e.obj)
-            ]
             rv = first_rv or str(self.store.rv)
             more: str | None = None
             if limit > 0 or after is not None:
-                entries = sorted(entries, key=lambda e: _key(e.obj))
-                entries = [e for e in entries if after is None or _key(e.obj) > after]
+                entries = self._page(res, namespace, after, limit, wanted)
                 if 0 < limit < len(entries):
                     entries = entries[:limit]
                     more = _continue_token(_key(entries[-1].obj), rv)
+            else:
+                entries = [e for e in self.store.entries(res, namespace) if wanted(e)]
             items = b",".join(_partial(e.obj) if partial else e.encoded_item() for e in entries)
         metadata = {"resourceVersion": rv, **({"continue": more} if more else {})}
         kind, version = res.list_kind, res.group_version
@@ -141,6 +144,28 @@ class Rest:
         return head[:-1] + b',"items":[' + items + b"]}"
 
     # -- create --------------------------------------------------------------
+
+    def _page(
+        self,
+        res: Resource,
+        namespace: str | None,
+        after: tuple[str, str] | None,
+        limit: int,
+        wanted: Any,
+    ) -> list[Any]:
+        """The wanted entries after `after` in key order, one more than `limit` at most
+        (so the caller knows whether more are left). The kind is sorted once for all
+        the pages of a LIST, not once per page: a LIST of N objects costs N log N."""
+        keys, ordered = self.store.ordered(res)
+        start = bisect.bisect_right(keys, after) if after is not None else 0
+        found = []
+        for entry in itertools.islice(ordered, start, None):
+            if (namespace is None or _key(entry.obj)[0] == namespace) and wanted(entry):
+                found.append(entry)
+                if 0 < limit < len(found):
+                    break
+        return found
+
     def create(
         self,
         res: Resource,

@@ -80,6 +80,10 @@ class Store:
         # garbage collection finds an owner's dependents without scanning every object.
         self._uids: dict[str, tuple[str, tuple[str, str]]] = {}
         self._owned: dict[str, set[tuple[str, tuple[str, str]]]] = {}
+        # Per kind, its objects in key order, kept until the kind is next written: the
+        # pages of one LIST are cut from one sort, not each from a sort of everything.
+        self._writes: dict[str, int] = dict.fromkeys(self._objects, 0)
+        self._ordered: dict[str, tuple[int, list[tuple[str, str]], list[_Entry]]] = {}
 
     # -- identities and time -------------------------------------------------
     def now(self) -> datetime:
@@ -116,6 +120,18 @@ class Store:
 
     def objects(self, res: Resource, namespace: str | None = None) -> list[dict[str, Any]]:
         return [e.obj for e in self.entries(res, namespace)]
+
+    def ordered(self, res: Resource) -> tuple[list[tuple[str, str]], list[_Entry]]:
+        """The kind's keys (namespace, name) in order, and their entries."""
+        with self.lock:
+            writes = self._writes[res.plural]
+            cached = self._ordered.get(res.plural)
+            if cached is None or cached[0] != writes:
+                table = self._objects[res.plural]
+                keys = sorted(table)
+                cached = (writes, keys, [table[k] for k in keys])
+                self._ordered[res.plural] = cached
+            return cached[1], cached[2]
 
     def exists(self, uid: str) -> bool:
         return uid in self._uids
@@ -165,6 +181,7 @@ class Store:
             table = self._objects[res.plural]
             prev = table.get(key_of(obj))
             self._record("MODIFIED" if prev else "ADDED", res, obj, prev.obj if prev else None)
+            self._writes[res.plural] += 1
             if prev is not None:
                 self._index(res.plural, prev.obj, add=False)
             self._index(res.plural, obj, add=True)
@@ -175,6 +192,7 @@ class Store:
         """Delete the object; the DELETED event carries a new resourceVersion."""
         with self.lock:
             prev = self._objects[res.plural].pop(key_of(obj))
+            self._writes[res.plural] += 1
             self._index(res.plural, prev.obj, add=False)
             final = {**prev.obj, "metadata": dict(prev.obj["metadata"])}
             return self._record("DELETED", res, final, prev.obj)
