@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from mxgitops.errors import ClusterClientError, ClusterError, LeaseHeldError, StateDamagedError
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
@@ -120,7 +120,7 @@ def held(
 ) -> Iterator[HeldLease]:
     """Hold the instance's Lease for the body of the `with`, then release it."""
     try:
-        taken, handed_over = _take(
+        taken, handed_over = take(
             api,
             instance=instance,
             namespace=namespace,
@@ -138,7 +138,12 @@ def held(
         held_lease.release()  # the latest version: renewals moved it on
 
 
-def acquire(
+class Taken(NamedTuple):
+    lease: KubeObject
+    handed_over: bool  # its last holder released it with its writes recorded, or none held it
+
+
+def take(
     api: LeaseAPI,
     *,
     instance: str,
@@ -146,26 +151,7 @@ def acquire(
     holder: str,
     duration_seconds: int = DEFAULT_DURATION_SECONDS,
     now: datetime | None = None,
-) -> KubeObject:
-    return _take(
-        api,
-        instance=instance,
-        namespace=namespace,
-        holder=holder,
-        duration_seconds=duration_seconds,
-        now=now,
-    )[0]
-
-
-def _take(
-    api: LeaseAPI,
-    *,
-    instance: str,
-    namespace: str,
-    holder: str,
-    duration_seconds: int = DEFAULT_DURATION_SECONDS,
-    now: datetime | None = None,
-) -> tuple[KubeObject, bool]:
+) -> Taken:
     """The Lease, taken, and whether its last holder handed it over cleanly."""
     now = now or datetime.now(UTC)
     ref = lease_ref(instance, namespace)
@@ -182,13 +168,13 @@ def _take(
         created = _write(
             api, api.create_strict, _lease(ref, instance, spec), held_by=describe_holder
         )
-        return created, True
+        return Taken(created, True)
     if not is_free(current, now):
         raise LeaseHeldError(describe_holder(current))
     spec["leaseTransitions"] = int((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
     taken = _lease(ref, instance, spec)
     taken["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-    return _write(api, api.replace, taken, held_by=describe_holder), _handed_over(current)
+    return Taken(_write(api, api.replace, taken, held_by=describe_holder), _handed_over(current))
 
 
 def _handed_over(found: Mapping[str, Any]) -> bool:

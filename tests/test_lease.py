@@ -67,7 +67,7 @@ class FakeLeases:
 
 
 def take(api: FakeLeases, holder: str = "me/1") -> KubeObject:
-    return lease.acquire(api, instance="t1", namespace="ml", holder=holder, now=NOW)
+    return lease.take(api, instance="t1", namespace="ml", holder=holder, now=NOW).lease
 
 
 def test_acquire_creates_a_missing_lease() -> None:
@@ -211,7 +211,7 @@ def test_a_lease_that_cannot_be_released_says_why(caplog: pytest.LogCaptureFixtu
     from mxgitops.errors import ClusterForbidden
 
     api = FakeLeases()
-    taken = lease.acquire(api, instance="t1", namespace="ml", holder="me", now=NOW)
+    taken = lease.take(api, instance="t1", namespace="ml", holder="me", now=NOW).lease
     api.fail_replace = ClusterForbidden("the Kubernetes API refused PUT leases: forbidden")
     with caplog.at_level("WARNING", logger="mxgitops"):
         lease.release(api, taken)

@@ -347,7 +347,7 @@ def test_a_lease_that_cannot_be_read_is_reported_with_its_repair(
     api.objects[REF] = {"kind": "Lease", "metadata": {"name": REF.name, "namespace": "ml"}}
     api.objects[REF]["spec"] = spec
     with pytest.raises(StateDamagedError, match=problem) as caught:
-        lease.acquire(api, instance="t1", namespace="ml", holder="me/1")
+        lease.take(api, instance="t1", namespace="ml", holder="me/1")
     assert "kubectl -n ml delete lease mxgitops-t1" in str(caught.value)
     assert api.writes == []
 

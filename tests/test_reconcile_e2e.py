@@ -839,8 +839,9 @@ def test_a_lease_released_with_writes_unrecorded_makes_the_next_holder_read_agai
     the cluster again under the Lease, then takes the mark off."""
     write(repo, mxjob("a"))
     run()
-    taken = lease.acquire(kubeapi_cluster(kubeapi), instance=INSTANCE, namespace=NS, holder="x/1")
-    lease.release(kubeapi_cluster(kubeapi), taken, unrecorded=True)
+    api = kubeapi_cluster(kubeapi)
+    taken = lease.take(api, instance=INSTANCE, namespace=NS, holder="x/1").lease
+    lease.release(api, taken, unrecorded=True)
     released = kubeapi.get("Lease", f"mxgitops-{INSTANCE}", NS)
     assert released["metadata"]["annotations"] == {lease.UNRECORDED: "true"}
     write(repo, mxjob("a", workers=3))
