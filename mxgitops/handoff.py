@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from mxgitops.errors import ClusterClientError
+from mxgitops.lease import micro_time
 from mxgitops.objects import KubeObject, ownership_labels
 
 
@@ -48,7 +49,13 @@ def version(config_maps: Iterable[Mapping[str, Any]], instance: str) -> str:
 
 
 def record(
-    api: RecordAPI, *, instance: str, namespace: str, holder: str, commit: str, now: datetime
+    api: RecordAPI,
+    *,
+    instance: str,
+    namespace: str,
+    holder: str,
+    commit: str,
+    now: datetime | None = None,
 ) -> None:
     """Say that `holder` wrote. Unconditional: only the Lease's holder writes the record,
     and what it says (who, when, to the microsecond) differs each time, so its
@@ -65,7 +72,7 @@ def record(
         "data": {
             "holder": holder,
             "commit": commit,
-            "at": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "at": micro_time(now or datetime.now(UTC)),
         },
     }
     try:

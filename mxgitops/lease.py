@@ -94,7 +94,7 @@ class HeldLease:
             period = timedelta(seconds=int(spec["leaseDurationSeconds"]) / 3)
             if renewed is not None and now < renewed + period:
                 return
-            fresh = {**self.lease, "spec": {**spec, "renewTime": _micro_time(now)}}
+            fresh = {**self.lease, "spec": {**spec, "renewTime": micro_time(now)}}
             # A failed renewal is tried again at the next write; the lease is still ours
             # for two more thirds of its duration.
             with suppress(ClusterError):
@@ -161,8 +161,8 @@ def take(
     spec = {
         "holderIdentity": holder,
         "leaseDurationSeconds": duration_seconds,
-        "acquireTime": _micro_time(now),
-        "renewTime": _micro_time(now),
+        "acquireTime": micro_time(now),
+        "renewTime": micro_time(now),
     }
     if current is None:
         created = _write(
@@ -320,7 +320,7 @@ def _lease(ref: ObjectRef, instance: str, spec: dict[str, Any]) -> KubeObject:
     }
 
 
-def _micro_time(moment: datetime) -> str:
+def micro_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

@@ -233,7 +233,11 @@ def derived_names(job: MxJob) -> Iterator[tuple[Path, str]]:
 
 
 def job_object_name(job: MxJob, replica_type: ReplicaType, index: int) -> str:
-    return f"{job.name}-{replica_type.role}-{job.runtime_id}-{index}"
+    return _object_name(job.name, replica_type, job.runtime_id, index)
+
+
+def _object_name(name: str, replica_type: ReplicaType, runtime_id: str, index: int) -> str:
+    return f"{name}-{replica_type.role}-{runtime_id}-{index}"
 
 
 def scheduler_service_name(job: MxJob) -> str:
@@ -368,7 +372,7 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
 
 def _object_name_length(job: MxJob, replica_type: ReplicaType, index: int) -> int:
     """len(job_object_name(...)), without the spec hash the runtime id is derived from."""
-    return len(f"{job.name}-{replica_type.role}--{index}") + RUNTIME_ID_LENGTH
+    return len(_object_name(job.name, replica_type, "", index)) + RUNTIME_ID_LENGTH
 
 
 def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:

@@ -289,14 +289,22 @@ class _State:
     record: str = ""
 
     def moved_from(self, before: _State) -> bool:
-        return self.live.versions() != before.live.versions() or self.known != before.known
+        if self.known != before.known:
+            return True
+        return self.live is not before.live and self.live.versions() != before.live.versions()
 
 
 def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:
     if cluster is None:
         return _State(LiveObjects(), ledger.Ledger())
     # The ConfigMaps first: a sync that wrote after this read changes the record after it.
-    known, record = _read_books(cluster, config)
+    return _read_live(cluster, config, *_read_books(cluster, config))
+
+
+def _read_live(
+    cluster: kube.Cluster, config: SyncConfig, known: ledger.Ledger, record: str
+) -> _State:
+    """The jobs' objects, read after the ConfigMaps that gave `known` and `record`."""
     return _State(cluster.list_live(ownership_selector(config.instance)), known, record)
 
 
@@ -374,7 +382,7 @@ def _read_again(
     if handed_over and record == before.record:
         return _State(before.live, known, record)
     log.info("another sync wrote since this one read the cluster: reading it again")
-    return _read_state(cluster, config)
+    return _read_live(cluster, config, known, record)
 
 
 def _record_writes(cluster: kube.Cluster, config: SyncConfig, holder: str, commit: str) -> bool:
@@ -387,7 +395,6 @@ def _record_writes(cluster: kube.Cluster, config: SyncConfig, holder: str, commi
             namespace=config.state_namespace,
             holder=holder,
             commit=commit,
-            now=datetime.now(UTC),
         )
     except ClusterError as exc:
         log.warning("could not record this sync's writes (%s); the next sync reads again", exc)

@@ -56,9 +56,7 @@ def render_job(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     rendered: list[KubeObject] = []
     shared = _Shared.of(job, ctx)
     for replica in job.replica_specs:
-        rendered += [
-            render_batch_job(job, replica, index, ctx, shared) for index in range(replica.replicas)
-        ]
+        rendered += render_replica_jobs(job, replica, ctx, shared)
     if job.replica(ReplicaType.SCHEDULER) is not None:
         rendered.append(render_scheduler_service(job, ctx))
     return rendered
@@ -81,8 +79,11 @@ def render_replica_set(job: MxJob, replica: ReplicaSpec, ctx: RenderContext) -> 
     return rendered
 
 
-def render_replica_jobs(job: MxJob, replica: ReplicaSpec, ctx: RenderContext) -> list[KubeObject]:
-    shared = _Shared.of(job, ctx)
+def render_replica_jobs(
+    job: MxJob, replica: ReplicaSpec, ctx: RenderContext, shared: _Shared | None = None
+) -> list[KubeObject]:
+    """One replica set's batch Jobs (`shared`: its job's `_Shared`, when rendering them all)."""
+    shared = shared or _Shared.of(job, ctx)
     return [render_batch_job(job, replica, index, ctx, shared) for index in range(replica.replicas)]
 
 
