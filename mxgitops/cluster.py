@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import yaml
@@ -59,9 +59,6 @@ from mxgitops.objects import (
     WriteResult,
     same_owner,
 )
-
-if TYPE_CHECKING:
-    from urllib3 import BaseHTTPResponse
 
 T = TypeVar("T")
 
@@ -205,7 +202,7 @@ class Cluster:
         unread = (("metadata", "managedFields"), *unread)
         partial = "PartialObjectMetadata"  # an item's kind in a metadata-only list
 
-        def read(response: BaseHTTPResponse) -> tuple[list[KubeObject], str]:
+        def read(response: kubehttp.Response) -> tuple[list[KubeObject], str]:
             page: list[KubeObject] = []  # of this attempt: a retried page starts empty
 
             def keep(item: Any) -> None:
@@ -367,7 +364,7 @@ class Cluster:
         method: str,
         path: str,
         *,
-        read: Callable[[BaseHTTPResponse], T],
+        read: Callable[[kubehttp.Response], T],
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
         warnings: list[str] | None = None,

@@ -8,6 +8,9 @@ their deadline; this module makes one of them and says how it went. It promises:
   are what kubectl would use; the client's request path is not used: serialising
   each body through its models and re-reading the proxy environment cost more
   client CPU per write than the request itself, under the GIL all writers share;
+- on a direct connection (no proxy), urllib3 makes the connection (socket, TLS)
+  and the standard library's http.client makes the requests over it: half the CPU
+  of a request through urllib3's pool; through a proxy, urllib3 does all;
 - the Authorization header asked of the configuration at each request, so an
   expiring token is renewed (one renewal at a time, however many writers);
 - a 2xx answer becomes what the caller's `read` makes of its body, read as it
@@ -17,7 +20,7 @@ their deadline; this module makes one of them and says how it went. It promises:
   a server error, any other a client error with the Status' reason); no answer
   at all is `Unanswered`, which says whether it timed out, failed in the TLS
   handshake, or what else went wrong, in words;
-- the connection goes back to the pool only when the body was read to its end.
+- a connection is used again only when the answer was read to its end.
 
 urllib3 and the official client are imported when a `Transport` is built or
 used, not with this module: commands that need no cluster never load them.
@@ -25,19 +28,18 @@ used, not with this module: commands that need no cluster never load them.
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import ssl
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 
 from mxgitops.errors import ClusterClientError, ClusterError, ClusterForbidden, ClusterServerError
 from mxgitops.objects import KubeObject
-
-if TYPE_CHECKING:
-    import urllib3
-    from urllib3 import BaseHTTPResponse
 
 T = TypeVar("T")
 
@@ -61,13 +63,25 @@ def request_headers(method: str) -> dict[str, str]:
     }
 
 
+class Response(Protocol):
+    """What a request's `read` is given: http.client's response on a direct connection,
+    urllib3's through a proxy. Both read a body in pieces (`read(amount)`)."""
+
+    status: int
+    reason: str
+    headers: Any
+
+    def read(self, amount: int | None = None, /) -> bytes: ...
+
+
 class Transport:
-    """Requests to one API server over one urllib3 connection pool, built once from the
-    official client's loaded `Configuration` by the client's own code (CA or
-    insecure-skip-tls-verify, client certificate and key, tls-server-name, proxy-url or
-    the proxy environment and its no_proxy, pool size). The Authorization header is
-    asked of the configuration at each request: its refresh hook renews an exec
-    plugin's token, or re-reads the pod's service-account token, once it expires."""
+    """Requests to one API server. Connections are made by urllib3, from a pool built
+    once from the official client's loaded `Configuration` by the client's own code
+    (CA or insecure-skip-tls-verify, client certificate and key, tls-server-name,
+    proxy-url or the proxy environment and its no_proxy, pool size). The
+    Authorization header is asked of the configuration at each request: its refresh
+    hook renews an exec plugin's token, or re-reads the pod's service-account token,
+    once it expires."""
 
     def __init__(self, configuration: Any) -> None:
         import urllib3
@@ -80,13 +94,13 @@ class Transport:
         configuration.proxy = configuration.proxy
         host = str(configuration.host).rstrip("/")
         manager = RESTClientObject(configuration).pool_manager
-        self.pool: urllib3.PoolManager | urllib3.HTTPConnectionPool
+        self.way: _Direct | _ThroughProxy
         if isinstance(manager, urllib3.ProxyManager):  # wants whole URLs, adds its headers
-            self.pool, self.prefix = manager, host
-        else:  # one server, one pool: no URL parsing nor pool lookup per request
-            self.pool = manager.connection_from_url(host)
-            self.prefix = urllib3.util.parse_url(host).path or ""  # a server under a path
-            self.pool.ConnectionCls = one_send(self.pool.ConnectionCls)
+            self.way = _ThroughProxy(manager, host)
+        else:
+            pool = manager.connection_from_url(host)
+            prefix = urllib3.util.parse_url(host).path or ""  # a server under a path
+            self.way = _Direct(pool, prefix, keep=int(configuration.connection_pool_maxsize))
         self._refreshing = threading.Lock()
 
     def authorization(self) -> str | None:
@@ -96,26 +110,6 @@ class Transport:
             value = self.configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
         return str(value) if value else None
 
-    def send(
-        self,
-        method: str,
-        url: str,
-        body: bytes | None,
-        headers: dict[str, str],
-        timeout: urllib3.Timeout,
-    ) -> BaseHTTPResponse:
-        """The response, its body not read yet (the caller releases the connection)."""
-        token = self.authorization()
-        return self.pool.urlopen(
-            method,
-            self.prefix + url,
-            body=body,
-            headers={**headers, "Authorization": token} if token else headers,
-            timeout=timeout,
-            preload_content=False,
-            redirect=False,
-        )
-
     def request(
         self,
         method: str,
@@ -124,7 +118,7 @@ class Transport:
         headers: dict[str, str],
         *,
         timeout: float,
-        read: Callable[[BaseHTTPResponse], T],
+        read: Callable[[Response], T],
         warnings: list[str] | None = None,
     ) -> T:
         """What `read` makes of a 2xx response, waiting at most `timeout` seconds to
@@ -132,78 +126,157 @@ class Transport:
         `Unanswered` for none, and a `ClusterError` for a body `read` cannot read."""
         import urllib3
 
+        token = self.authorization()
+        if token:
+            headers = {**headers, "Authorization": token}
         # Connect and read timeouts: a read timeout bounds each wait for data.
-        timeouts = urllib3.Timeout(
-            connect=max(0.001, min(CONNECT_TIMEOUT, timeout)), read=max(0.001, timeout)
-        )
+        timeouts = (max(0.001, min(CONNECT_TIMEOUT, timeout)), max(0.001, timeout))
         try:
-            response = self.send(method, url, body, headers, timeouts)
-            try:
+            with self.way.exchange(method, url, body, headers, timeouts) as response:
                 if not 200 <= response.status <= 299:
                     raise Refused(response)  # its body read whole: the connection is reusable
                 if warnings is not None:
                     warnings += _warnings(response.headers)
-                return read(response)
-            except Refused:
-                raise
-            except ValueError as exc:  # a body that is not the JSON it should be
-                response.close()
-                raise ClusterError(
-                    f"the Kubernetes API answered {method} {url.split('?')[0]} with a body "
-                    f"that cannot be read: {_short(exc)}"
-                ) from exc
-            except BaseException:
-                response.close()  # a body not read to its end: the connection is not reused
-                raise
-            finally:
-                response.release_conn()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+                try:
+                    return read(response)
+                except ValueError as exc:  # a body that is not the JSON it should be
+                    raise ClusterError(
+                        f"the Kubernetes API answered {method} {url.split('?')[0]} with a "
+                        f"body that cannot be read: {_short(exc)}"
+                    ) from exc
+        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise Unanswered(exc) from exc
 
 
-def one_send(connection_class: type[Any]) -> type[Any]:
-    """`connection_class` (urllib3's HTTP or HTTPS connection) sending a request's head
-    and body in one write. http.client sends the head, then the body: two system calls,
-    and the server woken twice, the head's half of the time for nothing. Here the head
-    is held until the body is sent, or the response awaited (a request without body).
-    What reaches the socket, and when the connection (TLS, a proxy's tunnel) is made,
-    is otherwise http.client's own."""
+class _Direct:
+    """Requests straight to the server, each over a connection of its own while it
+    lasts, kept for the next request when its answer was read to the end. urllib3
+    makes each connection (socket options, TLS, certificates, the server's name); the
+    standard library's http.client speaks HTTP/1.1 over it. Through urllib3's pool a
+    request cost a writer twice the CPU, under the GIL all writers share: on a 2-core
+    machine, that was what bounded a first sync."""
 
-    class OneSend(connection_class):  # type: ignore[misc]
-        _head = b""
+    def __init__(self, pool: Any, prefix: str, *, keep: int) -> None:
+        self.pool, self.prefix, self.keep = pool, prefix, keep
+        self._idle: list[_Connection] = []
+        self._lock = threading.Lock()
 
-        def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
-            if message_body is not None:  # not the way urllib3 sends a body
-                super()._send_output(message_body, encode_chunked=encode_chunked)
+    @contextmanager
+    def exchange(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeouts: tuple[float, float],
+    ) -> Iterator[Response]:
+        with self._lock:
+            connection = self._idle.pop() if self._idle else _Connection(self.pool)
+        try:
+            connection.prepare(*timeouts)
+            connection.request(method, self.prefix + url, body, headers)
+            response = connection.getresponse()
+            yield response
+        except BaseException:
+            connection.close()  # an answer not read to its end is never reused
+            raise
+        if not response.isclosed():  # the caller stopped reading: the rest is unread
+            connection.close()
+            return
+        with self._lock:
+            if len(self._idle) < self.keep:
+                self._idle.append(connection)
                 return
-            self._buffer.extend((b"", b""))
-            self._head = b"\r\n".join(self._buffer)
-            del self._buffer[:]
-
-        def send(self, data: Any) -> None:
-            head, self._head = self._head, b""  # cleared first: a tunnel's CONNECT is sent
-            if head and isinstance(data, bytes | bytearray):
-                data = head + data
-            elif head:
-                super().send(head)
-            super().send(data)
-
-        def getresponse(self) -> Any:
-            if self._head:
-                self.send(b"")
-            return super().getresponse()
-
-    OneSend.__name__ = OneSend.__qualname__ = f"OneSend{connection_class.__name__}"
-    return OneSend
+        connection.close()
 
 
-def read_object(response: BaseHTTPResponse) -> KubeObject:
+class _Connection(http.client.HTTPConnection):
+    """http.client over a socket urllib3 connected. A request's head and body go in
+    one write (http.client sends them in two: two system calls, the server woken
+    twice). A connection idle for a while is checked before it is used again: one
+    the server closed meanwhile (its idle timeout) would fail the request."""
+
+    IDLE_CHECK = 1.0  # seconds
+
+    def __init__(self, pool: Any) -> None:
+        super().__init__(pool.host, pool.port)
+        self.pool = pool
+        self.read_timeout: float | None = None
+        self.used = 0.0
+
+    def prepare(self, connect_timeout: float, read_timeout: float) -> None:
+        """Timeouts for the next request; closed if the server closed it."""
+        from urllib3.util.wait import wait_for_read
+
+        now = time.monotonic()
+        idle = self.sock is not None and now - self.used > self.IDLE_CHECK
+        if idle and wait_for_read(self.sock, timeout=0.0):  # readable while idle: closed
+            self.close()
+        self.used = now
+        self.timeout, self.read_timeout = connect_timeout, read_timeout
+        if self.sock is not None:
+            self.sock.settimeout(read_timeout)
+
+    def connect(self) -> None:
+        made = self.pool._new_conn()  # urllib3's own, with every TLS setting of the pool
+        made.timeout = self.timeout
+        made.connect()
+        self.sock = made.sock
+        self.sock.settimeout(self.read_timeout)
+
+    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
+        if not isinstance(message_body, bytes) or encode_chunked:
+            super()._send_output(message_body, encode_chunked=encode_chunked)  # type: ignore[misc]
+            return
+        self._buffer.extend((b"", message_body))  # type: ignore[attr-defined]
+        request = b"\r\n".join(self._buffer)  # type: ignore[attr-defined]
+        del self._buffer[:]  # type: ignore[attr-defined]
+        self.send(request)
+
+
+class _ThroughProxy:
+    """Requests through a proxy, urllib3's way end to end (whole URLs, the proxy's
+    headers, a CONNECT tunnel to an HTTPS server, SOCKS)."""
+
+    def __init__(self, manager: Any, host: str) -> None:
+        self.manager, self.host = manager, host
+
+    @contextmanager
+    def exchange(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeouts: tuple[float, float],
+    ) -> Iterator[Response]:
+        import urllib3
+
+        response = self.manager.urlopen(
+            method,
+            self.host + url,
+            body=body,
+            headers=headers,
+            timeout=urllib3.Timeout(connect=timeouts[0], read=timeouts[1]),
+            preload_content=False,
+            redirect=False,
+        )
+        try:
+            yield response
+        except BaseException:
+            response.close()  # a body not read to its end: the connection is not reused
+            raise
+        finally:
+            response.release_conn()
+
+
+def read_object(response: Response) -> KubeObject:
     """The response's body, a JSON object (an empty body: an empty object)."""
     result: KubeObject = json.loads(response.read() or b"{}")
     return result
 
 
-def read_bytes(response: BaseHTTPResponse) -> bytes:
+def read_bytes(response: Response) -> bytes:
     """The response's body, as it came."""
     return response.read()
 
@@ -211,7 +284,7 @@ def read_bytes(response: BaseHTTPResponse) -> bytes:
 class Refused(Exception):
     """An answer other than 2xx, its body read."""
 
-    def __init__(self, response: BaseHTTPResponse) -> None:
+    def __init__(self, response: Response) -> None:
         super().__init__(response.status)
         self.status = response.status
         self.reason = response.reason or ""
@@ -257,7 +330,10 @@ _CAUSES = (
     (re.compile(r"Connection refused", re.IGNORECASE), "connection refused"),
     (re.compile(r"not known|nodename nor servname|name resolution"), "unknown host"),
     (re.compile(r"No route to host|Network is unreachable"), "no route to the host"),
-    (re.compile(r"Connection reset|Connection aborted|RemoteDisconnected"), "connection reset"),
+    (
+        re.compile(r"Connection reset|Connection aborted|RemoteDisconnected|closed connection"),
+        "connection reset",
+    ),
 )
 
 
@@ -278,11 +354,13 @@ def _tls_failure(exc: BaseException) -> str:
     """`TLS: <why>` when the connection failed in the TLS handshake, else ""."""
     import urllib3
 
-    reason = getattr(exc, "reason", None) or exc
-    if not isinstance(reason, urllib3.exceptions.SSLError | ssl.SSLError):
+    # The handshake's own error (a direct connection), or the reason urllib3 gave up.
+    tls = urllib3.exceptions.SSLError | ssl.SSLError
+    failed = next((e for e in (exc, getattr(exc, "reason", None)) if isinstance(e, tls)), None)
+    if failed is None:
         return ""
-    found = re.search(r"\[SSL: [A-Z_]+\] ([^()']+)", str(reason))
-    return f"TLS: {(found.group(1) if found else _short(reason)).strip()}"
+    found = re.search(r"\[SSL: [A-Z_]+\] ([^()']+)", str(failed))
+    return f"TLS: {(found.group(1) if found else _short(failed)).strip()}"
 
 
 def _short(exc: BaseException) -> str:
@@ -304,5 +382,7 @@ _WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
 def _warnings(headers: Any) -> list[str]:
     """The texts of a response's `Warning` headers, as the API server wrote them."""
-    values = headers.getlist("Warning") if hasattr(headers, "getlist") else []
+    # http.client's headers list a name's values with get_all, urllib3's with getlist.
+    values = (headers.get_all if hasattr(headers, "get_all") else headers.getlist)("Warning")
+    values = values or []
     return [re.sub(r"\\(.)", r"\1", text) for value in values for text in _WARNING.findall(value)]

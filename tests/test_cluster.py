@@ -3,7 +3,9 @@ the API double (401/403 from a stub server: the double does no authentication)."
 
 from __future__ import annotations
 
+import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,7 +14,7 @@ import pytest
 import yaml
 from kubernetes.config import incluster_config
 
-from mxgitops import cluster
+from mxgitops import cluster, kubehttp
 from mxgitops.errors import (
     ClusterClientError,
     ClusterForbidden,
@@ -402,6 +404,41 @@ def test_an_exec_plugins_renewed_tokens_authenticate_the_writes(
 
 
 # -- where requests go ------------------------------------------------------------------
+
+
+class _ClosesAfterAnswering(StubHandler):
+    """Keeps HTTP/1.1 connections open, as kube-apiserver does, then closes each after
+    its answer without saying so: what a server's idle timeout does to a connection."""
+
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+    closed = threading.Event()
+
+    def do_GET(self) -> None:
+        type(self).ports.append(self.client_address[1])
+        self.answer(200, {"kind": "ConfigMap", "metadata": {"name": "a"}})
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
+        self.close_connection = True
+        type(self).closed.set()
+
+
+def test_a_connection_the_server_closed_is_not_used_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept connection the server closed while it was idle is replaced before the next
+    request, not found closed by it (a failed request, retried after a delay)."""
+    monkeypatch.setattr(kubehttp._Connection, "IDLE_CHECK", 0.0)
+    _ClosesAfterAnswering.ports = []
+    sleeps: list[float] = []
+    with stub_api(_ClosesAfterAnswering, tmp_path / "kubeconfig") as kubeconfig:
+        kube = connect(kubeconfig, sleeps)
+        for _ in range(3):
+            _ClosesAfterAnswering.closed.clear()
+            assert kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a")) is not None
+            assert _ClosesAfterAnswering.closed.wait(10)
+    assert sleeps == []  # no request failed
+    assert len(set(_ClosesAfterAnswering.ports)) == 3  # each on a connection of its own
 
 
 class _Paths(StubHandler):

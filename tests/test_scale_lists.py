@@ -12,7 +12,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-import urllib3
 
 from mxgitops import cluster, listdecode
 from mxgitops.errors import ClusterClientError
@@ -138,21 +137,23 @@ def test_a_list_larger_than_what_is_held_at_once(kubeapi: KubeAPI) -> None:
         kubeapi.create(job, NS)
     kube = cluster.connect(kubeconfig=kubeapi.kubeconfig)
     reads: list[int] = []
-    send = kube.api_client.send
+    request = kube.api_client.request
 
-    def spied(*args: Any) -> Any:
-        response = send(*args)
-        read = response.read
+    def spied(*args: Any, read: Callable[[Any], Any], **kwargs: Any) -> Any:
+        def reading(response: Any) -> Any:
+            whole = response.read
 
-        def chunk(amount: int | None = None, **kwargs: Any) -> bytes:
-            data: bytes = read(amount, **kwargs)
-            reads.append(amount if amount is not None else -1)
-            return data
+            def chunk(amount: int | None = None) -> bytes:
+                data: bytes = whole(amount)
+                reads.append(amount if amount is not None else -1)
+                return data
 
-        response.read = chunk
-        return response
+            response.read = chunk
+            return read(response)
 
-    kube.api_client.send = spied  # type: ignore[method-assign]
+        return request(*args, read=reading, **kwargs)
+
+    kube.api_client.request = spied  # type: ignore[method-assign]
     jobs = kube.list_live(ownership_selector("t1")).jobs
     assert sorted(j["metadata"]["name"] for j in jobs) == names
     assert all("template" not in j["spec"] and j["spec"]["backoffLimit"] == 2 for j in jobs)
@@ -319,16 +320,20 @@ def test_a_metadata_only_list_is_a_partial_object_metadata_list(kubeapi: KubeAPI
     pages = []
     while True:
         items: list[Any] = []
-        response = kube.api_client.send(
+
+        def read(response: Any, items: list[Any] = items) -> dict[str, Any]:
+            assert response.status == 200
+            assert response.headers["Content-Type"] == "application/json", response.headers
+            return listdecode.decode_list(lambda: response.read(4096), items.append)
+
+        rest = kube.api_client.request(
             "GET",
             f"/api/v1/namespaces/{NS}/services?" + urlencode(query),
             None,
             {"Accept": cluster.METADATA_ONLY},
-            urllib3.Timeout(10),
+            timeout=10,
+            read=read,
         )
-        assert response.status == 200
-        assert response.headers["Content-Type"] == "application/json", response.headers
-        rest = listdecode.decode_list(lambda r=response: r.read(4096), items.append)
         pages.append((rest, items))
         more = rest["metadata"].get("continue")
         if not more:
