@@ -8,7 +8,10 @@ sync, then each sync runs as its own process, as the CronJob runs it:
 
 - no-op sync (median of 3): wall seconds of the process, of `sync()` inside it,
   requests, peak RSS; against the floor: the same GET requests made with
-  http.client and their bodies read, nothing decoded (the "curl floor");
+  http.client and their bodies read, nothing decoded (the "curl floor"); and
+  against the least any Python process using the official client can do: start,
+  load the kubeconfig through the client, the same GETs, each body decoded by
+  json.loads (median of 3);
 - one changed manifest (median of 3, a different change each time): wall,
   requests; against the no-op sync's median.
 
@@ -77,13 +80,49 @@ def floor(url: str, log: list[dict[str, Any]]) -> float:
     start = time.perf_counter()
     connection = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
     for entry in log:
-        query = urllib.parse.urlencode(entry.get("query") or {})
-        metadata_only = entry["path"].endswith("/services")
-        headers = {"Accept": METADATA_ONLY} if metadata_only else {}
-        connection.request("GET", entry["path"] + (f"?{query}" if query else ""), headers=headers)
+        connection.request("GET", _url(entry), headers={"Accept": _accept(entry)})
         connection.getresponse().read()
     connection.close()
     return time.perf_counter() - start
+
+
+# The least a no-op sync in Python can do with the official client: start, load the
+# kubeconfig through the client (as any Kubernetes tool does), make the same GETs and
+# decode their bodies with the standard library's JSON decoder; nothing else.
+_MINIMUM = """
+import http.client, json, sys, urllib.parse
+import kubernetes
+configuration = kubernetes.client.Configuration()
+kubernetes.config.load_kube_config(config_file=sys.argv[1], client_configuration=configuration)
+server = urllib.parse.urlsplit(configuration.host)
+connection = http.client.HTTPConnection(server.hostname, server.port, timeout=120)
+for url, accept in json.loads(sys.stdin.read()):
+    connection.request("GET", url, headers={"Accept": accept})
+    json.loads(connection.getresponse().read())
+"""
+
+
+def client_minimum(kubeconfig: Path, log: list[dict[str, Any]]) -> float:
+    """Process wall of `_MINIMUM` for the GETs of `log` (median of 3)."""
+    gets = json.dumps([(_url(entry), _accept(entry)) for entry in log])
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", _MINIMUM, str(kubeconfig)], input=gets, text=True, check=True
+        )
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _url(entry: dict[str, Any]) -> str:
+    query = urllib.parse.urlencode(entry.get("query") or {})
+    return str(entry["path"]) + (f"?{query}" if query else "")
+
+
+def _accept(entry: dict[str, Any]) -> str:
+    """Services are asked for their metadata alone, as mxgitops asks."""
+    return METADATA_ONLY if entry["path"].endswith("/services") else "application/json"
 
 
 def scale(jobs: int, tmp: Path) -> dict[str, Any]:
@@ -97,6 +136,7 @@ def scale(jobs: int, tmp: Path) -> dict[str, Any]:
             log = api.requests()
         gets = [e for e in log if e["method"] == "GET"]
         floors = [floor(api.url, gets) for _ in range(3)]
+        minimum = client_minimum(kubeconfig, gets)
         ones, one_requests = [], []
         for workers in (5, 6, 7):  # a different change each time: each sync replaces one job
             changed = manifest(jobs // 2)
@@ -114,6 +154,7 @@ def scale(jobs: int, tmp: Path) -> dict[str, Any]:
         "noop_rss": max(r["rss"] for r in noop),
         "requests": len(log),
         "floor": statistics.median(floors),
+        "minimum": minimum,
         "one": statistics.median(ones),
         "one_requests": max(one_requests),
     }
@@ -205,6 +246,12 @@ def main(sizes: list[int]) -> None:
             f"them) alone: {startup:.2f} s (median of 5)"
         )
         for row in rows:
+            print(
+                f"{row['jobs']:,} jobs: the least a Python process can do with the official "
+                f"client (start, load the kubeconfig through it, the same GETs, json.loads of "
+                f"each body): {row['minimum']:.2f} s, {row['minimum'] / row['floor']:.1f}x the "
+                f"floor; mxgitops' no-op is {row['noop'] / row['minimum']:.1f}x that"
+            )
             print(
                 f"{row['jobs']:,} jobs: no-op without that start: {row['noop'] - startup:.2f} s, "
                 f"{(row['noop'] - startup) / row['floor']:.1f}x the floor; the start alone "
