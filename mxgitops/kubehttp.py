@@ -172,17 +172,21 @@ class _Direct:
     ) -> Iterator[Response]:
         with self._lock:
             connection = self._idle.pop() if self._idle else _Connection(self.pool)
+        response = None
         try:
             connection.prepare(*timeouts)
             connection.request(method, self.prefix + url, body, headers)
             response = connection.getresponse()
             yield response
-        except BaseException:
-            connection.close()  # an answer not read to its end is never reused
-            raise
-        if not response.isclosed():  # the caller stopped reading: the rest is unread
-            connection.close()
-            return
+        finally:
+            # Kept only after an answer read to its end (a refusal's too): the next
+            # request must not find the rest of this one's body on the connection.
+            if response is not None and response.isclosed():
+                self._keep(connection)
+            else:
+                connection.close()
+
+    def _keep(self, connection: _Connection) -> None:
         with self._lock:
             if len(self._idle) < self.keep:
                 self._idle.append(connection)

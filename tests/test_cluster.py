@@ -423,6 +423,33 @@ class _ClosesAfterAnswering(StubHandler):
         type(self).closed.set()
 
 
+class _RefusesFirst(StubHandler):
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+
+    def do_GET(self) -> None:
+        type(self).ports.append(self.client_address[1])
+        if len(self.ports) == 1:
+            self.answer(409, {"kind": "Status", "reason": "Conflict", "message": "busy"})
+        else:
+            self.answer(200, {"kind": "ConfigMap", "metadata": {"name": "a"}})
+
+
+def test_a_refusal_read_to_its_end_leaves_the_connection_for_the_next_request(
+    tmp_path: Path,
+) -> None:
+    """A 409 (an object created before, on a second sync) costs no new connection, and
+    with TLS no new handshake: its body is read whole, the connection is clean."""
+    _RefusesFirst.ports = []
+    with stub_api(_RefusesFirst, tmp_path / "kubeconfig") as kubeconfig:
+        kube = connect(kubeconfig)
+        with pytest.raises(ClusterClientError, match="busy"):
+            kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
+        assert kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a")) is not None
+    first, second = _RefusesFirst.ports
+    assert first == second
+
+
 def test_a_connection_the_server_closed_is_not_used_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
