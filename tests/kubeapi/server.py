@@ -70,6 +70,10 @@ class KubeAPIServer(ThreadingHTTPServer):
     """The HTTP server plus the state behind it (store, control plane, faults, log)."""
 
     daemon_threads = True
+    # kube-apiserver (Go's net.Listen) takes the system's full backlog; socketserver's
+    # default of 5 drops the SYNs of a client opening more connections at once (16
+    # writers), which then connect only after the 1 s SYN retransmit.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(
         self,
