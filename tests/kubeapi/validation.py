@@ -21,7 +21,6 @@ error, exactly as ``apierrors.NewInvalid`` builds it.  Implemented rules:
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
 from . import names
@@ -31,27 +30,13 @@ from .resources import Resource
 _NAME_RULES = {"Service": names.dns1035_label_errors}
 
 
-def _label_problems(key: str, value: str) -> tuple[tuple[str, str], ...]:
-    """The (bad key or value, problem) pairs of one label: its key's, then its value's."""
-    return (
-        *((key, problem) for problem in names.qualified_name_errors(key)),
-        *((value, problem) for problem in names.label_value_errors(value)),
-    )
-
-
-# A run writes the same labels over and over (every replica of a job carries its
-# job's): one look-up per label, rather than a call of each name rule.
-_remembered_label_problems = lru_cache(maxsize=32768)(_label_problems)
-
-
 def _labels(labels: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for key, value in (labels or {}).items():
-        try:
-            problems = _remembered_label_problems(key, value or "")
-        except TypeError:  # not hashable: not a string, the rules say why
-            problems = _label_problems(key, value or "")
-        errors.extend(FieldError("Invalid value", path, bad, problem) for bad, problem in problems)
+        for problem in names.qualified_name_errors(key):
+            errors.append(FieldError("Invalid value", path, key, problem))
+        for problem in names.label_value_errors(value or ""):
+            errors.append(FieldError("Invalid value", path, value, problem))
     return errors
 
 
