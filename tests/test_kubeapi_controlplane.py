@@ -177,6 +177,25 @@ def test_active_deadline(k8s: Clients, kubeapi: KubeAPI) -> None:
     assert kubeapi.objects("pods") == []  # the active pod was terminated
 
 
+@pytest.mark.double_only("moves the double's clock")
+def test_timestamps_follow_the_clock(kubeapi: KubeAPI) -> None:
+    """The creation and deletion timestamps, formatted once a second, follow a moved clock."""
+    from datetime import UTC, datetime, timedelta
+
+    def stamp(text: str) -> datetime:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+    def configmap(name: str) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+
+    before = kubeapi.create(configmap("before"))["metadata"]["creationTimestamp"]
+    kubeapi.advance_clock(3600)
+    after = kubeapi.create(configmap("after"))["metadata"]["creationTimestamp"]
+    assert timedelta(seconds=3600) <= stamp(after) - stamp(before) <= timedelta(seconds=3602)
+    now = datetime.now(UTC).replace(microsecond=0)
+    assert now + timedelta(seconds=3599) <= stamp(after) <= now + timedelta(seconds=3600)
+
+
 @pytest.mark.double_only("drives the double's /_kubeapi/ control endpoints, which only it has")
 def test_control_plane_over_http(kubeapi: KubeAPI, k8s: Clients) -> None:
     import json

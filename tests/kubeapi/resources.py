@@ -42,6 +42,11 @@ class Resource:
     # Default propagation policy when DeleteOptions has none (batch/v1 Jobs orphan).
     default_propagation: str = "Background"
 
+    def __hash__(self) -> int:
+        # Resources key per-kind caches (validators, time trees) looked up on every
+        # request: hash what tells them apart, not every field. Equal ones hash equal.
+        return hash((self.group, self.plural))
+
     @property
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version

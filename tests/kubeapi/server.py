@@ -70,6 +70,10 @@ class KubeAPIServer(ThreadingHTTPServer):
     """The HTTP server plus the state behind it (store, control plane, faults, log)."""
 
     daemon_threads = True
+    # kube-apiserver (Go's net.Listen) takes the system's full backlog; socketserver's
+    # default of 5 drops the SYNs of a client opening more connections at once (16
+    # writers), which then connect only after the 1 s SYN retransmit.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(
         self,
@@ -117,6 +121,19 @@ class KubeAPIServer(ThreadingHTTPServer):
                 conn.shutdown(socket.SHUT_RDWR)
 
 
+# (method, whether the path names an object) -> verb; a GET of a collection with
+# ?watch=true is a watch.
+_VERBS = {
+    ("GET", False): "list",
+    ("GET", True): "get",
+    ("POST", False): "create",
+    ("PUT", True): "update",
+    ("PATCH", True): "patch",
+    ("DELETE", True): "delete",
+    ("DELETE", False): "deletecollection",
+}
+
+
 def route_of(method: str, path: str, query: dict[str, str]) -> Route | None:
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api" and parts[1] == "v1":
@@ -135,17 +152,9 @@ def route_of(method: str, path: str, query: dict[str, str]) -> Route | None:
     sub = rest[2] if len(rest) > 2 else ""
     if sub and not (sub == "status" and res.has_status) and (sub, res.plural) != ("log", "pods"):
         return None
-    watch = query.get("watch", "") in ("true", "1")
-    verbs = {
-        ("GET", False): "watch" if watch else "list",
-        ("GET", True): "get",
-        ("POST", False): "create",
-        ("PUT", True): "update",
-        ("PATCH", True): "patch",
-        ("DELETE", True): "delete",
-        ("DELETE", False): "deletecollection",
-    }
-    verb = verbs.get((method, bool(name)), "")
+    verb = _VERBS.get((method, bool(name)), "")
+    if verb == "list" and query.get("watch", "") in ("true", "1"):
+        verb = "watch"
     if namespace is None and verb not in ("list", "watch"):
         verb = ""  # cluster-wide writes of namespaced resources are not served
     return Route(verb, res, namespace, name, sub)
@@ -369,17 +378,24 @@ class Handler(MethodHandler):
             else json.dumps(payload, separators=(",", ":")).encode()
         )
         self._record(code)
-        self.send_response(code)
-        self.send_header("Content-Type", JSON)
-        self.send_header("Cache-Control", "no-cache, private")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        for warning in warnings or []:
-            self.send_header("Warning", '299 - "' + warning.replace('"', '\\"') + '"')
-        # Headers and body in one write: one send, one wake-up of the client.
-        self._headers_buffer.append(b"\r\n" + data)
-        self.flush_headers()
+        if self.request_version == "HTTP/0.9":  # no status line, no headers
+            self.wfile.write(data)
+            return code
+        # The head that send_response and send_header would buffer line by line,
+        # formatted at once; head and body in one write: one send, one wake-up of
+        # the client.
+        reason = self.responses[code][0] if code in self.responses else ""
+        head = [
+            f"{self.protocol_version} {code} {reason}",
+            f"Server: {self.version_string()}",
+            f"Date: {self.date_time_string()}",
+            f"Content-Type: {JSON}",
+            "Cache-Control: no-cache, private",
+            f"Content-Length: {len(data)}",
+            *(f"{key}: {value}" for key, value in (headers or {}).items()),
+            *('Warning: 299 - "' + w.replace('"', '\\"') + '"' for w in warnings or []),
+        ]
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
         return code
 
     def _record(self, status: int) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -73,6 +74,7 @@ class Store:
         self.closed = False
         self.rng = random.Random(seed)
         self.clock_offset = timedelta()
+        self._timestamp: tuple[int, timedelta, str] = (0, self.clock_offset, "")
         self._objects: dict[str, dict[tuple[str, str], _Entry]] = {r.plural: {} for r in RESOURCES}
         self._history: deque[Event] = deque()
         self._next_ip = 10
@@ -90,7 +92,13 @@ class Store:
         return datetime.now(UTC).replace(microsecond=0) + self.clock_offset
 
     def timestamp(self) -> str:
-        return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        """`now` as metav1.Time encodes it, formatted once a second (as the Date header)."""
+        second, offset = int(time.time()), self.clock_offset
+        cached = self._timestamp  # one (second, offset, text): a race only formats it twice
+        if cached[0] != second or cached[1] != offset:
+            now = datetime.fromtimestamp(second, UTC) + offset
+            cached = self._timestamp = (second, offset, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        return cached[2]
 
     def new_uid(self) -> str:
         with self.lock:
