@@ -64,7 +64,7 @@ class ReplicaType(StrEnum):
     @property
     def role(self) -> str:
         """The lower-case name used in object names and `DMLC_ROLE`."""
-        return self.value.lower()
+        return self.lower()  # the member is its value, a str: no enum `value` lookup
 
 
 # Kubeflow spells the replica types in title case.
