@@ -161,9 +161,9 @@ class MxJob:
         return (self.namespace, self.name)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, as `dataclasses.asdict` gives it; `from_dict` gives back an equal
-        job. The pod templates are the job's own, not copies: `asdict` deep-copied each
-        of them, a third of writing the verdicts of a thousand new files."""
+        """JSON-ready, the JSON of `dataclasses.asdict(job)`; `from_dict` gives back an
+        equal job. The pod templates in it are the job's own, where `asdict` copied them
+        deeply (a third of writing the verdicts of a thousand new files): read, not changed."""
         return {
             **fields_of(self),
             "replica_specs": [fields_of(r) for r in self.replica_specs],
