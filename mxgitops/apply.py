@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from mxgitops.errors import MxGitOpsError
 from mxgitops.ledger import JobKey
@@ -33,7 +33,9 @@ from mxgitops.plan import Change, Plan
 class WriteAPI(Protocol):
     def write(
         self, writes: Sequence[Write], on_done: Callable[[WriteResult], None] | None = None
-    ) -> list[WriteResult]: ...
+    ) -> list[WriteResult]:
+        """One result per write, in the order of `writes`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -84,33 +86,44 @@ def apply(
     `on_done` hears of every write as it finishes (for a progress display)."""
     writing = [c for c in plan.changes if c.writes]
     outcomes: dict[JobKey, _Outcome] = defaultdict(_Outcome)
-    owners: dict[ObjectRef, JobKey] = {}
-    deletes: list[Write] = []
-    firsts: list[Write] = []
-    creates: list[Write] = []
+    deletes: list[_Write] = []
+    firsts: list[_Write] = []
+    creates: list[_Write] = []
     for change in writing:
-        for ref in change.deletes:
-            owners[ref] = change.key
-            deletes.append(Delete(ref))
-        for patch in change.patches:
-            owners[patch.ref] = change.key
-            deletes.append(Patch(patch.ref, patch.patch))
+        deletes += (_Write(Delete(ref), ref, change.key) for ref in change.deletes)
+        deletes += (_Write(Patch(p.ref, p.patch), p.ref, change.key) for p in change.patches)
+        goes_first = set(change.first)  # worked out once per job, not once per object
         for obj in change.creates:
-            owners[ObjectRef.of(obj)] = change.key
-            (firsts if ObjectRef.of(obj) in change.first else creates).append(Create(obj))
+            ref = ObjectRef.of(obj)
+            (firsts if ref in goes_first else creates).append(_Write(Create(obj), ref, change.key))
     # A job whose old objects could not all be deleted is not started anew, so it
     # never has two live runtimes. (The pods of deleted Jobs may still be terminating
     # while the new ones start: the API server deletes them in the background.)
     starting = {c.key for c in writing if c.creates}
-    blocked = _failed(
-        cluster.write(deletes, on_done), owners, outcomes, Delete, starting, NOT_STARTED_ANEW
-    )
-    first = cluster.write(_unblocked(firsts, owners, blocked), on_done)
-    unready = _failed(first, owners, outcomes, Create, starting, NOT_STARTED) - blocked
-    _record(
-        cluster.write(_unblocked(creates, owners, blocked | unready), on_done), owners, outcomes
-    )
+    deleted = _run(cluster, deletes, on_done)
+    blocked = _failed(deleted, outcomes, Delete, starting, NOT_STARTED_ANEW)
+    first = _run(cluster, _unblocked(firsts, blocked), on_done)
+    unready = _failed(first, outcomes, Create, starting, NOT_STARTED) - blocked
+    _record(_run(cluster, _unblocked(creates, blocked | unready), on_done), outcomes)
     return ChangeSet(tuple(_result(c, outcomes[c.key]) for c in writing))
+
+
+class _Write(NamedTuple):
+    """A write of the plan with the object it addresses and the job it is for, worked
+    out once: a Create's `ref` is derived from its object anew at every use, and that
+    was most of applying a first sync of thousands of objects."""
+
+    write: Write
+    ref: ObjectRef
+    owner: JobKey
+
+
+def _run(
+    cluster: WriteAPI, writes: list[_Write], on_done: Callable[[WriteResult], None] | None
+) -> list[tuple[_Write, WriteResult]]:
+    """Each write with its result."""
+    results = cluster.write([w.write for w in writes], on_done)
+    return list(zip(writes, results, strict=True))
 
 
 # What a refused write costs its job, said on the write's own line.
@@ -119,8 +132,7 @@ NOT_STARTED = "not started: its batch Jobs need this first"
 
 
 def _failed(
-    results: list[WriteResult],
-    owners: dict[ObjectRef, JobKey],
+    results: list[tuple[_Write, WriteResult]],
     outcomes: dict[JobKey, _Outcome],
     kind: type[Create] | type[Delete],
     starting: set[JobKey],
@@ -130,31 +142,26 @@ def _failed(
     nothing: it changes no object's existence). The first such line of a job that was
     to start says that it was not, and why."""
     failed: set[JobKey] = set()
-    for result in results:
-        key = owners[_ref(result.write)]
+    for planned, result in results:
+        key = planned.owner
         if result.error is None or not isinstance(result.write, kind) or key in failed:
-            _record([result], owners, outcomes)
+            _record([(planned, result)], outcomes)
             continue
         failed.add(key)
         note = f"; {consequence}" if key in starting else ""
-        outcomes[key].errors.append(_refused(result) + note)
+        outcomes[key].errors.append(_refused(result, planned.ref) + note)
     return failed
 
 
-def _unblocked(
-    writes: list[Write], owners: dict[ObjectRef, JobKey], blocked: set[JobKey]
-) -> list[Write]:
-    return [w for w in writes if owners[_ref(w)] not in blocked]
+def _unblocked(writes: list[_Write], blocked: set[JobKey]) -> list[_Write]:
+    return [w for w in writes if w.owner not in blocked]
 
 
-def _record(
-    results: list[WriteResult], owners: dict[ObjectRef, JobKey], outcomes: dict[JobKey, _Outcome]
-) -> None:
-    for result in results:
-        ref = _ref(result.write)
-        outcome = outcomes[owners[ref]]
+def _record(results: list[tuple[_Write, WriteResult]], outcomes: dict[JobKey, _Outcome]) -> None:
+    for (_, ref, owner), result in results:
+        outcome = outcomes[owner]
         if result.error is not None:
-            outcome.errors.append(_refused(result))
+            outcome.errors.append(_refused(result, ref))
             continue
         for warning in result.warnings:
             said = f"{_verb(result.write)} {ref}: {warning}"
@@ -172,9 +179,9 @@ def _record(
 _POD_SECURITY = "would violate PodSecurity"
 
 
-def _refused(result: WriteResult) -> str:
+def _refused(result: WriteResult, ref: ObjectRef) -> str:
     assert result.error is not None
-    return f"{_verb(result.write)} {_ref(result.write)}: {_message(result.error)}"
+    return f"{_verb(result.write)} {ref}: {_message(result.error)}"
 
 
 def _pods_refused(said: list[str]) -> list[str]:
@@ -183,10 +190,6 @@ def _pods_refused(said: list[str]) -> list[str]:
         return []
     more = f" (and {len(said) - 1} more of its batch Jobs)" if len(said) > 1 else ""
     return [f"{said[0]}{more}; its pods will be refused, so it will not start"]
-
-
-def _ref(write: Write) -> ObjectRef:
-    return write.ref
 
 
 def _verb(write: Write) -> str:

@@ -17,12 +17,12 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from mxgitops.manifests import FileVerdict, Ignored, LoadResult, Named, Problem
+from mxgitops.model import fields_of
 from mxgitops.spec import MxJob
 
 PACKAGE = Path(__file__).resolve().parent
@@ -118,12 +118,12 @@ def _write(cache_file: Path, key: str, files: dict[str, Any]) -> None:
 def _encode(verdict: FileVerdict) -> dict[str, Any]:
     return {
         "named": [
-            {**asdict(n), "job": n.job.to_dict() if n.job is not None else None}
+            {**fields_of(n), "job": n.job.to_dict() if n.job is not None else None}
             for n in verdict.named
         ],
-        "problems": [asdict(p) for p in verdict.problems],
-        "warnings": [asdict(w) for w in verdict.warnings],
-        "ignored": [asdict(i) for i in verdict.ignored],
+        "problems": [fields_of(p) for p in verdict.problems],
+        "warnings": [fields_of(w) for w in verdict.warnings],
+        "ignored": [fields_of(i) for i in verdict.ignored],
         "invalid": sorted(verdict.invalid),
         "unnamed_invalid": verdict.unnamed_invalid,
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -64,7 +64,7 @@ class ReplicaType(StrEnum):
     @property
     def role(self) -> str:
         """The lower-case name used in object names and `DMLC_ROLE`."""
-        return self.value.lower()
+        return self.lower()  # the member is its value, a str: no enum `value` lookup
 
 
 # Kubeflow spells the replica types in title case.
@@ -161,8 +161,15 @@ class MxJob:
         return (self.namespace, self.name)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready; `from_dict` gives back an equal job."""
-        return asdict(self)
+        """JSON-ready, the JSON of `dataclasses.asdict(job)`; `from_dict` gives back an
+        equal job. The pod templates in it are the job's own, where `asdict` copied them
+        deeply (a third of writing the verdicts of a thousand new files): read, not changed."""
+        return {
+            **fields_of(self),
+            "replica_specs": [fields_of(r) for r in self.replica_specs],
+            "run_policy": fields_of(self.run_policy),
+            "warnings": [fields_of(w) for w in self.warnings],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MxJob:
@@ -223,6 +230,12 @@ class MxJob:
     @cached_property
     def runtime_id(self) -> str:
         return runtime_id_of(self.spec_hash)
+
+
+def fields_of(instance: Any) -> dict[str, Any]:
+    """A dataclass instance's fields by name, the values themselves: `asdict` one level
+    deep, for classes whose fields are plain values."""
+    return {f.name: getattr(instance, f.name) for f in fields(instance)}
 
 
 def runtime_id_of(spec_hash: str) -> str:

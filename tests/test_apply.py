@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
 
 from mxgitops.apply import apply
 from mxgitops.errors import ClusterForbidden, ClusterServerError
@@ -149,3 +152,22 @@ def test_a_pod_security_warning_is_one_error_line_of_its_job() -> None:
     assert len(result_b.warnings) == 5
     assert all(w.endswith(": metadata.name: this name may be too long") for w in result_b.warnings)
     assert not changeset.ok
+
+
+def test_each_object_created_is_addressed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Applying a first sync of thousands of objects was mostly deriving their refs
+    again: for every result, and each job's Service for every one of its objects."""
+    jobs = [job(f"j{i}", workers=6) for i in range(5)]
+    the_plan = plan(jobs, LiveObjects(), Ledger(), OPTIONS)
+    creates = sum(len(c.creates) for c in the_plan.changes)
+    derived: list[ObjectRef] = []
+    of = ObjectRef.of
+
+    def counted(obj: Any) -> ObjectRef:
+        derived.append(of(obj))
+        return derived[-1]
+
+    monkeypatch.setattr(ObjectRef, "of", counted)
+    changeset = apply(the_plan, Recorder())
+    assert changeset.ok and sum(len(r.created) for r in changeset.results) == creates
+    assert len(derived) <= creates + len(jobs)  # each object, and each job's Service first

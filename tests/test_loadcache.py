@@ -4,6 +4,7 @@ Git repository or a plain directory alike. Validation is counted as YAML files p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -123,3 +124,37 @@ def test_a_plain_directory_is_validated_once_too(tmp_path: Path, parsed: list[in
     assert second.summary.jobs == first.summary.jobs
     assert loadcache.directory_cache(config.cache_dir, root).is_file()
     assert not list(root.rglob("*.json"))  # nothing written into the directory synced
+
+
+PUBLISHED = Path(__file__).resolve().parent / "data" / "published"
+
+
+@pytest.mark.parametrize(
+    "root", [SHARED, EXAMPLE, PUBLISHED], ids=["upstream", "example", "published"]
+)
+def test_verdicts_are_kept_as_dataclasses_asdict_wrote_them(root: Path, tmp_path: Path) -> None:
+    """The cache is written without `asdict` (whose deep copies were most of writing
+    it), and says the same: every field, in the same order, in the same JSON."""
+    verdicts = loadcache.Remembered({})
+    result = manifests.load([root], default_namespace="ns", verdicts=verdicts)
+    assert result.jobs and verdicts.changed
+    for job in result.jobs:
+        assert json.dumps(job.to_dict()) == json.dumps(dataclasses.asdict(job))
+    for verdict in verdicts._added.values():
+        assert json.dumps(loadcache._encode(verdict)) == json.dumps(_encoded_by_asdict(verdict))
+
+
+def _encoded_by_asdict(verdict: manifests.FileVerdict) -> dict[str, Any]:
+    """How the verdicts were encoded before: `dataclasses.asdict` throughout."""
+    asdict = dataclasses.asdict
+    return {
+        "named": [
+            {**asdict(n), "job": asdict(n.job) if n.job is not None else None}
+            for n in verdict.named
+        ],
+        "problems": [asdict(p) for p in verdict.problems],
+        "warnings": [asdict(w) for w in verdict.warnings],
+        "ignored": [asdict(i) for i in verdict.ignored],
+        "invalid": sorted(verdict.invalid),
+        "unnamed_invalid": verdict.unnamed_invalid,
+    }

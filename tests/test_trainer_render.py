@@ -332,6 +332,19 @@ def test_dmlc_env_of_a_worker() -> None:
     assert parsed.task == {"type": "worker", "index": 1}
 
 
+def test_every_mx_config_is_the_json_of_its_task() -> None:
+    """Each replica's MX_CONFIG is `MxConfig.to_json` of its task, byte for byte, however
+    it is put together (the job's part once, the task's per replica)."""
+    job = job_of(seed_doc(servers=3, workers=12))
+    for obj in render_job(job, CTX):
+        if obj["kind"] != "Job":
+            continue
+        labels = obj["metadata"]["labels"]
+        replica_type, index = spec.ReplicaType(labels["job_type"]), int(labels["task_index"])
+        expected = MxConfig.for_task(job, replica_type, index).to_json()
+        assert env_of(obj)["MX_CONFIG"] == expected
+
+
 @pytest.mark.parametrize("replica_type", list(spec.ReplicaType))
 def test_dmlc_role_per_replica_type(replica_type: spec.ReplicaType) -> None:
     job = job_of(seed_doc())
