@@ -22,24 +22,24 @@ their deadline; this module makes one of them and says how it went. It promises:
   handshake, or what else went wrong, in words;
 - a connection is used again only when the answer was read to its end.
 
-urllib3 and the official client are imported when a `Transport` is built or
-used, not with this module: commands that need no cluster never load them.
+urllib3, http.client (`kubeconn.py`) and the official client are imported when a
+`Transport` is built or used, not with this module: commands that need no cluster
+never load them.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-import ssl
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mxgitops.errors import ClusterClientError, ClusterError, ClusterForbidden, ClusterServerError
 from mxgitops.objects import KubeObject
+
+if TYPE_CHECKING:
+    from mxgitops.kubeconn import Direct, ThroughProxy
 
 T = TypeVar("T")
 
@@ -87,6 +87,8 @@ class Transport:
         import urllib3
         from kubernetes.client.rest import RESTClientObject
 
+        from mxgitops.kubeconn import Direct, ThroughProxy
+
         self.configuration = configuration
         # The refresh hook of a kubeconfig's token sets the configuration's host again at
         # each request, and a host set re-reads the proxy environment unless the proxy is
@@ -94,13 +96,13 @@ class Transport:
         configuration.proxy = configuration.proxy
         host = str(configuration.host).rstrip("/")
         manager = RESTClientObject(configuration).pool_manager
-        self.way: _Direct | _ThroughProxy
+        self.way: Direct | ThroughProxy
         if isinstance(manager, urllib3.ProxyManager):  # wants whole URLs, adds its headers
-            self.way = _ThroughProxy(manager, host)
+            self.way = ThroughProxy(manager, host)
         else:
             pool = manager.connection_from_url(host)
             prefix = urllib3.util.parse_url(host).path or ""  # a server under a path
-            self.way = _Direct(pool, prefix, keep=int(configuration.connection_pool_maxsize))
+            self.way = Direct(pool, prefix, keep=int(configuration.connection_pool_maxsize))
         self._refreshing = threading.Lock()
 
     def authorization(self) -> str | None:
@@ -124,6 +126,8 @@ class Transport:
         """What `read` makes of a 2xx response, waiting at most `timeout` seconds to
         connect and for each piece of the answer; raises `Refused` for any other answer,
         `Unanswered` for none, and a `ClusterError` for a body `read` cannot read."""
+        import http.client
+
         import urllib3
 
         token = self.authorization()
@@ -146,132 +150,6 @@ class Transport:
                     ) from exc
         except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise Unanswered(exc) from exc
-
-
-class _Direct:
-    """Requests straight to the server, each over a connection of its own while it
-    lasts, kept for the next request when its answer was read to the end. urllib3
-    makes each connection (socket options, TLS, certificates, the server's name); the
-    standard library's http.client speaks HTTP/1.1 over it. Through urllib3's pool a
-    request cost a writer twice the CPU, under the GIL all writers share: on a 2-core
-    machine, that was what bounded a first sync."""
-
-    def __init__(self, pool: Any, prefix: str, *, keep: int) -> None:
-        self.pool, self.prefix, self.keep = pool, prefix, keep
-        self._idle: list[_Connection] = []
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def exchange(
-        self,
-        method: str,
-        url: str,
-        body: bytes | None,
-        headers: dict[str, str],
-        timeouts: tuple[float, float],
-    ) -> Iterator[Response]:
-        with self._lock:
-            connection = self._idle.pop() if self._idle else _Connection(self.pool)
-        response = None
-        try:
-            connection.prepare(*timeouts)
-            connection.request(method, self.prefix + url, body, headers)
-            response = connection.getresponse()
-            yield response
-        finally:
-            # Kept only after an answer read to its end (a refusal's too): the next
-            # request must not find the rest of this one's body on the connection.
-            if response is not None and response.isclosed():
-                self._keep(connection)
-            else:
-                connection.close()
-
-    def _keep(self, connection: _Connection) -> None:
-        with self._lock:
-            if len(self._idle) < self.keep:
-                self._idle.append(connection)
-                return
-        connection.close()
-
-
-class _Connection(http.client.HTTPConnection):
-    """http.client over a socket urllib3 connected. A request's head and body go in
-    one write (http.client sends them in two: two system calls, the server woken
-    twice). A connection idle for a while is checked before it is used again: one
-    the server closed meanwhile (its idle timeout) would fail the request."""
-
-    IDLE_CHECK = 1.0  # seconds
-
-    def __init__(self, pool: Any) -> None:
-        super().__init__(pool.host, pool.port)
-        self.pool = pool
-        self.read_timeout: float | None = None
-        self.used = 0.0
-
-    def prepare(self, connect_timeout: float, read_timeout: float) -> None:
-        """Timeouts for the next request; closed if the server closed it."""
-        from urllib3.util.wait import wait_for_read
-
-        now = time.monotonic()
-        idle = self.sock is not None and now - self.used > self.IDLE_CHECK
-        if idle and wait_for_read(self.sock, timeout=0.0):  # readable while idle: closed
-            self.close()
-        self.used = now
-        self.timeout, self.read_timeout = connect_timeout, read_timeout
-        if self.sock is not None:
-            self.sock.settimeout(read_timeout)
-
-    def connect(self) -> None:
-        made = self.pool._new_conn()  # urllib3's own, with every TLS setting of the pool
-        made.timeout = self.timeout
-        made.connect()
-        self.sock = made.sock
-        self.sock.settimeout(self.read_timeout)
-
-    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
-        if not isinstance(message_body, bytes) or encode_chunked:
-            super()._send_output(message_body, encode_chunked=encode_chunked)  # type: ignore[misc]
-            return
-        self._buffer.extend((b"", message_body))  # type: ignore[attr-defined]
-        request = b"\r\n".join(self._buffer)  # type: ignore[attr-defined]
-        del self._buffer[:]  # type: ignore[attr-defined]
-        self.send(request)
-
-
-class _ThroughProxy:
-    """Requests through a proxy, urllib3's way end to end (whole URLs, the proxy's
-    headers, a CONNECT tunnel to an HTTPS server, SOCKS)."""
-
-    def __init__(self, manager: Any, host: str) -> None:
-        self.manager, self.host = manager, host
-
-    @contextmanager
-    def exchange(
-        self,
-        method: str,
-        url: str,
-        body: bytes | None,
-        headers: dict[str, str],
-        timeouts: tuple[float, float],
-    ) -> Iterator[Response]:
-        import urllib3
-
-        response = self.manager.urlopen(
-            method,
-            self.host + url,
-            body=body,
-            headers=headers,
-            timeout=urllib3.Timeout(connect=timeouts[0], read=timeouts[1]),
-            preload_content=False,
-            redirect=False,
-        )
-        try:
-            yield response
-        except BaseException:
-            response.close()  # a body not read to its end: the connection is not reused
-            raise
-        finally:
-            response.release_conn()
 
 
 def read_object(response: Response) -> KubeObject:
@@ -356,6 +234,8 @@ def _timed_out(exc: BaseException) -> bool:
 
 def _tls_failure(exc: BaseException) -> str:
     """`TLS: <why>` when the connection failed in the TLS handshake, else ""."""
+    import ssl
+
     import urllib3
 
     # The handshake's own error (a direct connection), or the reason urllib3 gave up.

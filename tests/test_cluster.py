@@ -14,7 +14,7 @@ import pytest
 import yaml
 from kubernetes.config import incluster_config
 
-from mxgitops import cluster, kubehttp
+from mxgitops import cluster, kubeconn
 from mxgitops.errors import (
     ClusterClientError,
     ClusterForbidden,
@@ -455,7 +455,7 @@ def test_a_connection_the_server_closed_is_not_used_again(
 ) -> None:
     """A kept connection the server closed while it was idle is replaced before the next
     request, not found closed by it (a failed request, retried after a delay)."""
-    monkeypatch.setattr(kubehttp._Connection, "IDLE_CHECK", 0.0)
+    monkeypatch.setattr(kubeconn.Connection, "IDLE_CHECK", 0.0)
     _ClosesAfterAnswering.ports = []
     sleeps: list[float] = []
     with stub_api(_ClosesAfterAnswering, tmp_path / "kubeconfig") as kubeconfig:
