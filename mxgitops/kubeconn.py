@@ -15,8 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import urllib3
+from urllib3.util.wait import wait_for_read
+
 if TYPE_CHECKING:
     from mxgitops.kubehttp import Response
+
+# What an exchange raises when no answer came: http.client's errors on a direct
+# connection, urllib3's through a proxy, the socket's on either.
+UNANSWERED = (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError)
 
 
 class Direct:
@@ -81,8 +88,6 @@ class Connection(http.client.HTTPConnection):
 
     def prepare(self, connect_timeout: float, read_timeout: float) -> None:
         """Timeouts for the next request; closed if the server closed it."""
-        from urllib3.util.wait import wait_for_read
-
         now = time.monotonic()
         idle = self.sock is not None and now - self.used > self.IDLE_CHECK
         if idle and wait_for_read(self.sock, timeout=0.0):  # readable while idle: closed
@@ -125,8 +130,6 @@ class ThroughProxy:
         headers: dict[str, str],
         timeouts: tuple[float, float],
     ) -> Iterator[Response]:
-        import urllib3
-
         response = self.manager.urlopen(
             method,
             self.host + url,

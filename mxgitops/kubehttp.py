@@ -87,7 +87,7 @@ class Transport:
         import urllib3
         from kubernetes.client.rest import RESTClientObject
 
-        from mxgitops.kubeconn import Direct, ThroughProxy
+        from mxgitops.kubeconn import UNANSWERED, Direct, ThroughProxy
 
         self.configuration = configuration
         # The refresh hook of a kubeconfig's token sets the configuration's host again at
@@ -103,6 +103,7 @@ class Transport:
             pool = manager.connection_from_url(host)
             prefix = urllib3.util.parse_url(host).path or ""  # a server under a path
             self.way = Direct(pool, prefix, keep=int(configuration.connection_pool_maxsize))
+        self._unanswered = UNANSWERED
         self._refreshing = threading.Lock()
 
     def authorization(self) -> str | None:
@@ -126,10 +127,6 @@ class Transport:
         """What `read` makes of a 2xx response, waiting at most `timeout` seconds to
         connect and for each piece of the answer; raises `Refused` for any other answer,
         `Unanswered` for none, and a `ClusterError` for a body `read` cannot read."""
-        import http.client
-
-        import urllib3
-
         token = self.authorization()
         if token:
             headers = {**headers, "Authorization": token}
@@ -148,7 +145,7 @@ class Transport:
                         f"the Kubernetes API answered {method} {url.split('?')[0]} with a "
                         f"body that cannot be read: {_short(exc)}"
                     ) from exc
-        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError) as exc:
+        except self._unanswered as exc:
             raise Unanswered(exc) from exc
 
 
