@@ -2,40 +2,47 @@
 exchange over them: the request sent, the answer handed over, the connection kept
 for the next request only when the answer was read to its end.
 
-Imported when a `Transport` is built: http.client (and the email package it
-parses headers with) is no cost of commands that need no cluster.
+Imported when a `Transport` is built: urllib3, ssl and httptools are no cost of
+commands that need no cluster.
 """
 
 from __future__ import annotations
 
-import http.client
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import httptools
 import urllib3
 from urllib3.util.wait import wait_for_read
 
 if TYPE_CHECKING:
     from mxgitops.kubehttp import Response
 
-# What an exchange raises when no answer came: http.client's errors on a direct
-# connection, urllib3's through a proxy, the socket's on either.
-UNANSWERED = (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError)
+# What an exchange raises when no answer came: the socket's errors (a reset, a
+# timeout, an answer cut short), a malformed answer, and urllib3's through a proxy.
+UNANSWERED = (OSError, httptools.HttpParserError, urllib3.exceptions.HTTPError)
+
+_RECEIVE_SIZE = 64 * 1024  # bytes asked of the socket at a time
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class Direct:
     """Requests straight to the server, each over a connection of its own while it
     lasts, kept for the next request when its answer was read to the end. urllib3
-    makes each connection (socket options, TLS, certificates, the server's name); the
-    standard library's http.client speaks HTTP/1.1 over it. Through urllib3's pool a
-    request cost a writer twice the CPU, under the GIL all writers share: on a 2-core
-    machine, that was what bounded a first sync."""
+    makes each connection (socket options, TLS, certificates, the server's name);
+    requests go out in one write and answers are parsed by llhttp (httptools, the
+    C parser of uvicorn). Through urllib3's pool, or http.client's email-package
+    header parsing, a request cost a writer two to four times the CPU, under the GIL
+    all writers share: on a 2-core machine, that was what bounded a first sync."""
 
     def __init__(self, pool: Any, prefix: str, *, keep: int) -> None:
         self.pool, self.prefix, self.keep = pool, prefix, keep
+        port = pool.port or _DEFAULT_PORTS[pool.scheme]
+        host = f"[{pool.host}]" if ":" in pool.host else pool.host  # an IPv6 address
+        self.host = host if port == _DEFAULT_PORTS[pool.scheme] else f"{host}:{port}"
         self._idle: list[Connection] = []
         self._lock = threading.Lock()
 
@@ -47,19 +54,20 @@ class Direct:
         body: bytes | None,
         headers: dict[str, str],
         timeouts: tuple[float, float],
-    ) -> Iterator[Response]:
+    ) -> Iterator[Answer]:
         with self._lock:
             connection = self._idle.pop() if self._idle else Connection(self.pool)
-        response = None
+        answer = None
         try:
             connection.prepare(*timeouts)
-            connection.request(method, self.prefix + url, body, headers)
-            response = connection.getresponse()
-            yield response
+            head = _head(method, self.prefix + url, {"Host": self.host, **headers}, body)
+            connection.sock.sendall(head + body if body is not None else head)
+            answer = Answer(connection.sock)
+            yield answer
         finally:
             # Kept only after an answer read to its end (a refusal's too): the next
             # request must not find the rest of this one's body on the connection.
-            if response is not None and response.isclosed():
+            if answer is not None and answer.reusable():
                 self._keep(connection)
             else:
                 connection.close()
@@ -72,46 +80,115 @@ class Direct:
         connection.close()
 
 
-class Connection(http.client.HTTPConnection):
-    """http.client over a socket urllib3 connected. A request's head and body go in
-    one write (http.client sends them in two: two system calls, the server woken
-    twice). A connection idle for a while is checked before it is used again: one
-    the server closed meanwhile (its idle timeout) would fail the request."""
+def _head(method: str, target: str, headers: dict[str, str], body: bytes | None) -> bytes:
+    """A request's line and headers, sent with its body in one write (one system call,
+    the server woken once)."""
+    lines = [
+        f"{method} {target} HTTP/1.1",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    if body is not None:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+class Connection:
+    """A socket urllib3 connected. One idle for a while is checked before it is used
+    again: one the server closed meanwhile (its idle timeout) would fail the request."""
 
     IDLE_CHECK = 1.0  # seconds
 
     def __init__(self, pool: Any) -> None:
-        super().__init__(pool.host, pool.port)
         self.pool = pool
-        self.read_timeout: float | None = None
+        self.sock: Any = None
         self.used = 0.0
 
     def prepare(self, connect_timeout: float, read_timeout: float) -> None:
-        """Timeouts for the next request; closed if the server closed it."""
+        """Connected, with the timeout of each wait for the next answer."""
         now = time.monotonic()
         idle = self.sock is not None and now - self.used > self.IDLE_CHECK
         if idle and wait_for_read(self.sock, timeout=0.0):  # readable while idle: closed
             self.close()
         self.used = now
-        self.timeout, self.read_timeout = connect_timeout, read_timeout
+        if self.sock is None:
+            made = self.pool._new_conn()  # urllib3's own, with every TLS setting of the pool
+            made.timeout = connect_timeout
+            made.connect()
+            self.sock = made.sock
+        self.sock.settimeout(read_timeout)
+
+    def close(self) -> None:
         if self.sock is not None:
-            self.sock.settimeout(read_timeout)
+            self.sock.close()
+            self.sock = None
 
-    def connect(self) -> None:
-        made = self.pool._new_conn()  # urllib3's own, with every TLS setting of the pool
-        made.timeout = self.timeout
-        made.connect()
-        self.sock = made.sock
-        self.sock.settimeout(self.read_timeout)
 
-    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
-        if not isinstance(message_body, bytes) or encode_chunked:
-            super()._send_output(message_body, encode_chunked=encode_chunked)  # type: ignore[misc]
-            return
-        self._buffer.extend((b"", message_body))  # type: ignore[attr-defined]
-        request = b"\r\n".join(self._buffer)  # type: ignore[attr-defined]
-        del self._buffer[:]  # type: ignore[attr-defined]
-        self.send(request)
+class Answer:
+    """An answer read from a socket as the caller asks for its body (`kubehttp.Response`):
+    its status line and headers first, the body then in pieces of at most the size
+    asked for (a LIST's body is never held whole)."""
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+        self._parser = httptools.HttpResponseParser(self)
+        self._reason = bytearray()
+        self._body = bytearray()
+        self.headers = urllib3.HTTPHeaderDict()
+        self.status, self.reason = 0, ""
+        self._head_read = self._ended = self._keep_alive = False
+        while not self._head_read:
+            self._receive()
+        self.status = self._parser.get_status_code()
+        self.reason = self._reason.decode("latin-1")
+
+    def read(self, amount: int | None = None, /) -> bytes:
+        """The next `amount` bytes of the body (fewer only at its end), or all the rest."""
+        while not self._ended and (amount is None or len(self._body) < amount):
+            self._receive()
+        taken = bytes(self._body[:amount])
+        del self._body[:amount]
+        return taken
+
+    def reusable(self) -> bool:
+        """Read to its end, and the server keeps the connection open."""
+        return self._ended and self._keep_alive and not self._body
+
+    def _receive(self) -> None:
+        data = self._sock.recv(_RECEIVE_SIZE)
+        if data:
+            self._parser.feed_data(data)
+        elif self._head_read and not self._delimited():
+            self._ended = True  # a body that ends when the connection does (HTTP/1.0's way)
+        else:
+            raise ConnectionResetError("Connection reset: the server closed the connection")
+
+    def _delimited(self) -> bool:
+        return "Content-Length" in self.headers or "Transfer-Encoding" in self.headers
+
+    # httptools' callbacks, as the parser meets each part of the answer. Bytes after
+    # its end (a server gone wrong) are no part of it, and the connection is not kept.
+    def on_message_begin(self) -> None:
+        self._keep_alive = False
+
+    def on_status(self, part: bytes) -> None:
+        if not self._ended:
+            self._reason += part
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._ended:
+            self.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+
+    def on_headers_complete(self) -> None:
+        self._head_read = True
+
+    def on_body(self, part: bytes) -> None:
+        if not self._ended:
+            self._body += part
+
+    def on_message_complete(self) -> None:
+        # Asked now: once the parser returns, it has forgotten the answer's headers.
+        if not self._ended:
+            self._ended, self._keep_alive = True, self._parser.should_keep_alive()
 
 
 class ThroughProxy:

@@ -3,6 +3,7 @@ the API double (401/403 from a stub server: the double does no authentication)."
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 import threading
@@ -466,6 +467,88 @@ def test_a_connection_the_server_closed_is_not_used_again(
             assert _ClosesAfterAnswering.closed.wait(10)
     assert sleeps == []  # no request failed
     assert len(set(_ClosesAfterAnswering.ports)) == 3  # each on a connection of its own
+
+
+class _AnswersInPieces(StubHandler):
+    """Answers a LIST chunked (Transfer-Encoding), a few bytes at a time, as a large
+    list leaves kube-apiserver; keeps the connection."""
+
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+
+    def do_GET(self) -> None:
+        type(self).ports.append(self.client_address[1])
+        items = [{"kind": "ConfigMap", "metadata": {"name": f"cm-{i}"}} for i in range(50)]
+        body = json.dumps({"kind": "ConfigMapList", "metadata": {}, "items": items}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for at in range(0, len(body), 7):
+            piece = body[at : at + 7]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+
+def test_an_answer_in_chunks_reads_as_one_and_keeps_its_connection(tmp_path: Path) -> None:
+    _AnswersInPieces.ports = []
+    with stub_api(_AnswersInPieces, tmp_path / "kubeconfig") as kubeconfig:
+        kube = connect(kubeconfig)
+        for _ in range(2):
+            listed = kube.list_all(Kind.CONFIG_MAP, "a=b", NS)
+            assert [item["metadata"]["name"] for item in listed] == [f"cm-{i}" for i in range(50)]
+    assert len(_AnswersInPieces.ports) == 2
+    assert len(set(_AnswersInPieces.ports)) == 1
+
+
+class _CutsShort(StubHandler):
+    """Says 100 bytes of body, sends 10 and closes: once. Then answers whole."""
+
+    protocol_version = "HTTP/1.1"
+    calls: ClassVar[list[int]] = []
+
+    def do_GET(self) -> None:
+        type(self).calls.append(1)
+        if len(self.calls) == 1:
+            self.wfile.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"kind": "')
+            self.close_connection = True
+            return
+        self.answer(200, {"kind": "ConfigMap", "metadata": {"name": "a"}})
+
+
+def test_an_answer_cut_short_is_no_answer_and_is_asked_again(tmp_path: Path) -> None:
+    _CutsShort.calls = []
+    sleeps: list[float] = []
+    with stub_api(_CutsShort, tmp_path / "kubeconfig") as kubeconfig:
+        answer = connect(kubeconfig, sleeps).get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
+    assert answer == {"kind": "ConfigMap", "metadata": {"name": "a"}}
+    assert len(_CutsShort.calls) == 2 and len(sleeps) == 1
+
+
+class _SaysMore(StubHandler):
+    """Follows its answer with a second, forged one nobody asked for."""
+
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+
+    def do_GET(self) -> None:
+        type(self).ports.append(self.client_address[1])
+        forged = json.dumps({"kind": "ConfigMap", "metadata": {"name": "forged"}}).encode()
+        self.answer(200, {"kind": "ConfigMap", "metadata": {"name": "a"}})
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(forged), forged))
+
+
+def test_bytes_after_an_answer_are_not_taken_for_the_next_answer(tmp_path: Path) -> None:
+    """The connection they came on is not used again: the next request is answered on a
+    connection of its own, and reads its own answer."""
+    _SaysMore.ports = []
+    with stub_api(_SaysMore, tmp_path / "kubeconfig") as kubeconfig:
+        kube = connect(kubeconfig)
+        for _ in range(2):
+            answer = kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
+            assert answer is not None and answer["metadata"]["name"] == "a"
+    assert len(set(_SaysMore.ports)) == 2
 
 
 class _Paths(StubHandler):

@@ -34,7 +34,8 @@ NOT_FOR_VALIDATE = (
     "mxgitops.apply",
     "mxgitops.source",
     "mxgitops.loadcache",
-    "http.client",  # the API server's transport (it imports email.*, ~40 ms)
+    "http.client",  # urllib3's (it imports email.*, ~40 ms)
+    "httptools",  # the transport's HTTP parser
     "ssl",  # the transport's TLS (~10 ms)
 )
 
