@@ -9,10 +9,11 @@ call into the module that owns it; the decisions live in those modules.
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,6 +94,7 @@ def sync(
     progress = progress or Progress()
     # The Git cache stays locked until the note is written: other syncs sharing it wait.
     with ExitStack() as cache:
+        cache.enter_context(_fewer_collections())
         notices: list[str] = []
         progress.phase("fetching the jobs repository")
         workspace = open_workspace(config, notices, cache, progress)
@@ -227,6 +229,20 @@ def repository_kind(repo: str) -> RepositoryKind:
     if (local / "HEAD").is_file() and (local / "objects").is_dir():
         return "bare repository"
     return "work tree" if (local / ".git").exists() else "directory"
+
+
+@contextmanager
+def _fewer_collections(young: int = 50_000) -> Iterator[None]:
+    """The cycle collector run every `young` new objects, not every 700, until the sync
+    ends. What a sync builds (manifests, rendered and live objects) lives until it
+    ends; at the default, the collector walked it again hundreds of times: 0.3-0.5 s
+    of a first sync of 1,000 jobs, under the GIL every writer waits on."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(young, before[0]), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:
