@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 UNANSWERED = (OSError, httptools.HttpParserError, urllib3.exceptions.HTTPError)
 
 _RECEIVE_SIZE = 64 * 1024  # bytes asked of the socket at a time
+_MAX_HEAD = 1024 * 1024  # bytes of status line and headers read before giving up on them
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -136,8 +137,11 @@ class Answer:
         self.headers = urllib3.HTTPHeaderDict()
         self.status, self.reason = 0, ""
         self._head_read = self._ended = self._keep_alive = False
+        received = 0
         while not self._head_read:
-            self._receive()
+            if received > _MAX_HEAD:
+                raise ConnectionError(f"an answer whose headers run over {_MAX_HEAD} bytes")
+            received += self._receive()
         self.status = self._parser.get_status_code()
         self.reason = self._reason.decode("latin-1")
 
@@ -153,14 +157,17 @@ class Answer:
         """Read to its end, and the server keeps the connection open."""
         return self._ended and self._keep_alive and not self._body
 
-    def _receive(self) -> None:
+    def _receive(self) -> int:
+        """Bytes received and parsed (0 at the end of an answer whose end is the
+        connection's)."""
         data = self._sock.recv(_RECEIVE_SIZE)
         if data:
             self._parser.feed_data(data)
-        elif self._head_read and not self._delimited():
+            return len(data)
+        if self._head_read and not self._delimited():
             self._ended = True  # a body that ends when the connection does (HTTP/1.0's way)
-        else:
-            raise ConnectionResetError("Connection reset: the server closed the connection")
+            return 0
+        raise ConnectionResetError("Connection reset: the server closed the connection")
 
     def _delimited(self) -> bool:
         return "Content-Length" in self.headers or "Transfer-Encoding" in self.headers

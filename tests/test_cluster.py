@@ -551,6 +551,29 @@ def test_bytes_after_an_answer_are_not_taken_for_the_next_answer(tmp_path: Path)
     assert len(set(_SaysMore.ports)) == 2
 
 
+class _EndlessHead(StubHandler):
+    """Headers that never end."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        try:
+            for n in range(20_000):  # 2.3 MB
+                self.wfile.write(b"X-Filler-%d: %s\r\n" % (n, b"x" * 100))
+        except OSError:
+            pass  # the client stopped reading
+        self.close_connection = True
+
+
+def test_an_answer_whose_headers_never_end_is_given_up(tmp_path: Path) -> None:
+    with (
+        stub_api(_EndlessHead, tmp_path / "kubeconfig") as kubeconfig,
+        pytest.raises(ClusterUnreachable, match="headers run over 1048576 bytes"),
+    ):
+        connect(kubeconfig).get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
+
+
 class _Paths(StubHandler):
     seen: ClassVar[list[str]] = []
 
