@@ -18,6 +18,8 @@ import httptools
 import urllib3
 from urllib3.util.wait import wait_for_read
 
+from mxgitops.errors import ClusterError
+
 if TYPE_CHECKING:
     from mxgitops.kubehttp import Response
 
@@ -90,6 +92,9 @@ def _head(method: str, target: str, headers: dict[str, str], body: bytes | None)
     ]
     if body is not None:
         lines.append(f"Content-Length: {len(body)}")
+    if any("\r" in line or "\n" in line for line in lines):  # a header smuggled in a value
+        path = target.split("?")[0]
+        raise ClusterError(f"not sent: a line break in the request {method} {path} or a header")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

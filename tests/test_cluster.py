@@ -18,6 +18,7 @@ from kubernetes.config import incluster_config
 from mxgitops import cluster, kubeconn
 from mxgitops.errors import (
     ClusterClientError,
+    ClusterError,
     ClusterForbidden,
     ClusterServerError,
     ClusterUnreachable,
@@ -594,6 +595,19 @@ def rewritten(kubeconfig: Path, server: str, proxy: str | None = None) -> Path:
 def stub_url(kubeconfig: Path) -> str:
     url: str = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
     return url
+
+
+def test_a_token_with_a_line_break_is_not_sent(tmp_path: Path) -> None:
+    """A header smuggled into the token (a kubeconfig's, an exec plugin's) never
+    reaches the server: the request is refused, not sent."""
+    _Paths.seen = []
+    with stub_api(_Paths, tmp_path / "kubeconfig") as kubeconfig:
+        config = yaml.safe_load(kubeconfig.read_text())
+        config["users"][0]["user"] = {"token": "t0ken\r\nX-Smuggled: 1"}
+        kubeconfig.write_text(yaml.safe_dump(config))
+        with pytest.raises(ClusterError, match="not sent: a line break"):
+            connect(kubeconfig).get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
+    assert _Paths.seen == []
 
 
 def test_a_server_under_a_path_keeps_its_path(tmp_path: Path) -> None:
