@@ -9,7 +9,6 @@ commands that need no cluster.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -99,23 +98,18 @@ def _head(method: str, target: str, headers: dict[str, str], body: bytes | None)
 
 
 class Connection:
-    """A socket urllib3 connected. One idle for a while is checked before it is used
-    again: one the server closed meanwhile (its idle timeout) would fail the request."""
-
-    IDLE_CHECK = 1.0  # seconds
+    """A socket urllib3 connected. A kept one is checked before it is used again: one
+    the server closed meanwhile (its idle timeout) would fail the request, and bytes
+    it sent unasked would be read as the next request's answer."""
 
     def __init__(self, pool: Any) -> None:
         self.pool = pool
         self.sock: Any = None
-        self.used = 0.0
 
     def prepare(self, connect_timeout: float, read_timeout: float) -> None:
         """Connected, with the timeout of each wait for the next answer."""
-        now = time.monotonic()
-        idle = self.sock is not None and now - self.used > self.IDLE_CHECK
-        if idle and wait_for_read(self.sock, timeout=0.0):  # readable while idle: closed
+        if self.sock is not None and wait_for_read(self.sock, timeout=0.0):  # EOF, or unasked
             self.close()
-        self.used = now
         if self.sock is None:
             made = self.pool._new_conn()  # urllib3's own, with every TLS setting of the pool
             made.timeout = connect_timeout

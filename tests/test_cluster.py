@@ -15,7 +15,7 @@ import pytest
 import yaml
 from kubernetes.config import incluster_config
 
-from mxgitops import cluster, kubeconn
+from mxgitops import cluster
 from mxgitops.errors import (
     ClusterClientError,
     ClusterError,
@@ -452,12 +452,9 @@ def test_a_refusal_read_to_its_end_leaves_the_connection_for_the_next_request(
     assert first == second
 
 
-def test_a_connection_the_server_closed_is_not_used_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_connection_the_server_closed_is_not_used_again(tmp_path: Path) -> None:
     """A kept connection the server closed while it was idle is replaced before the next
     request, not found closed by it (a failed request, retried after a delay)."""
-    monkeypatch.setattr(kubeconn.Connection, "IDLE_CHECK", 0.0)
     _ClosesAfterAnswering.ports = []
     sleeps: list[float] = []
     with stub_api(_ClosesAfterAnswering, tmp_path / "kubeconfig") as kubeconfig:
@@ -528,27 +525,42 @@ def test_an_answer_cut_short_is_no_answer_and_is_asked_again(tmp_path: Path) -> 
 
 
 class _SaysMore(StubHandler):
-    """Follows its answer with a second, forged one nobody asked for."""
+    """Follows its answer with a second, forged one nobody asked for: in the same
+    write, or in one of its own."""
 
     protocol_version = "HTTP/1.1"
     ports: ClassVar[list[int]] = []
+    apart = False
+    said = threading.Event()
 
     def do_GET(self) -> None:
         type(self).ports.append(self.client_address[1])
+        answer = json.dumps({"kind": "ConfigMap", "metadata": {"name": "a"}}).encode()
         forged = json.dumps({"kind": "ConfigMap", "metadata": {"name": "forged"}}).encode()
-        self.answer(200, {"kind": "ConfigMap", "metadata": {"name": "a"}})
-        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(forged), forged))
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.apart:
+            self.wfile.write(head % len(answer) + answer)
+            self.wfile.write(head % len(forged) + forged)
+        else:
+            self.wfile.write(head % len(answer) + answer + head % len(forged) + forged)
+        type(self).said.set()
 
 
-def test_bytes_after_an_answer_are_not_taken_for_the_next_answer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("apart", [False, True], ids=["same-write", "own-write"])
+def test_bytes_after_an_answer_are_not_taken_for_the_next_answer(
+    tmp_path: Path, apart: bool
+) -> None:
     """The connection they came on is not used again: the next request is answered on a
     connection of its own, and reads its own answer."""
-    _SaysMore.ports = []
+    _SaysMore.ports, _SaysMore.apart = [], apart
     with stub_api(_SaysMore, tmp_path / "kubeconfig") as kubeconfig:
         kube = connect(kubeconfig)
         for _ in range(2):
+            _SaysMore.said.clear()
             answer = kube.get(ObjectRef(Kind.CONFIG_MAP, NS, "a"))
             assert answer is not None and answer["metadata"]["name"] == "a"
+            assert _SaysMore.said.wait(10)  # the forged answer sent before the next request
     assert len(set(_SaysMore.ports)) == 2
 
 
