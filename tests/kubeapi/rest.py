@@ -25,7 +25,7 @@ from . import defaults, errors, patch, schema, validation
 from .errors import ApiError, FieldError
 from .resources import RESOURCES, Resource
 from .selectors import FieldRequirement, Requirement, match_fields, match_labels
-from .store import Store
+from .store import Store, compact_json
 
 META_V1 = "meta.k8s.io/v1"  # the group of PartialObjectMetadata(List)
 JOB_ORPHAN_WARNING = (
@@ -515,4 +515,4 @@ def _continue_from(token: str) -> tuple[tuple[str, str], str]:
 def _partial(obj: dict[str, Any]) -> bytes:
     """An object's item in a PartialObjectMetadataList: its metadata alone."""
     item = {"kind": "PartialObjectMetadata", "apiVersion": META_V1, "metadata": obj["metadata"]}
-    return json.dumps(item, separators=(",", ":")).encode()
+    return compact_json(item)

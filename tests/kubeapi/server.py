@@ -50,7 +50,7 @@ from .podlogs import PodLogs
 from .resources import BY_PATH, Resource, resource
 from .rest import Rest
 from .selectors import match_fields, match_labels, parse_field_selector, parse_label_selector
-from .store import Event, Store
+from .store import Event, Store, compact_json
 
 JSON = "application/json"
 CONTROL_PREFIX = "/_kubeapi/"
@@ -161,7 +161,7 @@ def route_of(method: str, path: str, query: dict[str, str]) -> Route | None:
 
 
 def _watch_frame(kind: str, obj: dict[str, Any]) -> bytes:
-    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return compact_json({"type": kind, "object": obj}) + b"\n"
 
 
 class Headers:
@@ -372,11 +372,7 @@ class Handler(MethodHandler):
         warnings: list[str] | None = None,
     ) -> int:
         # Compact, as kube-apiserver encodes (and fewer bytes to send and read).
-        data = (
-            payload
-            if isinstance(payload, bytes)
-            else json.dumps(payload, separators=(",", ":")).encode()
-        )
+        data = payload if isinstance(payload, bytes) else compact_json(payload)
         self._record(code)
         if self.request_version == "HTTP/0.9":  # no status line, no headers
             self.wfile.write(data)

@@ -53,11 +53,20 @@ class _Entry:
     def encoded_item(self) -> bytes:
         if self.item is None:
             body = {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
-            self.item = json.dumps(body, separators=(",", ":")).encode()
+            self.item = compact_json(body)
         return self.item
 
 
 _BY_PLURAL = {r.plural: r for r in RESOURCES}
+
+# json.dumps(value, separators=(",", ":")) without a new encoder per call. No check for
+# circular references: what is encoded is decoded JSON or built from it, never circular.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
+def compact_json(value: Any) -> bytes:
+    """`value` encoded as kube-apiserver encodes: compact, ASCII."""
+    return _COMPACT.encode(value).encode()
 
 
 def key_of(obj: dict[str, Any]) -> tuple[str, str]:
