@@ -39,6 +39,7 @@ _SERVER_META = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
+_SET_ON_CREATE = (*_SERVER_META, "resourceVersion")  # what a create drops from the body
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +183,7 @@ class Rest:
                     meta["name"] = meta["generateName"][:58] + self.store.random_suffix()
                     if self.store.get(res, namespace, meta["name"]) is None:
                         break
-            for key in (*_SERVER_META, "resourceVersion"):
+            for key in _SET_ON_CREATE:
                 meta.pop(key, None)
             meta["uid"] = self.store.new_uid()
             meta["creationTimestamp"] = self.store.timestamp()

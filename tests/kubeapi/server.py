@@ -407,7 +407,7 @@ class Handler(MethodHandler):
     # -- dispatch --------------------------------------------------------------
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
-        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        query = dict(parse_qsl(url.query, keep_blank_values=True)) if url.query else {}
         body = self._body()
         if url.path.startswith(CONTROL_PREFIX):
             try:

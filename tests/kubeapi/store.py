@@ -19,7 +19,6 @@ import json
 import random
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +28,9 @@ from typing import Any
 from .resources import RESOURCES, Resource
 
 HISTORY_LENGTH = 200_000
+# uuid.UUID(version=4): variant bits 10 (RFC 4122), version field 4.
+_UUID4_CLEARED = ~(0xC000 << 48) & ~(0xF000 << 64)
+_UUID4_SET = (0x8000 << 48) | (4 << 76)
 _GENERATED_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 
 
@@ -110,8 +112,12 @@ class Store:
         return cached[2]
 
     def new_uid(self) -> str:
+        """`str(uuid.UUID(int=<128 random bits>, version=4))`, without building the UUID:
+        the version and variant bits set as UUID sets them, then the 8-4-4-4-12 groups."""
         with self.lock:
-            return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            bits = self.rng.getrandbits(128)
+        h = "%032x" % (bits & _UUID4_CLEARED | _UUID4_SET)
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def random_suffix(self, length: int = 5) -> str:
         with self.lock:
