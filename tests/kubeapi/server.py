@@ -173,9 +173,8 @@ class Headers:
 
     def __init__(self, items: list[tuple[str, str]]) -> None:
         self._items = items
-        self._first: dict[str, str] = {}
-        for name, value in items:
-            self._first.setdefault(name.lower(), value)
+        # Built backwards, so that the first of a repeated name is the one left.
+        self._first = {name.lower(): value for name, value in reversed(items)}
 
     def get(self, name: str, default: Any = None) -> Any:
         return self._first.get(name.lower(), default)
@@ -207,11 +206,12 @@ def read_headers(rfile: Any) -> Headers:
     """The header block of a request, as http.client reads it (at most 100 lines of at
     most 64 KiB; a line starting with white space continues the previous header)."""
     items: list[tuple[str, str]] = []
+    readline = rfile.readline
     while True:
-        line = rfile.readline(_MAX_LINE + 1)
+        line = readline(_MAX_LINE + 1)
         if len(line) > _MAX_LINE:
             raise http.client.LineTooLong("header line")
-        if line in (b"\r\n", b"\n", b""):
+        if line in _END_OF_HEADERS:
             return Headers(items)
         if len(items) >= _MAX_HEADERS:
             raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
@@ -227,6 +227,7 @@ def read_headers(rfile: Any) -> Headers:
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
+_END_OF_HEADERS = frozenset((b"\r\n", b"\n", b""))
 
 
 class MethodHandler(BaseHTTPRequestHandler):
