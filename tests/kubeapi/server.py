@@ -382,17 +382,20 @@ class Handler(MethodHandler):
         # formatted at once; head and body in one write: one send, one wake-up of
         # the client.
         reason = self.responses[code][0] if code in self.responses else ""
-        head = [
-            f"{self.protocol_version} {code} {reason}",
-            f"Server: {self.version_string()}",
-            f"Date: {self.date_time_string()}",
-            f"Content-Type: {JSON}",
-            "Cache-Control: no-cache, private",
-            f"Content-Length: {len(data)}",
-            *(f"{key}: {value}" for key, value in (headers or {}).items()),
-            *('Warning: 299 - "' + w.replace('"', '\\"') + '"' for w in warnings or []),
-        ]
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        head = (
+            f"{self.protocol_version} {code} {reason}\r\n"
+            f"Server: {self.version_string()}\r\n"
+            f"Date: {self.date_time_string()}\r\n"
+            f"Content-Type: {JSON}\r\n"
+            "Cache-Control: no-cache, private\r\n"
+            f"Content-Length: {len(data)}\r\n"
+        )
+        if headers or warnings:  # rare: a Retry-After, an unknown field's Warning
+            head += "".join(f"{key}: {value}\r\n" for key, value in (headers or {}).items())
+            head += "".join(
+                'Warning: 299 - "' + w.replace('"', '\\"') + '"\r\n' for w in warnings or []
+            )
+        self.wfile.write((head + "\r\n").encode("latin-1") + data)
         return code
 
     def _record(self, status: int) -> None:
