@@ -201,14 +201,14 @@ class Store:
     def put(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` (which the caller hands over) as ADDED or MODIFIED."""
         with self.lock:
-            table = self._objects[res.plural]
-            prev = table.get(key_of(obj))
+            table, key = self._objects[res.plural], key_of(obj)
+            prev = table.get(key)
             self._record("MODIFIED" if prev else "ADDED", res, obj, prev.obj if prev else None)
             self._writes[res.plural] += 1
             if prev is not None:
                 self._index(res.plural, prev.obj, add=False)
             self._index(res.plural, obj, add=True)
-            table[key_of(obj)] = _Entry(obj)
+            table[key] = _Entry(obj)
             return obj
 
     def remove(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
