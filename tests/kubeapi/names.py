@@ -29,19 +29,32 @@ _RX = {
 }
 
 
-def _remembered(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
-    """`check` with its answers remembered: a run validates the same few thousand names,
-    label keys and values over and over. Each call still gets a list of its own."""
-    cached = lru_cache(maxsize=32768)(lambda value: tuple(check(value)))
+class Check:
+    """A name rule with its answers remembered: a run validates the same few thousand
+    names, label keys and values over and over. Each call still gets a list of its own.
 
-    @wraps(check)
-    def remembered(value: str) -> list[str]:
+    `valid` holds strings the rule found no problem in, so that a caller checking
+    many (the labels of every object) can skip the call for those it has seen."""
+
+    def __init__(self, check: Callable[[str], list[str]]) -> None:
+        self._check = check
+        self._cached = lru_cache(maxsize=_REMEMBERED)(lambda value: tuple(check(value)))
+        self.valid: set[str] = set()
+        wraps(check)(self)
+
+    def __call__(self, value: str) -> list[str]:
         try:
-            return list(cached(value))
+            problems = self._cached(value)
         except TypeError:  # not hashable: not a string, the rule says why
-            return check(value)
+            return self._check(value)
+        if not problems and type(value) is str:
+            if len(self.valid) >= _REMEMBERED:  # bounded like the cache: start over
+                self.valid.clear()
+            self.valid.add(value)
+        return list(problems)
 
-    return remembered
+
+_REMEMBERED = 32768
 
 
 def _regex_error(message: str, pattern: str, *examples: str) -> str:
@@ -53,7 +66,7 @@ def _max_len(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
-@_remembered
+@Check
 def dns1123_subdomain_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 253:
@@ -70,7 +83,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return errors
 
 
-@_remembered
+@Check
 def dns1123_label_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:
@@ -88,7 +101,7 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errors
 
 
-@_remembered
+@Check
 def dns1035_label_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:
@@ -106,7 +119,7 @@ def dns1035_label_errors(value: str) -> list[str]:
     return errors
 
 
-@_remembered
+@Check
 def qualified_name_errors(value: str) -> list[str]:
     """``IsQualifiedName``: label and annotation keys."""
     errors: list[str] = []
@@ -149,7 +162,7 @@ def qualified_name_errors(value: str) -> list[str]:
     return errors
 
 
-@_remembered
+@Check
 def label_value_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:

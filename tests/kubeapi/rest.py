@@ -25,7 +25,7 @@ from . import defaults, errors, patch, schema, validation
 from .errors import ApiError, FieldError
 from .resources import RESOURCES, Resource
 from .selectors import FieldRequirement, Requirement, match_fields, match_labels
-from .store import Store
+from .store import Store, compact_json
 
 META_V1 = "meta.k8s.io/v1"  # the group of PartialObjectMetadata(List)
 JOB_ORPHAN_WARNING = (
@@ -39,6 +39,7 @@ _SERVER_META = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
+_SET_ON_CREATE = (*_SERVER_META, "resourceVersion")  # what a create drops from the body
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +183,7 @@ class Rest:
                     meta["name"] = meta["generateName"][:58] + self.store.random_suffix()
                     if self.store.get(res, namespace, meta["name"]) is None:
                         break
-            for key in (*_SERVER_META, "resourceVersion"):
+            for key in _SET_ON_CREATE:
                 meta.pop(key, None)
             meta["uid"] = self.store.new_uid()
             meta["creationTimestamp"] = self.store.timestamp()
@@ -515,4 +516,4 @@ def _continue_from(token: str) -> tuple[tuple[str, str], str]:
 def _partial(obj: dict[str, Any]) -> bytes:
     """An object's item in a PartialObjectMetadataList: its metadata alone."""
     item = {"kind": "PartialObjectMetadata", "apiVersion": META_V1, "metadata": obj["metadata"]}
-    return json.dumps(item, separators=(",", ":")).encode()
+    return compact_json(item)

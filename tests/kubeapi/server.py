@@ -50,7 +50,7 @@ from .podlogs import PodLogs
 from .resources import BY_PATH, Resource, resource
 from .rest import Rest
 from .selectors import match_fields, match_labels, parse_field_selector, parse_label_selector
-from .store import Event, Store
+from .store import Event, Store, compact_json
 
 JSON = "application/json"
 CONTROL_PREFIX = "/_kubeapi/"
@@ -161,7 +161,7 @@ def route_of(method: str, path: str, query: dict[str, str]) -> Route | None:
 
 
 def _watch_frame(kind: str, obj: dict[str, Any]) -> bytes:
-    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return compact_json({"type": kind, "object": obj}) + b"\n"
 
 
 class Headers:
@@ -173,9 +173,8 @@ class Headers:
 
     def __init__(self, items: list[tuple[str, str]]) -> None:
         self._items = items
-        self._first: dict[str, str] = {}
-        for name, value in items:
-            self._first.setdefault(name.lower(), value)
+        # Built backwards, so that the first of a repeated name is the one left.
+        self._first = {name.lower(): value for name, value in reversed(items)}
 
     def get(self, name: str, default: Any = None) -> Any:
         return self._first.get(name.lower(), default)
@@ -207,11 +206,12 @@ def read_headers(rfile: Any) -> Headers:
     """The header block of a request, as http.client reads it (at most 100 lines of at
     most 64 KiB; a line starting with white space continues the previous header)."""
     items: list[tuple[str, str]] = []
+    readline = rfile.readline
     while True:
-        line = rfile.readline(_MAX_LINE + 1)
+        line = readline(_MAX_LINE + 1)
         if len(line) > _MAX_LINE:
             raise http.client.LineTooLong("header line")
-        if line in (b"\r\n", b"\n", b""):
+        if line in _END_OF_HEADERS:
             return Headers(items)
         if len(items) >= _MAX_HEADERS:
             raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
@@ -227,6 +227,7 @@ def read_headers(rfile: Any) -> Headers:
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
+_END_OF_HEADERS = frozenset((b"\r\n", b"\n", b""))
 
 
 class MethodHandler(BaseHTTPRequestHandler):
@@ -372,11 +373,7 @@ class Handler(MethodHandler):
         warnings: list[str] | None = None,
     ) -> int:
         # Compact, as kube-apiserver encodes (and fewer bytes to send and read).
-        data = (
-            payload
-            if isinstance(payload, bytes)
-            else json.dumps(payload, separators=(",", ":")).encode()
-        )
+        data = payload if isinstance(payload, bytes) else compact_json(payload)
         self._record(code)
         if self.request_version == "HTTP/0.9":  # no status line, no headers
             self.wfile.write(data)
@@ -385,17 +382,20 @@ class Handler(MethodHandler):
         # formatted at once; head and body in one write: one send, one wake-up of
         # the client.
         reason = self.responses[code][0] if code in self.responses else ""
-        head = [
-            f"{self.protocol_version} {code} {reason}",
-            f"Server: {self.version_string()}",
-            f"Date: {self.date_time_string()}",
-            f"Content-Type: {JSON}",
-            "Cache-Control: no-cache, private",
-            f"Content-Length: {len(data)}",
-            *(f"{key}: {value}" for key, value in (headers or {}).items()),
-            *('Warning: 299 - "' + w.replace('"', '\\"') + '"' for w in warnings or []),
-        ]
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        head = (
+            f"{self.protocol_version} {code} {reason}\r\n"
+            f"Server: {self.version_string()}\r\n"
+            f"Date: {self.date_time_string()}\r\n"
+            f"Content-Type: {JSON}\r\n"
+            "Cache-Control: no-cache, private\r\n"
+            f"Content-Length: {len(data)}\r\n"
+        )
+        if headers or warnings:  # rare: a Retry-After, an unknown field's Warning
+            head += "".join(f"{key}: {value}\r\n" for key, value in (headers or {}).items())
+            head += "".join(
+                'Warning: 299 - "' + w.replace('"', '\\"') + '"\r\n' for w in warnings or []
+            )
+        self.wfile.write((head + "\r\n").encode("latin-1") + data)
         return code
 
     def _record(self, status: int) -> None:
@@ -411,7 +411,7 @@ class Handler(MethodHandler):
     # -- dispatch --------------------------------------------------------------
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
-        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        query = dict(parse_qsl(url.query, keep_blank_values=True)) if url.query else {}
         body = self._body()
         if url.path.startswith(CONTROL_PREFIX):
             try:

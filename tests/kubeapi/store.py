@@ -19,7 +19,6 @@ import json
 import random
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +28,9 @@ from typing import Any
 from .resources import RESOURCES, Resource
 
 HISTORY_LENGTH = 200_000
+# uuid.UUID(version=4): variant bits 10 (RFC 4122), version field 4.
+_UUID4_CLEARED = ~(0xC000 << 48) & ~(0xF000 << 64)
+_UUID4_SET = (0x8000 << 48) | (4 << 76)
 _GENERATED_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 
 
@@ -53,11 +55,20 @@ class _Entry:
     def encoded_item(self) -> bytes:
         if self.item is None:
             body = {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
-            self.item = json.dumps(body, separators=(",", ":")).encode()
+            self.item = compact_json(body)
         return self.item
 
 
 _BY_PLURAL = {r.plural: r for r in RESOURCES}
+
+# json.dumps(value, separators=(",", ":")) without a new encoder per call. No check for
+# circular references: what is encoded is decoded JSON or built from it, never circular.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
+def compact_json(value: Any) -> bytes:
+    """`value` encoded as kube-apiserver encodes: compact, ASCII."""
+    return _COMPACT.encode(value).encode()
 
 
 def key_of(obj: dict[str, Any]) -> tuple[str, str]:
@@ -101,8 +112,12 @@ class Store:
         return cached[2]
 
     def new_uid(self) -> str:
+        """`str(uuid.UUID(int=<128 random bits>, version=4))`, without building the UUID:
+        the version and variant bits set as UUID sets them, then the 8-4-4-4-12 groups."""
         with self.lock:
-            return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            bits = self.rng.getrandbits(128)
+        h = "%032x" % (bits & _UUID4_CLEARED | _UUID4_SET)
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def random_suffix(self, length: int = 5) -> str:
         with self.lock:
@@ -186,14 +201,14 @@ class Store:
     def put(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` (which the caller hands over) as ADDED or MODIFIED."""
         with self.lock:
-            table = self._objects[res.plural]
-            prev = table.get(key_of(obj))
+            table, key = self._objects[res.plural], key_of(obj)
+            prev = table.get(key)
             self._record("MODIFIED" if prev else "ADDED", res, obj, prev.obj if prev else None)
             self._writes[res.plural] += 1
             if prev is not None:
                 self._index(res.plural, prev.obj, add=False)
             self._index(res.plural, obj, add=True)
-            table[key_of(obj)] = _Entry(obj)
+            table[key] = _Entry(obj)
             return obj
 
     def remove(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:

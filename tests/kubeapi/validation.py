@@ -30,9 +30,16 @@ from .resources import Resource
 _NAME_RULES = {"Service": names.dns1035_label_errors}
 
 
+_VALID_KEYS = names.qualified_name_errors.valid
+_VALID_VALUES = names.label_value_errors.valid
+
+
 def _labels(labels: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for key, value in (labels or {}).items():
+        # Most labels were seen before and found valid: two set look-ups, not two calls.
+        if key in _VALID_KEYS and type(value) is str and value in _VALID_VALUES:
+            continue
         for problem in names.qualified_name_errors(key):
             errors.append(FieldError("Invalid value", path, key, problem))
         for problem in names.label_value_errors(value or ""):
@@ -53,6 +60,8 @@ def metadata(res: Resource, obj: dict[str, Any]) -> list[FieldError]:
         errors.extend(FieldError("Invalid value", "metadata.name", name, p) for p in rule(name))
     errors.extend(_labels(meta.get("labels"), "metadata.labels"))
     for key in meta.get("annotations") or {}:
+        if key.lower() in _VALID_KEYS:
+            continue
         for problem in names.qualified_name_errors(key.lower()):
             errors.append(FieldError("Invalid value", "metadata.annotations", key, problem))
     return errors
