@@ -10,7 +10,7 @@ their deadline; this module makes one of them and says how it went. It promises:
   client CPU per write than the request itself, under the GIL all writers share;
 - on a direct connection (no proxy), urllib3 makes the connection (socket, TLS),
   each request goes out in one write and its answer is parsed by httptools' C
-  parser: a quarter of the CPU of a request through urllib3's pool; through a
+  parser: about a third of the CPU of a request through urllib3's pool; through a
   proxy, urllib3 does all;
 - the Authorization header asked of the configuration at each request, so an
   expiring token is renewed (one renewal at a time, however many writers);
