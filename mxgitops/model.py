@@ -29,6 +29,10 @@ CONTAINER_NAME = "mxnet"
 DEFAULT_PS_ROOT_PORT = 9091
 KUBEFLOW_PORT_NAME = "mxjob-port"
 ON_CHANGE_ANNOTATION = "mxgitops.io/on-change"
+# What a job's objects look like is part of its spec hash: a rendering that changes
+# what runs (issue 21: Kubeflow's failure semantics, pod DNS names, the environment)
+# gives every job a new hash, and earlier ones are still recognised (README upgrade notes).
+RENDERING = 2
 RESERVED_ENV_PREFIX = "DMLC_"
 RESERVED_ENV_NAMES = frozenset({"MX_CONFIG"})
 
@@ -212,20 +216,21 @@ class MxJob:
         So are suspend, activeDeadlineSeconds, backoffLimit and
         ttlSecondsAfterFinished: they are patched in place, without a new runtime.
         """
-        return hashlib.sha256(_canonical_json(self).encode()).hexdigest()
+        return _sha256(_canonical_json(self, era=RENDERING))
 
     @cached_property
+    def earlier_spec_hashes(self) -> tuple[str, ...]:
+        """The spec hashes earlier mxgitops gave this job (newest first): what the ledger
+        entries and live objects of jobs from before an upgrade carry. Before the
+        rendering of Kubeflow's semantics (`RENDERING`), and before that, before the
+        run policy's in-place fields left the hash."""
+        hashes = [_sha256(_canonical_json(self, era=era)) for era in (1, 0)]
+        return tuple(dict.fromkeys(hashes))
+
+    @property
     def legacy_spec_hash(self) -> str:
-        """The spec hash before mxgitops patched the run policy's in-place fields: what
-        the ledger entries and live objects of jobs from before the upgrade carry."""
-        policy = self.run_policy
-        if not policy.suspend and {
-            policy.ttl_seconds_after_finished,
-            policy.active_deadline_seconds,
-            policy.backoff_limit,
-        } == {None}:
-            return self.spec_hash  # none set: the same hash either way
-        return hashlib.sha256(_canonical_json(self, legacy=True).encode()).hexdigest()
+        """The spec hash before mxgitops patched the run policy's in-place fields."""
+        return self.earlier_spec_hashes[-1]
 
     @cached_property
     def runtime_id(self) -> str:
@@ -265,10 +270,16 @@ def mappings(items: Any) -> Iterator[Mapping[str, Any]]:
 # -- hashing ------------------------------------------------------------------
 
 
-def _canonical_json(job: MxJob, *, legacy: bool = False) -> str:
-    """`legacy`: as mxgitops hashed before the in-place fields left the hash."""
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical_json(job: MxJob, *, era: int) -> str:
+    """The job's hashed form in `era`: 0, before the in-place fields left the hash; 1,
+    before `RENDERING` was hashed; `RENDERING`, today's."""
+    legacy = era == 0
     policy = job.run_policy
-    shape = {
+    shape: dict[str, Any] = {
         "name": job.name,
         "namespace": job.namespace,
         "mode": job.mode.value,
@@ -294,6 +305,8 @@ def _canonical_json(job: MxJob, *, legacy: bool = False) -> str:
         },
         "successPolicy": job.success_policy.value,
     }
+    if era >= 2:
+        shape["rendering"] = era
     return json.dumps(shape, sort_keys=True, separators=(",", ":"), default=str)
 
 

@@ -233,10 +233,11 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
     base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
         return _left_alone(base, live)
-    # A job finished before the upgrade that left the in-place fields out of the hash
-    # is recorded (and its objects labelled) under the hash it had then.
-    finished = ledger.finished(job.key, job.spec_hash) or ledger.finished(
-        job.key, job.legacy_spec_hash
+    # A job finished before an upgrade that changed the hash (the in-place fields left
+    # it; the rendering joined it) is recorded, and its objects labelled, under the hash
+    # it had then.
+    finished = ledger.finished(job.key, job.spec_hash) or next(
+        (f for h in job.earlier_spec_hashes if (f := ledger.finished(job.key, h))), None
     )
     recorded = Failure.from_json(finished.failure) if finished and finished.failure else None
     if finished is not None and live is not None and not (live.jobs or live.services):
@@ -262,7 +263,7 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
         recorded or (live.failure() if state is State.FAILED else None),
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
-    legacy = state in FINISHED and live.spec_hash == job.legacy_spec_hash
+    legacy = state in FINISHED and live.spec_hash in job.earlier_spec_hashes
     if live.spec_hash != job.spec_hash and not legacy:
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:

@@ -28,11 +28,13 @@ def job(
     workers: int = 2,
     servers: int = 1,
     annotations: dict[str, str] | None = None,
+    restart: str | None = None,
     **run_policy: Any,
 ) -> spec.MxJob:
     def replica(count: int) -> dict[str, Any]:
         container = {"name": "mxnet", "image": "mxnet/python:1.9.1"}
-        return {"replicas": count, "template": {"spec": {"containers": [container]}}}
+        one = {"replicas": count, "template": {"spec": {"containers": [container]}}}
+        return {**one, "restartPolicy": restart} if restart else one
 
     replicas = {"Worker": replica(workers)}
     if servers:

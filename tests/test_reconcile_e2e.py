@@ -304,17 +304,20 @@ def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: P
         assert labels.items() <= job["spec"]["template"]["metadata"]["labels"].items()
         assert (job["spec"]["completions"], job["spec"]["parallelism"]) == (1, 1)
         env = env_of(job)
+        worker_id = {"DMLC_WORKER_ID": str(index)} if role == "worker" else {}
+        scheduler_address = f"{service_name}.{service_name}"  # its hostname.subdomain
         assert {k: v for k, v in env.items() if k != "MX_CONFIG"} == {
-            "DMLC_PS_ROOT_URI": service_name,
+            "DMLC_PS_ROOT_URI": scheduler_address,
             "DMLC_PS_ROOT_PORT": "9091",
             "DMLC_NUM_SERVER": "2",
             "DMLC_NUM_WORKER": "3",
             "DMLC_ROLE": role,
             "DMLC_USE_KUBERNETES": "1",
+            **worker_id,
         }
         config = json.loads(env["MX_CONFIG"])
         assert config["task"] == {"type": role, "index": index}
-        assert config["cluster"]["scheduler"] == [{"url": service_name, "port": 9091}]
+        assert config["cluster"]["scheduler"] == [{"url": scheduler_address, "port": 9091}]
         assert len(config["cluster"]["server"]) == 2 and len(config["cluster"]["worker"]) == 3
     service = kubeapi.get("Service", service_name, NS)
     assert service is not None
@@ -323,18 +326,20 @@ def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: P
         9091,
         9091,
     )
-    # The Service selects exactly the scheduler's pod.
+    # The headless Service selects every pod of the job, each of which has its own
+    # DNS name in it: hostname (its batch Job's name) and subdomain (the Service).
+    assert service["spec"]["clusterIP"] == "None"
     kubeapi.run_job_controller(NS)
-    selected = [
-        p["metadata"]["name"]
+    selected = {
+        p["spec"].get("hostname"): p["spec"].get("subdomain")
         for p in kubeapi.objects("pods", NS)
         if service["spec"]["selector"].items() <= p["metadata"]["labels"].items()
-    ]
-    assert len(selected) == 1 and selected[0].startswith(service_name + "-")
+    }
+    assert selected == {prefix.format(r, i): service_name for r, i in expected}
 
-    # A local job gets one worker Job, no DMLC environment and no Service.
+    # A local job gets one worker Job, the operator's environment of one, no Service.
     (local,) = job_objects(kubeapi, "example-local-job")
-    assert not any(k.startswith("DMLC_") or k == "MX_CONFIG" for k in env_of(local))
+    assert (env_of(local)["DMLC_ROLE"], env_of(local)["DMLC_NUM_WORKER"]) == ("worker", "1")
     assert not job_objects(kubeapi, "example-local-job", "services")
     # The user's environment is kept: BytePS workers still see their GPU limit etc.
     assert len(job_objects(kubeapi, "byteps-mxnet-job")) == 5
@@ -472,7 +477,12 @@ def test_states_follow_the_seed_rules_as_pods_run_finish_and_fail(
     kubeapi: KubeAPI, repo: Path, run: Syncer
 ) -> None:
     local = ["retry-137", "retry-nomsg", "oom", "exit1-msg", "exit137-msg", "done"]
-    write(repo, *(mxjob(n, servers=0) for n in local), mxjob("dist"), mxjob("dist-fail"))
+    write(
+        repo,
+        *(mxjob(n, servers=0) for n in local),  # OnFailure: restarted in place
+        mxjob("dist"),
+        mxjob("dist-fail", restart="Never"),
+    )
     run()
     kubeapi.run_job_controller(NS)
     outcome = run()
@@ -496,25 +506,27 @@ def test_states_follow_the_seed_rules_as_pods_run_finish_and_fail(
             job=batch_job(kubeapi, job, role, index), namespace=NS, phase="Failed", **how
         )
 
-    fail("retry-137", exit_code=137)  # no message: retryable
-    fail("retry-nomsg", exit_code=1)  # no message: retryable
+    # Under OnFailure the kubelet restarts each in place, whatever the termination (the
+    # job's backoffLimit, none here, counts restarts: tests/test_failure_semantics.py).
+    fail("retry-137", exit_code=137)
+    fail("retry-nomsg", exit_code=1)
     fail("oom", exit_code=137, reason="OOMKilled")
     fail("exit1-msg", exit_code=1, message="loss is NaN")
-    fail("exit137-msg", exit_code=137, message="killed")  # > 127: retryable
+    fail("exit137-msg", exit_code=137, message="killed")
     kubeapi.kubelet(job=batch_job(kubeapi, "done", "worker"), namespace=NS, phase="Succeeded")
     kubeapi.kubelet(job=batch_job(kubeapi, "dist", "scheduler"), namespace=NS, phase="Succeeded")
-    fail("dist-fail", "server", exit_code=2, message="bad gradient")
+    fail("dist-fail", "server", exit_code=2, message="bad gradient")  # Never: final
     kubeapi.run_job_controller(NS)
     outcome = run()
     assert {n: states(outcome, n)[0] for n in local} == {
         "retry-137": "Running",
         "retry-nomsg": "Running",
-        "oom": "Failed",
-        "exit1-msg": "Failed",
+        "oom": "Running",
+        "exit1-msg": "Running",
         "exit137-msg": "Running",
         "done": "Succeeded",
     }
-    assert states(outcome, "oom")[1] == {"WORKER": "Failed"}
+    assert states(outcome, "oom")[1] == {"WORKER": "Running"}
     assert states(outcome, "retry-137")[1] == {"WORKER": "Running"}
     assert states(outcome, "done")[1] == {"WORKER": "Succeeded"}
     # dist: the scheduler decides, though servers and workers still run.
@@ -531,8 +543,6 @@ def test_states_follow_the_seed_rules_as_pods_run_finish_and_fail(
     # The finished ones are in the ledger now.
     book = ledger.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
     assert {(k[1], f.state) for k, f in book.entries.items()} == {
-        ("oom", "Failed"),
-        ("exit1-msg", "Failed"),
         ("done", "Succeeded"),
         ("dist", "Succeeded"),
         ("dist-fail", "Failed"),

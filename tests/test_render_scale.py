@@ -52,8 +52,9 @@ def test_a_process_of_a_large_job_gets_an_mx_config_of_constant_size() -> None:
     sizes = [len(json.dumps(mx_config(j, ReplicaType.WORKER, 7))) for j in (small, large)]
     assert sizes[0] == sizes[1] < 400, sizes
     config = mx_config(large, ReplicaType.WORKER, 4_999)
+    scheduler = scheduler_service_name(large)
     assert config == {
-        "cluster": {"scheduler": [{"url": scheduler_service_name(large), "port": 9091}]},
+        "cluster": {"scheduler": [{"url": f"{scheduler}.{scheduler}", "port": 9091}]},
         "labels": {"scheduler": "", "server": "", "worker": ""},
         "task": {"type": "worker", "index": 4_999},
     }

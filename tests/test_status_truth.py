@@ -37,7 +37,6 @@ from tests.test_reconcile_e2e import (
     writes,
 )
 from tests.test_sync_git_e2e import config_for
-from tests.test_sync_git_e2e import mxjob as seed_mxjob
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared/examples/upstream"
 
@@ -266,18 +265,21 @@ def test_a_failed_on_failure_seed_job_keeps_no_active_batch_job(
     kubeapi: KubeAPI, repo: Path
 ) -> None:
     run = Syncer(kubeapi, repo)
-    (repo / "seed.yaml").write_text(seed_mxjob("crashy"))  # restartPolicy OnFailure
+    write(repo, mxjob("crashy", runPolicy={"backoffLimit": 2}))  # OnFailure, job-wide
     run()
     kubeapi.run_job_controller(NS)
-    worker = batch_job(kubeapi, "crashy", "worker")
-    kubeapi.kubelet(job=worker, namespace=NS, phase="Running")
-    # Restarted in place (CrashLoopBackOff): the batch Job stays active.
-    kubeapi.kubelet(job=worker, namespace=NS, phase="Failed", exit_code=1, message="bad config")
+    for index in (0, 1):  # one restart each: the job's two, each batch Job's one of two
+        worker = batch_job(kubeapi, "crashy", "worker", index)
+        kubeapi.kubelet(job=worker, namespace=NS, phase="Running")
+        # Restarted in place (CrashLoopBackOff): the batch Job stays active.
+        how = {"exit_code": 1, "message": "bad config"}
+        kubeapi.kubelet(job=worker, namespace=NS, phase="Failed", **how)
     outcome = run()
     job = summary_of(outcome, "crashy")
     assert (job.state, job.action) == ("Failed", "stop")
     assert "a finished job holds nothing" in job.reason
-    assert job.failure is not None and job.failure["message"] == "bad config"
+    assert job.failure is not None and "bad config" in job.failure["message"]
+    assert "BackoffLimitExceeded" in job.failure["reason"]
     kubeapi.settle()
     active = [
         o for o in job_objects(kubeapi, "crashy") if not (o.get("status") or {}).get("conditions")

@@ -14,13 +14,14 @@ from mxgitops.failurelog import keep_end
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import Action, plan
-from mxgitops.trainer import State, compare_in_place
+from mxgitops.trainer import State, compare_in_place, job_refs
 from mxgitops.trainer.failure import replica_failure
-from tests.test_plan import NS, OPTIONS, job, live, only
+from tests.test_plan import NS, OPTIONS, finish, job, live, only
 
 
 def test_a_changed_in_place_field_is_an_update_and_a_hand_edit_a_repair() -> None:
-    before, after = job("a", backoffLimit=2), job("a", backoffLimit=4)
+    before = job("a", restart="OnFailure", backoffLimit=2)
+    after = job("a", restart="OnFailure", backoffLimit=4)
     assert before.spec_hash == after.spec_hash  # no new runtime
     update = only(plan([after], live(before), Ledger(), OPTIONS))
     assert update.action is Action.UPDATE
@@ -34,6 +35,16 @@ def test_a_changed_in_place_field_is_an_update_and_a_hand_edit_a_repair() -> Non
     assert repair.action is Action.REPAIR
     assert "spec.backoffLimit 9 -> 2 (set back)" in repair.reason
     assert [p.ref.name for p in repair.patches] == [hand["metadata"]["name"]]
+    assert only(plan([before], live(before), Ledger(), OPTIONS)).action is Action.UNCHANGED
+
+
+def test_a_never_replicas_backoff_limit_stays_0_whatever_the_jobs() -> None:
+    """Under Never nothing retries: the job's backoffLimit moves only its record."""
+    before, after = job("a", backoffLimit=2), job("a", backoffLimit=4)
+    assert {j["spec"]["backoffLimit"] for j in live(before).jobs} == {0}
+    update = only(plan([after], live(before), Ledger(), OPTIONS))
+    assert update.action is Action.UPDATE
+    assert all("spec" not in p.patch for p in update.patches)
     assert only(plan([before], live(before), Ledger(), OPTIONS)).action is Action.UNCHANGED
 
 
@@ -56,11 +67,26 @@ def test_resuming_and_dropping_wait_patch_in_place() -> None:
 
 def test_a_job_finished_before_the_upgrade_does_not_run_again() -> None:
     tuned = job("a", backoffLimit=2)
-    assert tuned.legacy_spec_hash != tuned.spec_hash
-    assert job("b").legacy_spec_hash == job("b").spec_hash  # sets none: nothing moved
-    book = Ledger({(NS, "a"): Finished(NS, "a", tuned.legacy_spec_hash, "Succeeded", "t")})
-    change = only(plan([tuned], LiveObjects(), book, OPTIONS))
-    assert (change.action, change.state) == (Action.UNCHANGED, State.SUCCEEDED)
+    assert len(tuned.earlier_spec_hashes) == 2 and tuned.spec_hash not in tuned.earlier_spec_hashes
+    assert len(job("b").earlier_spec_hashes) == 1  # sets none: only the rendering moved
+    for earlier in tuned.earlier_spec_hashes:
+        book = Ledger({(NS, "a"): Finished(NS, "a", earlier, "Succeeded", "t")})
+        change = only(plan([tuned], LiveObjects(), book, OPTIONS))
+        assert (change.action, change.state) == (Action.UNCHANGED, State.SUCCEEDED)
+
+
+def test_a_job_running_before_the_rendering_changed_is_replaced() -> None:
+    """RENDERING joined the hash: a job running under the earlier rendering (ClusterIP
+    Service, names that do not resolve, Kubernetes' retries) gets a new runtime."""
+    current, before = job("a"), job("a")
+    (earlier,) = current.earlier_spec_hashes
+    before.__dict__["spec_hash"] = earlier  # rendered as the earlier mxgitops named it
+    assert before.runtime_id != current.runtime_id
+    change = only(plan([current], live(before), Ledger(), OPTIONS))
+    assert change.action is Action.REPLACE, change.reason
+    assert {r.name for r in change.deletes} == {r.name for r in job_refs(before)}
+    finished = only(plan([current], finish(live(before), "-scheduler-"), Ledger(), OPTIONS))
+    assert (finished.action, finished.state) == (Action.STOP, State.SUCCEEDED)
 
 
 def test_the_note_is_kept_while_only_its_time_moves_and_rewritten_hourly() -> None:

@@ -250,16 +250,19 @@ def test_selector_is_sorted_and_deterministic() -> None:
 def test_annotations_on_every_object_and_empty_ones_left_out() -> None:
     job = job_of(seed_doc(), source="jobs/mnist.yaml")
     for obj in render_job(job, CTX):
+        restart = {"mxgitops.io/restart-policy": "OnFailure"} if obj["kind"] == "Job" else {}
         assert obj["metadata"]["annotations"] == {
             objects.SPEC_HASH_ANNOTATION: job.spec_hash,
             objects.SOURCE_ANNOTATION: "jobs/mnist.yaml",
             objects.COMMIT_ANNOTATION: "c0ffee",
             "mxgitops.io/replicas": "SCHEDULER=1,SERVER=2,WORKER=3",
+            **restart,
         }
     bare = render_job(job_of(seed_doc("local")), RenderContext("prod"))[0]
     assert bare["metadata"]["annotations"] == {
         objects.SPEC_HASH_ANNOTATION: job_of(seed_doc("local")).spec_hash,
         "mxgitops.io/replicas": "WORKER=1",
+        "mxgitops.io/restart-policy": "OnFailure",
     }
 
 
@@ -277,22 +280,32 @@ def test_success_policy_is_annotated_only_when_not_the_default() -> None:
 # -- the scheduler Service ----------------------------------------------------------------
 
 
-def test_scheduler_service_selects_exactly_the_scheduler_pod() -> None:
+def test_the_jobs_headless_service_gives_every_pod_its_dns_name() -> None:
+    """One headless Service per dist job (no service IP), named and labelled as the
+    scheduler's batch Job, selecting every pod of the job; each pod's hostname is its
+    batch Job's name and its subdomain the Service, so `{hostname}.{service}` resolves
+    to exactly that pod: every MX_CONFIG address and DMLC_PS_ROOT_URI is one."""
     job = job_of(seed_doc(port=9500))
     rendered = render_job(job, CTX)
     name = spec.scheduler_service_name(job)
     service = by_name(rendered, "Service", name)
-    scheduler_pod_labels = by_name(rendered, "Job", name)["spec"]["template"]["metadata"]["labels"]
     assert service["apiVersion"] == "v1"
-    assert service["spec"]["selector"] == scheduler_pod_labels
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
     assert service["spec"]["ports"] == [
         {"name": "ps-root-port", "port": 9500, "targetPort": 9500, "protocol": "TCP"}
     ]
-    assert service["metadata"]["labels"] == scheduler_pod_labels
-    others = [o for o in rendered if o["kind"] == "Job" and o["metadata"]["name"] != name]
-    for other in others:
-        pod_labels = other["spec"]["template"]["metadata"]["labels"]
-        assert not all(pod_labels.get(k) == v for k, v in service["spec"]["selector"].items())
+    scheduler = by_name(rendered, "Job", name)
+    assert service["metadata"]["labels"] == scheduler["spec"]["template"]["metadata"]["labels"]
+    pods = {o["metadata"]["name"]: o["spec"]["template"] for o in rendered if o["kind"] == "Job"}
+    for batch, template in pods.items():
+        labels = template["metadata"]["labels"]
+        assert all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
+        assert (template["spec"]["hostname"], template["spec"]["subdomain"]) == (batch, name)
+    mx_config = json.loads(env_of(scheduler)["MX_CONFIG"])
+    addresses = [a["url"] for role in mx_config["cluster"].values() for a in role]
+    assert addresses == [f"{batch}.{name}" for batch in pods]
+    assert env_of(scheduler)["DMLC_PS_ROOT_URI"] == f"{name}.{name}"
 
 
 def test_local_job_has_no_service() -> None:
@@ -308,22 +321,24 @@ def test_dmlc_env_of_a_worker() -> None:
     worker = by_name(render_job(job, CTX), "Job", f"mnist-worker-{rid}-1")
     env = env_of(worker)
     mx_config = env.pop("MX_CONFIG")
+    sub = f"mnist-scheduler-{rid}-0"
     assert env == {
-        "DMLC_PS_ROOT_URI": f"mnist-scheduler-{rid}-0",
+        "DMLC_PS_ROOT_URI": f"mnist-scheduler-{rid}-0.{sub}",
         "DMLC_PS_ROOT_PORT": "9091",
         "DMLC_NUM_SERVER": "2",
         "DMLC_NUM_WORKER": "3",
         "DMLC_ROLE": "worker",
         "DMLC_USE_KUBERNETES": "1",
+        "DMLC_WORKER_ID": "1",  # BytePS reads it
     }
     assert mx_config == (
         '{"cluster":{'
-        f'"scheduler":[{{"port":9091,"url":"mnist-scheduler-{rid}-0"}}],'
-        f'"server":[{{"port":9091,"url":"mnist-server-{rid}-0"}},'
-        f'{{"port":9091,"url":"mnist-server-{rid}-1"}}],'
-        f'"worker":[{{"port":9091,"url":"mnist-worker-{rid}-0"}},'
-        f'{{"port":9091,"url":"mnist-worker-{rid}-1"}},'
-        f'{{"port":9091,"url":"mnist-worker-{rid}-2"}}]}},'
+        f'"scheduler":[{{"port":9091,"url":"mnist-scheduler-{rid}-0.{sub}"}}],'
+        f'"server":[{{"port":9091,"url":"mnist-server-{rid}-0.{sub}"}},'
+        f'{{"port":9091,"url":"mnist-server-{rid}-1.{sub}"}}],'
+        f'"worker":[{{"port":9091,"url":"mnist-worker-{rid}-0.{sub}"}},'
+        f'{{"port":9091,"url":"mnist-worker-{rid}-1.{sub}"}},'
+        f'{{"port":9091,"url":"mnist-worker-{rid}-2.{sub}"}}]}},'
         '"labels":{"scheduler":"","server":"","worker":""},'
         '"task":{"index":1,"type":"worker"}}'
     )
@@ -383,22 +398,48 @@ def test_user_env_is_kept_first_then_ours() -> None:
         "DMLC_ROLE",
         "DMLC_USE_KUBERNETES",
         "MX_CONFIG",
+        "DMLC_WORKER_ID",
     ]
+    server = by_name(render_job(job, CTX), "Job", f"mnist-server-{job.runtime_id}-0")
+    assert "DMLC_WORKER_ID" not in env_of(server)  # a worker's index, for workers alone
 
 
-def test_local_job_gets_no_dmlc_env() -> None:
+def test_a_local_job_gets_the_environment_the_operator_gave_it() -> None:
+    """Kubeflow's operator: its own address in MX_CONFIG, one worker, no server, no
+    scheduler (an empty address, port 0); its hostname resolves in its own pod."""
     job = job_of(seed_doc("local", worker_container=mxnet(env=[{"name": "A", "value": "1"}])))
-    assert env_of(render_job(job, CTX)[0]) == {"A": "1"}
-    assert "env" not in pod_spec(render_job(job_of(seed_doc("local")), CTX)[0])["containers"][0]
+    (obj,) = render_job(job, CTX)
+    host = spec.job_object_name(job, spec.ReplicaType.WORKER, 0)
+    env = env_of(obj)
+    assert json.loads(env.pop("MX_CONFIG")) == {
+        "cluster": {"worker": [{"url": host, "port": 9091}]},
+        "labels": {"worker": ""},
+        "task": {"type": "worker", "index": 0},
+    }
+    assert env == {
+        "A": "1",
+        "DMLC_PS_ROOT_URI": "",
+        "DMLC_PS_ROOT_PORT": "0",
+        "DMLC_NUM_SERVER": "0",
+        "DMLC_NUM_WORKER": "1",
+        "DMLC_ROLE": "worker",
+        "DMLC_USE_KUBERNETES": "1",
+        "DMLC_WORKER_ID": "0",
+    }
+    assert pod_spec(obj)["hostname"] == host and "subdomain" not in pod_spec(obj)
 
 
-def test_only_the_mxnet_container_gets_env() -> None:
+def test_every_container_gets_the_environment() -> None:
+    """As the operator set it: a launcher or monitoring sidecar reads it too."""
     sidecar = {"name": "logger", "image": "busybox"}
     doc = seed_doc()
     doc["spec"]["replicaSpecs"][2]["template"]["spec"]["containers"].append(sidecar)
     job = job_of(doc)
     worker = by_name(render_job(job, CTX), "Job", f"mnist-worker-{job.runtime_id}-0")
-    assert pod_spec(worker)["containers"][1] == sidecar
+    mxnet_env, sidecar_env = (c["env"] for c in pod_spec(worker)["containers"])
+    assert sidecar_env == mxnet_env and sidecar_env is not mxnet_env
+    assert sidecar_env[0] is not mxnet_env[0]
+    assert "env" not in doc["spec"]["replicaSpecs"][2]["template"]["spec"]["containers"][1]
 
 
 # -- restart and run policy ---------------------------------------------------------------
@@ -445,6 +486,29 @@ def test_run_policy_on_every_batch_job_and_unset_fields_left_out() -> None:
         assert absent not in bare["spec"]
 
 
+@pytest.mark.parametrize(
+    ("restart", "limit", "expected"),
+    [
+        ("Never", None, 0),
+        ("Never", 3, 0),
+        ("OnFailure", None, 2**31 - 1),
+        ("OnFailure", 3, 3),
+        ("ExitCode", None, 2**31 - 1),
+        ("ExitCode", 0, 0),
+    ],
+)
+def test_each_batch_jobs_backoff_limit_follows_its_restart_policy(
+    restart: str, limit: int | None, expected: int
+) -> None:
+    """Never: the first failure is final. OnFailure, ExitCode: the job's backoffLimit
+    (counted job-wide by the status rules), else no limit, as the operator."""
+    run_policy = {} if limit is None else {"backoffLimit": limit}
+    for obj in render_job(job_of(kubeflow_doc(restart=restart, run_policy=run_policy)), CTX):
+        if obj["kind"] == "Job":
+            assert obj["spec"]["backoffLimit"] == expected
+            assert obj["metadata"]["annotations"]["mxgitops.io/restart-policy"] == restart
+
+
 # -- accelerators --------------------------------------------------------------------------
 
 
@@ -479,7 +543,8 @@ def test_accelerators_never_override_the_users_pod() -> None:
     assert pod_spec(obj)["volumes"] == [{"name": "nvidia-libs", "emptyDir": {}}]
     container = pod_spec(obj)["containers"][0]
     assert container["volumeMounts"] == [{"name": "nvidia-libs", "mountPath": "/opt/nvidia"}]
-    assert container["env"] == [{"name": "LD_LIBRARY_PATH", "value": "/mine"}]
+    mine = [e for e in container["env"] if e["name"] == "LD_LIBRARY_PATH"]
+    assert mine == [{"name": "LD_LIBRARY_PATH", "value": "/mine"}]
     assert_valid(obj)
 
 

@@ -72,54 +72,81 @@ def pod(
     }
 
 
-def batch_job(succeeded: int = 0, conditions: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def batch_job(
+    succeeded: int = 0,
+    conditions: list[dict[str, str]] | None = None,
+    *,
+    restart: spec.RestartPolicy | None = None,
+    failed: int = 0,
+) -> dict[str, Any]:
     status: dict[str, Any] = {}
     if succeeded:
         status["succeeded"] = succeeded
+    if failed:
+        status["failed"] = failed
     if conditions:
         status["conditions"] = conditions
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "status": status}
+    metadata: dict[str, Any] = {"name": "j"}
+    if restart is not None:
+        metadata["annotations"] = {"mxgitops.io/restart-policy": restart.value}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "status": status}
 
 
 # -- one replica -------------------------------------------------------------------------
 
+NEVER, ON_FAILURE, EXIT_CODE = (spec.RestartPolicy(p) for p in ("Never", "OnFailure", "ExitCode"))
+
+
+def failed_pod(state: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    failed = pod(state, **kwargs)
+    failed["status"]["phase"] = "Failed"
+    return failed
+
 
 @pytest.mark.parametrize(
-    ("pods", "expected"),
+    ("restart", "pods", "expected"),
     [
-        ([pod(RUNNING)], R),
-        ([pod(WAITING)], R),
-        ([pod(terminated(0))], S),
-        ([pod(terminated(137, "killed", reason="OOMKilled"))], F),
-        ([pod(terminated(137, reason="OOMKilled"))], F),
-        ([pod(terminated(1, "Traceback: ValueError"))], F),
-        ([pod(terminated(1))], R),
-        ([pod(terminated(127, "command not found"))], F),
-        ([pod(terminated(137, "killed"))], R),
-        ([pod(terminated(143, "terminated"))], R),
-        ([pod(RUNNING, last=terminated(1, "boom"))], F),
-        ([pod(RUNNING, last=terminated(137, "killed"))], R),
-        ([pod(terminated(0), last=terminated(1, "boom"))], F),
-        ([pod(RUNNING, last={})], R),
-        ([pod(None)], U),
-        ([pod(RUNNING, container="sidecar")], U),
-        ([pod({})], U),
-        ([], ReplicaState.PENDING),  # a batch Job whose pod is not made yet
+        (NEVER, [pod(RUNNING)], R),
+        (NEVER, [pod(WAITING)], R),
+        (NEVER, [pod(terminated(0))], S),
+        (NEVER, [failed_pod(terminated(1))], F),
+        (NEVER, [failed_pod(terminated(137, reason="OOMKilled"))], F),
+        (NEVER, [failed_pod(terminated(143, "terminated"))], F),
+        (NEVER, [pod(terminated(1, "Traceback: ValueError"))], F),  # a sidecar still runs
+        (ON_FAILURE, [pod(RUNNING, last=terminated(1, "boom"))], R),
+        (ON_FAILURE, [pod(terminated(1, "boom"))], R),  # about to restart
+        (ON_FAILURE, [pod(terminated(137, reason="OOMKilled"))], R),
+        (ON_FAILURE, [failed_pod(terminated(1))], F),  # failed all the same (evicted)
+        (ON_FAILURE, [pod(terminated(0), last=terminated(1, "boom"))], S),
+        (EXIT_CODE, [failed_pod(terminated(1, "loss is NaN"))], F),
+        (EXIT_CODE, [failed_pod(terminated(127, "command not found"))], F),
+        (EXIT_CODE, [failed_pod(terminated(137, reason="OOMKilled"))], R),
+        (EXIT_CODE, [failed_pod(terminated(143, "terminated"))], R),
+        (EXIT_CODE, [failed_pod({})], R),  # evicted before its container ran
+        (NEVER, [pod(RUNNING, last={})], R),
+        (NEVER, [pod(None)], U),
+        (NEVER, [pod(RUNNING, container="sidecar")], U),
+        (NEVER, [pod({})], U),
+        (NEVER, [], ReplicaState.PENDING),  # a batch Job whose pod is not made yet
     ],
     ids=[
-        "running",
-        "waiting",
-        "exit-0",
-        "oom-killed-with-message",
-        "oom-killed-without-message",
-        "exit-1-with-message",
-        "exit-1-without-message-retryable",
-        "exit-127-with-message",
-        "exit-137-with-message-retryable",
-        "exit-143-retryable",
-        "last-state-preferred-failed",
-        "last-state-preferred-retryable",
-        "last-state-preferred-over-exit-0",
+        "never-running",
+        "never-waiting",
+        "never-exit-0",
+        "never-exit-1-without-message",
+        "never-oom-killed",
+        "never-exit-143",
+        "never-exit-1-container-done-pod-running",
+        "on-failure-restarted",
+        "on-failure-about-to-restart",
+        "on-failure-oom-killed-restarts",
+        "on-failure-pod-failed",
+        "on-failure-exit-0-after-a-restart",
+        "exit-code-1-permanent",
+        "exit-code-127-permanent",
+        "exit-code-oom-killed-retried",
+        "exit-code-143-retried",
+        "exit-code-evicted-retried",
         "empty-last-state-ignored",
         "no-container-status",
         "no-mxnet-container-status",
@@ -127,10 +154,17 @@ def batch_job(succeeded: int = 0, conditions: list[dict[str, str]] | None = None
         "no-pods",
     ],
 )
-def test_replica_state_from_the_newest_pods_mxnet_container(
-    pods: list[dict[str, Any]], expected: ReplicaState
+def test_replica_state_from_the_newest_pod_by_restart_policy(
+    restart: spec.RestartPolicy, pods: list[dict[str, Any]], expected: ReplicaState
 ) -> None:
-    assert replica_state(batch_job(), pods) is expected
+    assert replica_state(batch_job(restart=restart), pods) is expected
+
+
+def test_a_counted_failure_fails_never_and_on_failure_replicas_even_once_replaced() -> None:
+    retry = [pod(RUNNING)]
+    assert replica_state(batch_job(restart=NEVER, failed=1), retry) is F
+    assert replica_state(batch_job(restart=ON_FAILURE, failed=1), retry) is F
+    assert replica_state(batch_job(restart=EXIT_CODE, failed=1), retry) is R
 
 
 def test_newest_pod_wins_by_start_time_then_creation() -> None:
@@ -175,13 +209,13 @@ def test_the_batch_job_decides_first() -> None:
 @pytest.mark.parametrize(
     ("state", "retryable"),
     [
-        ({"exitCode": 137, "reason": "OOMKilled", "message": "m"}, False),
-        ({"exitCode": 1}, True),
-        ({"exitCode": 1, "message": ""}, True),
-        ({"exitCode": 0, "message": "m"}, False),
+        ({"exitCode": 137, "reason": "OOMKilled", "message": "m"}, True),
+        ({"exitCode": 1}, False),
+        ({"exitCode": 1, "message": "m"}, False),
         ({"exitCode": 127, "message": "m"}, False),
         ({"exitCode": 128, "message": "m"}, True),
-        ({"exitCode": 255, "message": "m"}, True),
+        ({"exitCode": 255}, True),
+        ({}, True),
     ],
 )
 def test_is_retryable_termination(state: dict[str, Any], retryable: bool) -> None:
@@ -244,7 +278,8 @@ def test_job_state_per_mode_and_success_policy(
 
 def dist_job(workers: int = 2, policy: str = "", name: str = "mnist") -> spec.MxJob:
     def replica(kind: str, replicas: int) -> dict[str, Any]:
-        template = {"spec": {"containers": [{"name": "mxnet", "image": "mxnet"}]}}
+        containers = [{"name": "mxnet", "image": "mxnet"}]
+        template = {"spec": {"containers": containers, "restartPolicy": "Never"}}
         return {"replicas": replicas, "mxReplicaType": kind, "template": template}
 
     doc: dict[str, Any] = {

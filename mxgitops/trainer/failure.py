@@ -17,9 +17,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from mxgitops.objects import KubeObject
+from mxgitops.objects import KubeObject, LiveObjects
 from mxgitops.spec import CONTAINER_NAME
-from mxgitops.trainer.status import ReplicaState, newest_pod, replica_state
+from mxgitops.trainer.status import (
+    JobShape,
+    ReplicaState,
+    backoff_exceeded,
+    newest_pod,
+    replica_state,
+    replicas_of,
+)
+
+BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"  # the Job controller's and operator's reason
 
 MAX_MESSAGE = 1024  # characters of a termination or condition message kept
 
@@ -80,6 +89,31 @@ def replica_failure(
             message = message or str(condition.get("message") or "")
     reason = "; ".join(dict.fromkeys(r for r in reasons if r))
     return Failure(replica, exit_code, reason, " ".join(message.split())[:MAX_MESSAGE], pod_name)
+
+
+def backoff_failure(shape: JobShape, live: LiveObjects) -> Failure | None:
+    """A job failed by its backoffLimit, counted job-wide while no replica failed: the
+    replica that retried most, and the count."""
+    exceeded = backoff_exceeded(shape, live)
+    if exceeded is None:
+        return None
+    (replica_type, index), why = exceeded
+    pods = [
+        pod
+        for type_, index_, _, replica_pods in replicas_of(shape, live)
+        if (type_, index_) == (replica_type, index)
+        for pod in replica_pods
+    ]
+    pod = newest_pod(pods) if pods else {}
+    terminated = _terminated(pod) or {}
+    last = " ".join(str(terminated.get("message") or "").split())
+    return Failure(
+        f"{replica_type.value} {index}",
+        int(terminated["exitCode"]) if "exitCode" in terminated else None,
+        "; ".join(r for r in (str(terminated.get("reason") or ""), BACKOFF_LIMIT_EXCEEDED) if r),
+        (f"{why}; last: {last}" if last else why)[:MAX_MESSAGE],
+        str((pod.get("metadata") or {}).get("name") or ""),
+    )
 
 
 def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:

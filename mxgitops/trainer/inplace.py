@@ -25,9 +25,12 @@ from typing import Any
 
 from mxgitops import objects
 from mxgitops.objects import KubeObject, ObjectRef
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
+from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange, RestartPolicy
+from mxgitops.trainer.labels import JOB_TYPE_LABEL, REPLICA_TYPES
 
 IN_PLACE_ANNOTATION = "mxgitops.io/in-place"
+# A batch Job's backoffLimit meaning "no limit": the largest the API accepts.
+UNLIMITED_BACKOFF = 2**31 - 1
 FIELDS = ("suspend", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
 _DEFAULTS: Mapping[str, Any] = {"suspend": False}  # what an absent field reads as
 _DEFAULTED = tuple(name for name in FIELDS if name in _DEFAULTS)
@@ -43,6 +46,27 @@ def desired(job: MxJob) -> dict[str, Any]:
         "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished,
     }
     return {key: value for key, value in values.items() if value is not None}
+
+
+def batch_backoff_limit(restart: RestartPolicy, job_limit: int | None) -> int:
+    """The backoffLimit of one replica's batch Job (the job's own is enforced job-wide
+    by `status.py`; each batch Job's is never below it, so it never fails first).
+
+    `Never`: 0, the first failed pod fails the Job and nothing retries it, as the
+    training operator failed the MXJob. `OnFailure` and `ExitCode`: the job's
+    backoffLimit, or no limit when it sets none, as the operator restarted them.
+    """
+    if restart is RestartPolicy.NEVER:
+        return 0
+    return UNLIMITED_BACKOFF if job_limit is None else job_limit
+
+
+def recorded_backoff_limit(batch_job: Mapping[str, Any]) -> int | None:
+    """The job's backoffLimit as mxgitops recorded it on one of its batch Jobs."""
+    value = _decode(objects.annotations_of(batch_job).get(IN_PLACE_ANNOTATION, "")).get(
+        "backoffLimit"
+    )
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def annotation(job: MxJob) -> dict[str, str]:
@@ -70,12 +94,23 @@ def compare(
     """The patches that bring the live objects of `job`'s runtime to its manifest."""
     want = desired(job)
     wait = OnChange.WAIT.value if job.on_change is OnChange.WAIT else None
-    found = [_batch_job(obj, want, wait) for obj in live_jobs]
+    found = [_batch_job(obj, want, wait, _rendered(job, obj)) for obj in live_jobs]
     found += [_on_change_only(obj, wait) for obj in services]
     return sorted((p for p in found if p is not None), key=lambda p: p.ref)
 
 
-def _batch_job(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> InPlace | None:
+def _rendered(job: MxJob, obj: KubeObject) -> dict[str, Any]:
+    """What a field the manifest sets reads as on this batch Job, where it differs:
+    backoffLimit is per restart policy of the replica (`batch_backoff_limit`)."""
+    replica_type = REPLICA_TYPES.get(objects.labels_of(obj).get(JOB_TYPE_LABEL, ""))
+    replica = job.replica(replica_type) if replica_type is not None else None
+    restart = replica.restart_policy if replica is not None else RestartPolicy.ON_FAILURE
+    return {"backoffLimit": batch_backoff_limit(restart, job.run_policy.backoff_limit)}
+
+
+def _batch_job(
+    obj: KubeObject, want: Mapping[str, Any], wait: str | None, rendered: Mapping[str, Any]
+) -> InPlace | None:
     spec = obj.get("spec") or {}
     annotations = objects.annotations_of(obj)
     applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
@@ -86,10 +121,10 @@ def _batch_job(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> In
     for name in FIELDS if want or applied else _DEFAULTED:
         value, before = want.get(name), applied.get(name)
         live = spec.get(name, _DEFAULTS.get(name))
-        target = value if value is not None else _DEFAULTS.get(name)
+        target = rendered.get(name, value if value is not None else _DEFAULTS.get(name))
         if value != before:
             if live != target:
-                spec_patch[name] = value if value is not None else _DEFAULTS.get(name)
+                spec_patch[name] = target
                 updated.append(f"spec.{name} {_shown(live)} -> {_shown(target)}")
         elif target is not None and live != target:
             spec_patch[name] = target

@@ -27,6 +27,9 @@ TASK_INDEX_LABEL = "task_index"
 
 # "SCHEDULER=1,SERVER=2,WORKER=3": every replica set of the job, on every object.
 REPLICAS_ANNOTATION = "mxgitops.io/replicas"
+# On each batch Job: its replica's restart policy (`ExitCode` included), which the
+# status rules follow; a LIST leaves out the pod template that also says it.
+RESTART_POLICY_ANNOTATION = "mxgitops.io/restart-policy"
 # Present only when the job's success policy is not the default.
 SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
 

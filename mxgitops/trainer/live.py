@@ -35,7 +35,8 @@ from mxgitops import objects
 from mxgitops.model import RUNTIME_ID_LENGTH, runtime_id_of
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.spec import JobMode, ReplicaType, SuccessPolicy
-from mxgitops.trainer.failure import Failure, replica_failure
+from mxgitops.trainer.failure import Failure, backoff_failure, replica_failure
+from mxgitops.trainer.inplace import recorded_backoff_limit
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
     REPLICA_TYPES,
@@ -197,7 +198,7 @@ class LiveJob:
             failure = replica_failure(f"{replica_type.value} {index}", batch_job, pods)
             if failure is not None:
                 return failure
-        return None
+        return backoff_failure(self._shape, self._objects())
 
     def _objects(self) -> LiveObjects:
         return LiveObjects(self.jobs, self.services, self.pods)
@@ -220,6 +221,15 @@ class LiveJob:
             type_label, index = labels.get(JOB_TYPE_LABEL, ""), labels.get(TASK_INDEX_LABEL, "")
             if type_label in REPLICA_TYPES and index.isdigit():
                 indexed[type_label] = max(indexed.get(type_label, 0), int(index) + 1)
+        backoff_limit = next(
+            (
+                limit
+                for job in self.jobs
+                if objects.labels_of(job).get(RUNTIME_ID_LABEL) == runtime_id
+                and (limit := recorded_backoff_limit(job)) is not None
+            ),
+            None,
+        )
         counts = _most_replicas(declared)
         replicas = {
             replica_type: max(counts.get(replica_type, 0), indexed.get(type_label, 0))
@@ -235,6 +245,7 @@ class LiveJob:
                 SuccessPolicy.ALL_WORKERS if _ALL_WORKERS in policies else SuccessPolicy.SCHEDULER
             ),
             replicas=replicas,
+            backoff_limit=backoff_limit,
         )
 
     def _owned(self) -> tuple[KubeObject, ...]:

@@ -1,11 +1,20 @@
-"""How a distributed MXNet process learns its place in the cluster.
+"""How a distributed MXNet process learns its place in the cluster, and reaches its peers.
 
 ps-lite reads `DMLC_*` variables (where the scheduler is, how many servers and
-workers, which role this process plays). Kubeflow's MXNet images additionally
-read `MX_CONFIG`, a JSON document listing every role's addresses and this
-process's task; `DMLC_USE_KUBERNETES=1` tells them they run on Kubernetes.
-Both are rendered here, deterministically (compact JSON, sorted keys), so the
-same job always yields byte-identical pod templates.
+workers, which role this process plays; BytePS also `DMLC_WORKER_ID`, the
+worker's index). Kubeflow's MXNet images additionally read `MX_CONFIG`, a JSON
+document listing every role's addresses and this process's task;
+`DMLC_USE_KUBERNETES=1` tells them they run on Kubernetes. Every container of
+the pod gets them, as the training operator gave them (a launcher or a
+monitoring sidecar reads them too). Rendered deterministically (compact JSON,
+sorted keys): the same job always yields byte-identical pod templates.
+
+Every address written resolves to its replica's pod. Each pod's `hostname` is
+its batch Job's name; in a dist job its `subdomain` is the job's one headless
+Service (named as the scheduler's batch Job, selecting every pod of the job),
+so `{hostname}.{service}` is that pod's DNS name in the namespace. A local job
+has no Service: its one process reads its own hostname, which its pod's
+/etc/hosts resolves. No service IP is taken by any job.
 
 MX_CONFIG lists every server's and worker's address only in jobs of at most
 `MAX_LISTED_REPLICAS` replicas. Each of a job's N processes carrying N
@@ -14,7 +23,8 @@ minutes to render, more than the CronJob's memory); a larger job's MX_CONFIG
 names the scheduler alone, the one address ps-lite dials, and a process finds
 the counts in `DMLC_NUM_SERVER` and `DMLC_NUM_WORKER`. Rendering is linear.
 
-A local job runs a single process that talks to no one: it gets none of this.
+A local job gets what the operator gave one: its own address in MX_CONFIG,
+`DMLC_ROLE=worker`, one worker, no server, and an empty scheduler address.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from typing import Any
 from mxgitops.spec import (
     JobMode,
     MxJob,
+    ReplicaSpec,
     ReplicaType,
     job_object_name,
     scheduler_service_name,
@@ -35,6 +46,8 @@ from mxgitops.spec import (
 # 128 addresses are about 9 KB in each process's environment: the whole
 # listing of a job stays under 1.2 MB (128² = 16,384 addresses) to render.
 MAX_LISTED_REPLICAS = 128
+# A pod template annotation the operator copied into MX_CONFIG's labels (TVM tuning).
+TUNER_SERVER_KEY = "tuner-server-key"
 
 
 @dataclass(frozen=True)
@@ -59,27 +72,20 @@ class MxConfig:
 
     @classmethod
     def for_task(cls, job: MxJob, replica_type: ReplicaType, index: int) -> MxConfig:
-        """The config of replica `index` of `replica_type` in `job`.
-
-        The scheduler is reached through its Service; servers and workers have
-        no Service, so their entry names their batch Job object, which is all
-        the identity they have (ps-lite only ever dials the scheduler). Jobs
-        larger than `MAX_LISTED_REPLICAS` list the scheduler only.
-        """
+        """The config of replica `index` of `replica_type` in `job`: every address is
+        its replica's pod's DNS name (`address`). Jobs larger than
+        `MAX_LISTED_REPLICAS` list the scheduler only."""
         listed = sum(r.replicas for r in job.replica_specs) <= MAX_LISTED_REPLICAS
         cluster: dict[str, tuple[Address, ...]] = {}
         for replica in job.replica_specs:
-            if replica.type is ReplicaType.SCHEDULER:
-                url = scheduler_service_name(job)
-                cluster[replica.type.role] = (Address(url, replica.ps_root_port),)
-            elif listed:
+            if replica.type is ReplicaType.SCHEDULER or listed:
                 cluster[replica.type.role] = tuple(
-                    Address(job_object_name(job, replica.type, i), replica.ps_root_port)
+                    Address(address(job, replica.type, i), replica.ps_root_port)
                     for i in range(replica.replicas)
                 )
         return cls(
             cluster=cluster,
-            labels={replica.type.role: "" for replica in job.replica_specs},
+            labels={replica.type.role: _tuner_key(replica) for replica in job.replica_specs},
             task_type=replica_type.role,
             task_index=index,
         )
@@ -103,8 +109,32 @@ class MxConfig:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
+def hostname(job: MxJob, replica_type: ReplicaType, index: int) -> str:
+    """A replica's pod's hostname: its batch Job's name (a DNS label of at most 63)."""
+    return job_object_name(job, replica_type, index)
+
+
+def service_name(job: MxJob) -> str | None:
+    """The job's headless Service, every pod's subdomain; a local job has none."""
+    return scheduler_service_name(job) if job.mode is JobMode.DIST else None
+
+
+def address(job: MxJob, replica_type: ReplicaType, index: int) -> str:
+    """The name that resolves to one replica's pod, from any pod of the job."""
+    host = hostname(job, replica_type, index)
+    service = service_name(job)
+    return f"{host}.{service}" if service else host
+
+
+def _tuner_key(replica: ReplicaSpec) -> str:
+    """MX_CONFIG's label of a role: the template's `tuner-server-key`, as the operator."""
+    annotations = (replica.template.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(TUNER_SERVER_KEY, "") if isinstance(annotations, Mapping) else ""
+    return value if isinstance(value, str) else ""
+
+
 def dmlc_env(job: MxJob, replica_type: ReplicaType, index: int) -> list[dict[str, str]]:
-    """The env entries the `mxnet` container of one replica gets; none for a local job."""
+    """The env entries every container of one replica gets."""
     return dmlc_envs(job)(replica_type, index)
 
 
@@ -112,13 +142,12 @@ def dmlc_envs(job: MxJob) -> Callable[[ReplicaType, int], list[dict[str, str]]]:
     """`dmlc_env` of each replica of `job`: what its replicas share (the counts, the
     scheduler's address, MX_CONFIG's cluster and labels) worked out and encoded once,
     not once per replica, the same entries byte for byte."""
-    if job.mode is JobMode.LOCAL:
-        return lambda replica_type, index: []
     scheduler = job.replica(ReplicaType.SCHEDULER)
     servers = job.replica(ReplicaType.SERVER)
     workers = job.replica(ReplicaType.WORKER)
     shared = {
-        "DMLC_PS_ROOT_URI": scheduler_service_name(job),
+        # A local job has no scheduler: the operator wrote an empty address and port 0.
+        "DMLC_PS_ROOT_URI": address(job, ReplicaType.SCHEDULER, 0) if scheduler else "",
         "DMLC_PS_ROOT_PORT": str(scheduler.ps_root_port if scheduler else 0),
         "DMLC_NUM_SERVER": str(servers.replicas if servers else 0),
         "DMLC_NUM_WORKER": str(workers.replicas if workers else 0),
@@ -140,6 +169,8 @@ def dmlc_envs(job: MxJob) -> Callable[[ReplicaType, int], list[dict[str, str]]]:
             "DMLC_USE_KUBERNETES": "1",
             "MX_CONFIG": head + task + "}",
         }
+        if replica_type is ReplicaType.WORKER:  # BytePS reads the worker's index here
+            values["DMLC_WORKER_ID"] = str(index)
         return [{"name": name, "value": value} for name, value in values.items()]
 
     return env

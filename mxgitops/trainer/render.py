@@ -1,14 +1,18 @@
 """Render the Kubernetes objects of one MxJob: a pure, deterministic function.
 
 One batch/v1 Job per replica index (completions 1, parallelism 1), in replica
-order, then the scheduler's Service. Nothing here talks to a cluster, reads a
+order, then (dist jobs) the job's headless Service, which gives every pod a DNS
+name (`mxconfig.py`). Nothing here talks to a cluster, reads a
 clock or draws a random number: the same job and context always give the same
 objects, byte for byte, which is what lets the planner compare and dry-run.
 
 The user's pod template is deep-copied, never mutated. Onto the copy go our
 labels (they win over the user's on a key collision: selection and status
-depend on them), the replica's restart policy, the DMLC environment after the
-user's own entries, and any accelerator volumes and env vars. User template
+depend on them), the replica's restart policy, the pod's hostname and
+subdomain, the DMLC environment after the user's own entries on every
+container, and any accelerator volumes and env vars. Each batch Job's
+backoffLimit follows its replica's restart policy (`inplace.batch_backoff_limit`;
+the failure semantics are `status.py`'s). User template
 labels stay on the pod template only; the batch Job carries just ours.
 """
 
@@ -33,13 +37,17 @@ from mxgitops.spec import (
 )
 from mxgitops.trainer.accelerators import AcceleratorConfig, apply_accelerators
 from mxgitops.trainer.inplace import annotation as in_place_annotation
-from mxgitops.trainer.labels import replica_labels, shape_annotations
-from mxgitops.trainer.mxconfig import dmlc_envs
+from mxgitops.trainer.inplace import batch_backoff_limit
+from mxgitops.trainer.labels import (
+    RESTART_POLICY_ANNOTATION,
+    job_labels,
+    replica_labels,
+    shape_annotations,
+)
+from mxgitops.trainer.mxconfig import dmlc_envs, hostname, service_name
+from mxgitops.trainer.status import PERMANENT_EXIT_CODES
 
 PS_ROOT_PORT_NAME = "ps-root-port"
-# ExitCode (Kubeflow): 1-127 are the program's own verdict and fail the job at
-# once; anything else (signals: 137, 143, ...) is retried within backoffLimit.
-PERMANENT_EXIT_CODES = tuple(range(1, 128))
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ def render_batch_job(
     labels = dict(replica_labels(job, ctx.instance, replica.type, index))
     spec: dict[str, Any] = {"completions": 1, "parallelism": 1}
     spec.update(shared.run_policy)
+    spec["backoffLimit"] = batch_backoff_limit(replica.restart_policy, job.run_policy.backoff_limit)
     if replica.restart_policy is RestartPolicy.EXIT_CODE:
         spec["podFailurePolicy"] = {
             "rules": [
@@ -128,14 +137,20 @@ def render_batch_job(
                 }
             ]
         }
-    spec["template"] = _pod_template(replica, index, labels, ctx, shared)
+    spec["template"] = _pod_template(job, replica, index, labels, ctx, shared)
     metadata = _metadata(job_object_name(job, replica.type, index), job, labels, shared.annotations)
     metadata["annotations"].update(shared.in_place)  # the Job's, not its pods'
+    metadata["annotations"][RESTART_POLICY_ANNOTATION] = replica.restart_policy.value
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
 def render_scheduler_service(job: MxJob, ctx: RenderContext) -> KubeObject:
-    """The Service every process dials (DMLC_PS_ROOT_URI); it selects exactly the scheduler pod."""
+    """The job's headless Service: every pod's subdomain, so `{hostname}.{service}`
+    resolves to that pod (every MX_CONFIG address, DMLC_PS_ROOT_URI). It keeps the
+    scheduler batch Job's name and labels (what identifies it as this job's, as the
+    scheduler's ClusterIP Service it replaces had them) and selects every pod of the
+    runtime. Headless: no service IP is taken. Not-ready pods are published too: a
+    process dials its peers as it starts, before any readiness probe passed."""
     scheduler = job.replica(ReplicaType.SCHEDULER)
     if scheduler is None:
         raise ValueError(f"job {job.name} has no SCHEDULER replica set")
@@ -148,7 +163,9 @@ def render_scheduler_service(job: MxJob, ctx: RenderContext) -> KubeObject:
             scheduler_service_name(job), job, labels, object_annotations(job, ctx)
         ),
         "spec": {
-            "selector": dict(labels),
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": dict(job_labels(job, ctx.instance)),
             "ports": [
                 {"name": PS_ROOT_PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}
             ],
@@ -190,7 +207,12 @@ def _run_policy(job: MxJob) -> dict[str, Any]:
 
 
 def _pod_template(
-    replica: ReplicaSpec, index: int, labels: dict[str, str], ctx: RenderContext, shared: _Shared
+    job: MxJob,
+    replica: ReplicaSpec,
+    index: int,
+    labels: dict[str, str],
+    ctx: RenderContext,
+    shared: _Shared,
 ) -> dict[str, Any]:
     template: dict[str, Any] = _copied(dict(replica.template))
     metadata: dict[str, Any] = template.get("metadata") or {}
@@ -201,10 +223,15 @@ def _pod_template(
     pod_spec["restartPolicy"] = (
         RestartPolicy.NEVER.value if restart is RestartPolicy.EXIT_CODE else restart.value
     )
-    ours = shared.env(replica.type, index)
-    for container in pod_spec.get("containers") or []:
-        if container.get("name") == CONTAINER_NAME and ours:
-            container["env"] = [*(container.get("env") or []), *ours]
+    pod_spec["hostname"] = hostname(job, replica.type, index)
+    subdomain = service_name(job)
+    if subdomain:
+        pod_spec["subdomain"] = subdomain
+    ours = shared.env(replica.type, index)  # fresh entries: the first container takes them
+    containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
+    for number, container in enumerate(containers):  # every one: a sidecar reads them too
+        entries = ours if number == 0 else _copied(ours)
+        container["env"] = [*(container.get("env") or []), *entries]
     apply_accelerators(pod_spec, ctx.accelerators)
     return {"metadata": metadata, "spec": pod_spec}
 

@@ -1,14 +1,43 @@
-"""Read a job's state back from its Kubernetes objects: the seed's rules, pure.
+"""Read a job's state back from its Kubernetes objects: pure. The failure semantics.
+
+These are Kubeflow's training operator's (v1.8.1, measured side by side by
+`tests/kubeflow/`), kept by every runtime that runs an MXJob. Each replica has
+a restart policy (the replica's `restartPolicy`, default `Never`):
+
+- `Never`: the first failed pod fails the job; nothing retries it (its batch
+  Job's backoffLimit is 0). A ps-lite worker or server started again does not
+  rejoin a running job: a retry would only hang it, holding its GPUs. Every
+  failure counts, whatever its exit code or termination message.
+- `OnFailure`: the container restarts in place (the kubelet), and the replica
+  stays Running; a pod that fails all the same (evicted) fails the job.
+- `ExitCode`: exit codes 1-127 are the program's own verdict and fail the job
+  at once (a pod failure policy); any other failure (137 SIGKILL, OOMKilled,
+  143, an eviction) is retried with a new pod, and the replica stays Running.
+
+`runPolicy.backoffLimit` is one budget for the whole job, as the operator
+counted it: the container restarts of `OnFailure` replicas (in running pods)
+plus the retried failures of `ExitCode` replicas, summed over every replica.
+The job fails once the restarts reach it, or the retried failures exceed it
+(`backoff_exceeded`). Without backoffLimit, `OnFailure` and `ExitCode` retry
+without limit, as the operator did (`Never` never retries). Each batch Job's
+own backoffLimit is never below the job's, so the job-wide count decides.
+
+Every rule reads a fact Kubernetes will not undo (a failed pod that will not
+be retried, a batch Job's failure count, a restart count), so a state read as
+Failed stays Failed: it never goes Failed, then Running once a retry starts.
 
 Per replica: its batch Job decides first (succeeded >= 1 → Succeeded; a
-`Failed` condition, from backoffLimit or the deadline → Failed; no Job →
-Unknown). Otherwise the newest pod's `mxnet` container decides, preferring its
-last termination when it has one: running or waiting → Running, exit 0 →
-Succeeded, a retryable termination → Running (Kubernetes retries it), anything
-else → Failed; no pod or no container status → Unknown.
+`Failed` condition → Failed; suspended → Suspended; under `Never` and
+`OnFailure`, a failed pod counted → Failed; no Job → Unknown). Otherwise its
+newest pod: Pending → Pending; failed → by the policy above; else its `mxnet`
+container: running or waiting → Running, exit 0 → Succeeded, another exit by
+the policy (`OnFailure`: restarting, Running); no container status → Unknown.
 
-Replica sets and the job aggregate as the seed did. The functions take plain
-objects, so the planner, the report and the façade all judge a job the same way.
+Replica sets and the job aggregate as the seed did: any replica set Failed →
+Failed; the deciding set (SCHEDULER of a dist job, else WORKER; WORKER under
+`successPolicy: AllWorkers`) Succeeded → Succeeded. A finished job's replicas
+still active are stopped by the planner (`plan.py`, STOP). The functions take
+plain objects, so the planner, the report and the façade judge a job alike.
 """
 
 from __future__ import annotations
@@ -20,8 +49,26 @@ from typing import Any
 
 from mxgitops import objects
 from mxgitops.objects import KubeObject, LiveObjects
-from mxgitops.spec import CONTAINER_NAME, JobMode, MxJob, ReplicaType, SuccessPolicy
-from mxgitops.trainer.labels import JOB_TYPE_LABEL, RUNTIME_ID_LABEL, TASK_INDEX_LABEL
+from mxgitops.spec import (
+    CONTAINER_NAME,
+    JobMode,
+    MxJob,
+    ReplicaType,
+    RestartPolicy,
+    SuccessPolicy,
+)
+from mxgitops.trainer.labels import (
+    JOB_TYPE_LABEL,
+    RESTART_POLICY_ANNOTATION,
+    RUNTIME_ID_LABEL,
+    TASK_INDEX_LABEL,
+)
+
+# ExitCode (Kubeflow): 1-127 are the program's own verdict and fail the job at
+# once; anything else (signals: 137, 143, ...) is retried within backoffLimit.
+PERMANENT_EXIT_CODES = range(1, 128)
+_RESTART_POLICIES = {policy.value: policy for policy in RestartPolicy}
+_ORDER = {replica_type: number for number, replica_type in enumerate(ReplicaType)}
 
 
 class State(StrEnum):
@@ -64,6 +111,7 @@ class JobShape:
     mode: JobMode
     success_policy: SuccessPolicy
     replicas: Mapping[ReplicaType, int]  # in replica order
+    backoff_limit: int | None = None  # the job's, counted job-wide
 
     @classmethod
     def of(cls, job: MxJob) -> JobShape:
@@ -74,6 +122,7 @@ class JobShape:
             mode=job.mode,
             success_policy=job.success_policy,
             replicas={r.type: r.replicas for r in job.replica_specs},
+            backoff_limit=job.run_policy.backoff_limit,
         )
 
 
@@ -88,7 +137,71 @@ def shape_status(shape: JobShape, live: LiveObjects) -> tuple[State, list[MxRepl
         _replica_set_status(replica_type, count, found)
         for replica_type, count in shape.replicas.items()
     ]
-    return job_state(shape.mode, shape.success_policy, statuses), statuses
+    state = job_state(shape.mode, shape.success_policy, statuses)
+    if state is not State.SUCCEEDED and _backoff_exceeded(shape, found) is not None:
+        return State.FAILED, statuses
+    return state, statuses
+
+
+def backoff_exceeded(
+    shape: JobShape, live: LiveObjects
+) -> tuple[tuple[ReplicaType, int], str] | None:
+    """((type, index) of the replica that retried most, why) when the job's retries used up its
+    backoffLimit; None while they did not, or it sets none."""
+    return _backoff_exceeded(shape, _Replicas.of(shape, live))
+
+
+def _backoff_exceeded(
+    shape: JobShape, found: _Replicas
+) -> tuple[tuple[ReplicaType, int], str] | None:
+    limit = shape.backoff_limit
+    if limit is None:
+        return None
+    restarts = failures = 0
+    most: tuple[int, int, ReplicaType, int] = (0, 0, ReplicaType.WORKER, 0)
+    for replica_type, count in shape.replicas.items():
+        for index, (batch_job, pods) in enumerate(found.replica_set(replica_type, count)):
+            restarted, retried = replica_retries(batch_job, pods)
+            restarts, failures = restarts + restarted, failures + retried
+            candidate = (restarted + retried, -_ORDER[replica_type], replica_type, -index)
+            most = max(most, candidate, key=lambda m: (m[0], m[1], m[3]))
+    if not is_past_backoff_limit(limit, restarts, failures):
+        return None
+    counted = " and ".join(
+        f"{n} {what}"
+        for n, what in ((restarts, "container restarts"), (failures, "retried pod failures"))
+        if n
+    )
+    return (most[2], -most[3]), f"{counted} across the job reached its backoffLimit of {limit}"
+
+
+def is_past_backoff_limit(limit: int, restarts: int, failures: int) -> bool:
+    """The operator's rule for restarts (they reach the limit; any, if it is 0), and
+    the Job controller's for retried failures (more than the limit)."""
+    total = restarts + failures
+    return total > limit or (restarts > 0 and total >= limit)
+
+
+def replica_retries(
+    batch_job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
+) -> tuple[int, int]:
+    """(container restarts in its running pods under OnFailure, retried pod failures
+    under ExitCode) of one replica: what the job's backoffLimit counts."""
+    if batch_job is None:
+        return 0, 0
+    restart = restart_policy_of(batch_job)
+    if restart is RestartPolicy.EXIT_CODE:
+        return 0, int((batch_job.get("status") or {}).get("failed") or 0)
+    if restart is not RestartPolicy.ON_FAILURE:
+        return 0, 0
+    restarts = 0
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase") != "Running":
+            continue
+        for key in ("initContainerStatuses", "containerStatuses"):
+            restarts += sum(int(c.get("restartCount") or 0) for c in status.get(key) or [])
+    return restarts, 0
 
 
 def replica_set_status(
@@ -227,6 +340,19 @@ def pending_reason(pod: Mapping[str, Any]) -> str:
     return ""
 
 
+def restart_policy_of(batch_job: Mapping[str, Any]) -> RestartPolicy:
+    """The replica's restart policy, as its batch Job records it; else as it was
+    rendered (`ExitCode` is `Never` pods with a pod failure policy)."""
+    recorded = objects.annotations_of(batch_job).get(RESTART_POLICY_ANNOTATION)
+    if recorded in _RESTART_POLICIES:
+        return _RESTART_POLICIES[recorded]
+    spec = batch_job.get("spec") or {}
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    if pod_spec.get("restartPolicy") == RestartPolicy.ON_FAILURE.value:
+        return RestartPolicy.ON_FAILURE
+    return RestartPolicy.EXIT_CODE if spec.get("podFailurePolicy") else RestartPolicy.NEVER
+
+
 def replica_state(
     batch_job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
 ) -> ReplicaState:
@@ -243,9 +369,12 @@ def replica_state(
         return ReplicaState.FAILED
     if (batch_job.get("spec") or {}).get("suspend"):
         return ReplicaState.SUSPENDED
+    restart = restart_policy_of(batch_job)
+    if restart is not RestartPolicy.EXIT_CODE and int(job_status_.get("failed") or 0) >= 1:
+        return ReplicaState.FAILED  # a failed pod fails the job, even once replaced
     if not pods:
         return ReplicaState.PENDING  # the Job controller has not made its pod yet
-    return pod_replica_state(newest_pod(pods))
+    return pod_replica_state(newest_pod(pods), restart)
 
 
 def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -263,45 +392,49 @@ def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(pods, key=key)
 
 
-def pod_replica_state(pod: Mapping[str, Any]) -> ReplicaState:
-    """The seed's replicaStatusFromPodList, for the newest pod; a pod not yet running
-    (unscheduled, pulling its image) is Pending, where the seed said Running."""
-    if (pod.get("status") or {}).get("phase") == "Pending":
+def pod_replica_state(
+    pod: Mapping[str, Any], restart: RestartPolicy = RestartPolicy.NEVER
+) -> ReplicaState:
+    """The newest pod's replica state under `restart` (the module docstring's rules);
+    a pod not yet running (unscheduled, pulling its image) is Pending."""
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    if phase == "Pending":
         return ReplicaState.PENDING
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    container = next((c for c in statuses if c.get("name") == CONTAINER_NAME), None)
+    container = next(
+        (c for c in status.get("containerStatuses") or [] if c.get("name") == CONTAINER_NAME),
+        None,
+    )
+    state: Mapping[str, Any] = (container or {}).get("state") or {}
+    terminated = state.get("terminated")
+    if phase == "Failed":
+        if restart is RestartPolicy.EXIT_CODE and is_retryable_termination(terminated or {}):
+            return ReplicaState.RUNNING  # a new pod is on its way
+        return ReplicaState.FAILED
+    if phase == "Succeeded":
+        return ReplicaState.SUCCEEDED
     if container is None:
         return ReplicaState.UNKNOWN
-    last_terminated = (container.get("lastState") or {}).get("terminated")
-    state: Mapping[str, Any] = (
-        {"terminated": last_terminated} if last_terminated else container.get("state") or {}
-    )
     if state.get("running") is not None or state.get("waiting") is not None:
         return ReplicaState.RUNNING
-    terminated = state.get("terminated")
     if terminated is None:
         return ReplicaState.UNKNOWN
     if int(terminated.get("exitCode", -1)) == 0:
         return ReplicaState.SUCCEEDED
-    if is_retryable_termination(terminated):
+    if restart is RestartPolicy.ON_FAILURE:
+        return ReplicaState.RUNNING  # the kubelet restarts it in place
+    if restart is RestartPolicy.EXIT_CODE and is_retryable_termination(terminated):
         return ReplicaState.RUNNING
-    return ReplicaState.FAILED
+    return ReplicaState.FAILED  # Never: it will not run again
 
 
 def is_retryable_termination(terminated: Mapping[str, Any]) -> bool:
-    """The seed's isRetryableTerminationState.
-
-    OOMKilled is the program's fault (checked first: an OOM may leave no
-    message). No termination message means the launcher did not exit cleanly,
-    e.g. the container never started: retry. Exit codes 0-127 are the
-    program's own verdict: permanent. Above 127 (137 SIGKILL, 143 SIGTERM) is
-    an infrastructure kill: retry.
-    """
-    if terminated.get("reason") == "OOMKilled":
-        return False
-    if not terminated.get("message"):
-        return True
-    return not 0 <= int(terminated.get("exitCode", -1)) <= 127
+    """Whether `ExitCode` retries this termination of the `mxnet` container: any exit
+    code but 1-127, the program's own verdict (137 SIGKILL, an OOMKilled 137, 143
+    SIGTERM are the infrastructure's). A pod failed without a termination of its
+    `mxnet` container (evicted before it ran) is retried too."""
+    code = terminated.get("exitCode")
+    return not (isinstance(code, int) and code in PERMANENT_EXIT_CODES)
 
 
 def in_namespace(live: LiveObjects, namespace: str) -> LiveObjects:

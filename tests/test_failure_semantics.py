@@ -1,0 +1,153 @@
+"""Kubeflow's failure and restart semantics, end to end (issue 21, items 1-4).
+
+What the training operator did, and what a job migrating from it relies on:
+under `Never` the first failed pod fails the job, and nothing retries it (a
+restarted ps-lite worker or server does not rejoin: the job would hang holding
+its GPUs); `backoffLimit` counts restarts and retried failures across the whole
+job; the state a sync reads agrees with what Kubernetes does next, so it never
+goes Failed and back to Running. Both backends: the API double, and the real
+job controller of the real control plane.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kubeapi.harness import KubeAPI
+from tests.test_reconcile_e2e import (
+    NS,
+    Syncer,
+    batch_job,
+    job_objects,
+    mxjob,
+    states,
+    summary_of,
+    write,
+)
+
+UNLIMITED = 2**31 - 1
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def run(kubeapi: KubeAPI, repo: Path) -> Syncer:
+    return Syncer(kubeapi, repo)
+
+
+def start(kubeapi: KubeAPI, run: Syncer, repo: Path, *docs: dict[str, Any]) -> None:
+    """Create the jobs and run every pod of them."""
+    write(repo, *docs)
+    run()
+    kubeapi.run_job_controller(NS)
+    for doc in docs:
+        for obj in job_objects(kubeapi, doc["metadata"]["name"]):
+            kubeapi.kubelet(job=obj["metadata"]["name"], namespace=NS, phase="Running")
+
+
+def fail(kubeapi: KubeAPI, job: str, role: str = "worker", index: int = 0, **how: Any) -> None:
+    kubeapi.kubelet(job=batch_job(kubeapi, job, role, index), namespace=NS, phase="Failed", **how)
+
+
+def pods_of(kubeapi: KubeAPI, batch: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in kubeapi.objects("pods", NS)
+        if (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name") == batch
+    ]
+
+
+def test_a_dist_job_whose_worker_exits_1_under_never_fails_in_one_sync_and_stops(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    start(kubeapi, run, repo, mxjob("hang", restart="Never"))
+    worker = batch_job(kubeapi, "hang", "worker", 1)
+    fail(kubeapi, "hang", index=1, exit_code=1)  # no termination message: it still counts
+    kubeapi.settle(NS)
+    outcome = run()
+    job = summary_of(outcome, "hang")
+    assert (job.state, job.action) == ("Failed", "stop"), job.reason
+    assert job.failure is not None and job.failure["replica"] == "WORKER 1"
+    # The failed worker is not retried, and every other replica was stopped.
+    assert len(pods_of(kubeapi, worker)) == 1
+    left = {o["metadata"]["name"] for o in job_objects(kubeapi, "hang")}
+    assert left == {worker}
+    failed = kubeapi.get("Job", worker, NS)
+    assert failed is not None and failed["spec"]["backoffLimit"] == 0
+    again = run()
+    assert states(again, "hang")[0] == "Failed" and summary_of(again, "hang").action == "unchanged"
+
+
+def test_the_state_agrees_with_what_kubernetes_does_next(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """No flapping: a termination Kubernetes retries reads Running, one it does not
+    reads Failed, before and after the job controller acted on it."""
+    docs = [
+        mxjob("oom", servers=0, restart="ExitCode"),  # 137: retried under ExitCode
+        mxjob("exit3", servers=0, restart="ExitCode"),  # 1-127: the program's verdict
+        mxjob("msg", servers=0, restart="Never"),  # Never: never retried
+    ]
+    start(kubeapi, run, repo, *docs)
+    fail(kubeapi, "oom", exit_code=137, reason="OOMKilled")
+    fail(kubeapi, "exit3", exit_code=3)
+    fail(kubeapi, "msg", exit_code=1, message="loss is NaN")
+    expected = {"oom": "Running", "exit3": "Failed", "msg": "Failed"}
+    before = run(dry_run=True)
+    assert {n: states(before, n)[0] for n in expected} == expected
+    kubeapi.run_job_controller(NS)  # the retry of "oom" has its pod now, not yet running
+    after = run()
+    assert {n: states(after, n)[0] for n in expected} == {**expected, "oom": "Pending"}
+    assert len(pods_of(kubeapi, batch_job(kubeapi, "oom", "worker"))) == 2
+    msg = kubeapi.get("Job", batch_job(kubeapi, "msg", "worker"), NS)
+    assert msg is not None and len(pods_of(kubeapi, msg["metadata"]["name"])) == 1
+
+
+def test_backoff_limit_counts_restarts_across_the_whole_job(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    start(kubeapi, run, repo, mxjob("flaky", workers=2, runPolicy={"backoffLimit": 2}))
+    fail(kubeapi, "flaky", index=0, exit_code=1, restart_state="running")
+    assert states(run(), "flaky")[0] == "Running"  # one restart of two allowed
+    fail(kubeapi, "flaky", index=1, exit_code=1, restart_state="running")
+    outcome = run()
+    job = summary_of(outcome, "flaky")
+    assert job.state == "Failed", job.reason
+    assert job.failure is not None and "BackoffLimitExceeded" in job.failure["reason"]
+    assert job.action == "stop"
+
+
+def test_on_failure_without_backoff_limit_restarts_without_limit(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    start(kubeapi, run, repo, mxjob("forever", servers=0))
+    name = batch_job(kubeapi, "forever", "worker")
+    live = kubeapi.get("Job", name, NS)
+    assert live is not None and live["spec"]["backoffLimit"] == UNLIMITED
+    for _ in range(7):  # Kubernetes' default backoffLimit is 6
+        fail(kubeapi, "forever", exit_code=1, restart_state="running")
+    kubeapi.settle(NS)
+    assert states(run(), "forever") == ("Running", {"WORKER": "Running"})
+
+
+def test_exit_code_backoff_limit_counts_retried_failures_across_the_job(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    doc = mxjob("killed", workers=2, restart="ExitCode", runPolicy={"backoffLimit": 1})
+    start(kubeapi, run, repo, doc)
+    fail(kubeapi, "killed", index=0, exit_code=137)
+    kubeapi.run_job_controller(NS)
+    assert states(run(), "killed")[0] == "Running"  # one retry of one allowed
+    fail(kubeapi, "killed", index=1, exit_code=137)
+    kubeapi.settle(NS)
+    job = summary_of(run(), "killed")
+    assert job.state == "Failed", job.reason
+    assert job.failure is not None and "BackoffLimitExceeded" in job.failure["reason"]
