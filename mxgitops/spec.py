@@ -143,7 +143,10 @@ def refusals(doc: Mapping[str, Any]) -> list[FieldProblem]:
             )
         ]
     spec = doc.get("spec")
-    if isinstance(spec, Mapping) and spec.get("jobMode") == "MXTune":
+    version = version_of(doc)
+    # kubeflow.org/v1alpha2 had no jobMode: its operator ignored one (its dialect warns).
+    mode_read = version is None or version.dialect is not Dialect.KUBEFLOW_V1ALPHA2
+    if isinstance(spec, Mapping) and spec.get("jobMode") == "MXTune" and mode_read:
         return [
             FieldProblem(
                 ("spec", "jobMode"),

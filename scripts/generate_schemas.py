@@ -348,7 +348,17 @@ def all_schemas(pod_defs: dict[str, Schema]) -> dict[Dialect, Schema]:
         Dialect.KUBEFLOW_V1ALPHA2: map_form_schema(
             pod_defs,
             Dialect.KUBEFLOW_V1ALPHA2,
-            {"cleanPodPolicy": _CLEAN_POD_POLICY, "ttlSecondsAfterFinishing": _count(0)},
+            {
+                "cleanPodPolicy": _CLEAN_POD_POLICY,
+                "ttlSecondsAfterFinishing": _count(0),
+                # Not of this version, but its operator's decoder ignored unknown fields,
+                # and published examples set it: accepted, with a warning.
+                "jobMode": {
+                    "enum": ["MXTrain", "MXTune"],
+                    "description": "Not read by this version's operator; ignored, with a "
+                    "warning (it ran every job as training).",
+                },
+            },
         ),
         Dialect.KUBEFLOW_V1BETA1: map_form_schema(
             pod_defs,
