@@ -5,7 +5,8 @@ version (see `manifests.py`), so types and unknown fields are settled. Its
 version's module in `mxgitops.dialects` converts it into the one `MxJob`
 (`model.py`); this module then applies the rules a schema cannot express: job
 modes, the `mxnet` container, derived object names, reserved environment
-variables, counts checked before any work per replica. Every problem is
+variables, counts checked before any work per replica, and what the API server
+refuses in a pod template (`podrules.py`). Every problem is
 reported with the field path it concerns, never as a traceback.
 
 Warnings are findings that do not make a job invalid but must not pass in
@@ -54,6 +55,7 @@ from mxgitops.model import (
     format_path,
     mxnet_container,
 )
+from mxgitops.podrules import pod_template_problems
 
 __all__ = [
     "CONTAINER_NAME",
@@ -280,6 +282,7 @@ def _semantic_problems(job: MxJob, version: Version) -> list[FieldProblem]:
     problems = _mode_problems(job, ("spec", version.replicas_field)) + _name_problems(job)
     for replica in job.replica_specs:
         problems += _container_problems(replica)
+        problems += pod_template_problems(replica.template, (*replica.path, "template"))
     return problems
 
 

@@ -229,7 +229,12 @@ def test_null_list_items_allowed_by_the_kubernetes_schema_do_not_crash() -> None
         "spec": {
             "containers": [
                 None,
-                {"name": "mxnet", "env": [None], "ports": [None, {"containerPort": 1}]},
+                {
+                    "name": "mxnet",
+                    "image": "mxnet",
+                    "env": [None],
+                    "ports": [None, {"containerPort": 1}],
+                },
             ]
         }
     }

@@ -1,0 +1,135 @@
+"""What kube-apiserver refuses in a pod template that the OpenAPI schema lets through.
+
+The JSON schema of PodTemplateSpec (`schema.py`) settles types and unknown
+fields, but Kubernetes' own validation (`ValidatePodTemplateSpec`) asks more: a
+container without `image` passes the schema, and the batch Job that carries it
+is then refused at create (`spec.template.spec.containers[1].image: Required
+value`), after its job's Service and other replicas were written. These rules
+are checked at validate time instead, each problem with the manifest's field
+path. `tests/test_rendered_dry_run.py` proves the other direction on the real
+API server: every object rendered from a valid manifest passes its dry run.
+
+Only what a manifest controls is checked; what mxgitops sets itself (labels,
+restart policy, hostname, subdomain, its environment) is its own business.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from mxgitops.model import FieldProblem, Path, mappings
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# IANA_SVC_NAME: at most 15 characters, lower-case letters, digits and '-', at least
+# one letter, no '-' at either end nor two in a row.
+_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_CONTAINER_KINDS = ("initContainers", "containers")
+
+
+def pod_template_problems(template: Mapping[str, Any], path: Path) -> list[FieldProblem]:
+    """The API server's refusals of the pod template at `path` (`...template`)."""
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, Mapping):
+        return []
+    spec_path: Path = (*path, "spec")
+    problems = list(_container_names(pod_spec, spec_path))
+    volumes = _volume_names(pod_spec)
+    problems += _duplicate_volumes(pod_spec, spec_path)
+    for kind, index, container in _containers(pod_spec):
+        where: Path = (*spec_path, kind, index)
+        if not str(container.get("image") or "").strip():
+            problems.append(FieldProblem((*where, "image"), "required: every container needs one"))
+        problems += _ports(container, where)
+        problems += _mounts(container, where, volumes)
+    return problems
+
+
+def _containers(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+    for kind in _CONTAINER_KINDS:
+        for index, container in enumerate(pod_spec.get(kind) or []):
+            if isinstance(container, Mapping):
+                yield kind, index, container
+
+
+def _container_names(pod_spec: Mapping[str, Any], spec_path: Path) -> Iterator[FieldProblem]:
+    seen: set[str] = set()
+    for kind, index, container in _containers(pod_spec):
+        where: Path = (*spec_path, kind, index, "name")
+        name = container.get("name")
+        if not isinstance(name, str) or not name:
+            yield FieldProblem(where, "required: every container needs a name")
+        elif len(name) > 63 or not _DNS1123_LABEL.match(name):
+            yield FieldProblem(
+                where,
+                f"{name!r} is not a DNS-1123 label (lower-case letters, digits and '-', "
+                "at most 63)",
+            )
+        elif name in seen:
+            yield FieldProblem(where, f"a second container named {name!r}: names are unique")
+        if isinstance(name, str):
+            seen.add(name)
+
+
+def _volume_names(pod_spec: Mapping[str, Any]) -> set[str]:
+    return {str(v.get("name")) for v in mappings(pod_spec.get("volumes") or [])}
+
+
+def _duplicate_volumes(pod_spec: Mapping[str, Any], spec_path: Path) -> Iterator[FieldProblem]:
+    seen: set[str] = set()
+    for index, volume in enumerate(pod_spec.get("volumes") or []):
+        name = volume.get("name") if isinstance(volume, Mapping) else None
+        where: Path = (*spec_path, "volumes", index, "name")
+        if not isinstance(name, str) or not name:
+            yield FieldProblem(where, "required: every volume needs a name")
+        elif name in seen:
+            yield FieldProblem(where, f"a second volume named {name!r}: names are unique")
+        else:
+            seen.add(name)
+
+
+def _ports(container: Mapping[str, Any], where: Path) -> Iterator[FieldProblem]:
+    names: set[str] = set()
+    for index, port in enumerate(container.get("ports") or []):
+        if not isinstance(port, Mapping):
+            continue
+        number = port.get("containerPort")
+        if isinstance(number, int) and not 1 <= number <= 65535:
+            yield FieldProblem(
+                (*where, "ports", index, "containerPort"), f"{number} is not a port (1-65535)"
+            )
+        name = port.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        if not _is_port_name(name):
+            yield FieldProblem(
+                (*where, "ports", index, "name"),
+                f"{name!r} is not a port name (at most 15 lower-case letters, digits and "
+                "'-', with a letter, no '-' at either end nor two in a row)",
+            )
+        elif name in names:
+            yield FieldProblem(
+                (*where, "ports", index, "name"), f"a second port named {name!r} in this container"
+            )
+        names.add(name)
+
+
+def _is_port_name(name: str) -> bool:
+    return (
+        len(name) <= 15
+        and _PORT_NAME.match(name) is not None
+        and "--" not in name
+        and any(c.isalpha() for c in name)
+    )
+
+
+def _mounts(container: Mapping[str, Any], where: Path, volumes: set[str]) -> Iterator[FieldProblem]:
+    for index, mount in enumerate(container.get("volumeMounts") or []):
+        name = mount.get("name") if isinstance(mount, Mapping) else None
+        if isinstance(name, str) and name and name not in volumes:
+            yield FieldProblem(
+                (*where, "volumeMounts", index, "name"),
+                f"no volume named {name!r} in this pod template's spec.volumes",
+            )
