@@ -27,6 +27,8 @@ from mxgitops import objects
 from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.spec import (
     CONTAINER_NAME,
+    KUBEFLOW_PORT_NAME,
+    Dialect,
     MxJob,
     ReplicaSpec,
     ReplicaType,
@@ -227,6 +229,8 @@ def _pod_template(
     subdomain = service_name(job)
     if subdomain:
         pod_spec["subdomain"] = subdomain
+    if job.dialect in _PORT_DEFAULTING:
+        _default_port(pod_spec, replica.ps_root_port)
     ours = shared.env(replica.type, index)  # fresh entries: the first container takes them
     containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
     for number, container in enumerate(containers):  # every one: a sidecar reads them too
@@ -234,6 +238,21 @@ def _pod_template(
         container["env"] = [*(container.get("env") or []), *entries]
     apply_accelerators(pod_spec, ctx.accelerators)
     return {"metadata": metadata, "spec": pod_spec}
+
+
+# The map-form operators gave the `mxnet` container a port named mxjob-port when it
+# had none (the scheduler's port, DMLC_PS_ROOT_PORT): so does mxgitops, in their dialects.
+_PORT_DEFAULTING = (Dialect.KUBEFLOW, Dialect.KUBEFLOW_V1BETA1, Dialect.KUBEFLOW_V1ALPHA2)
+
+
+def _default_port(pod_spec: dict[str, Any], port: int) -> None:
+    for container in pod_spec.get("containers") or []:
+        if not isinstance(container, dict) or container.get("name") != CONTAINER_NAME:
+            continue
+        ports = container.get("ports") or []
+        if not any(isinstance(p, dict) and p.get("name") == KUBEFLOW_PORT_NAME for p in ports):
+            entry = {"name": KUBEFLOW_PORT_NAME, "containerPort": port, "protocol": "TCP"}
+            container["ports"] = [*ports, entry]
 
 
 def _copied(value: Any) -> Any:

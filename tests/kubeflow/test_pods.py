@@ -1,0 +1,121 @@
+"""Every kubeflow.org/v1 MXJob of the published corpus and the examples, created both
+as an MXJob for Kubeflow's training operator v1.8.1 and through mxgitops, side by
+side on the same real kube-apiserver: their pods are compared replica by replica
+(`compare.py`), and any difference not in the README's table of differences kept on
+purpose fails the test."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.controlplane.harness import RealCluster, wait_for
+from tests.kubeflow.compare import (
+    Difference,
+    Resolver,
+    differences,
+    mxgitops_pods,
+    operator_pods,
+)
+from tests.kubeflow.differences import KEPT
+from tests.kubeflow.operator import MXJOBS
+from tests.test_published import FILES, header
+from tests.test_reconcile_e2e import NS, Syncer
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parents[1] / "shared" / "examples" / "upstream"
+EXAMPLES = ROOT.parent / "jobs-repo-example" / "jobs"
+
+
+def kubeflow_v1_manifests() -> list[Path]:
+    candidates = [p for p in FILES if header(p)["expect"] == "valid"]
+    candidates += sorted(SHARED.glob("*.yaml")) + sorted(EXAMPLES.rglob("*.y*ml"))
+    found = []
+    for path in candidates:
+        doc = yaml.safe_load(path.read_text())
+        spec = doc.get("spec") or {}
+        if doc.get("apiVersion") == "kubeflow.org/v1" and spec.get("jobMode") != "MXTune":
+            found.append(path)
+    return found
+
+
+def priority_classes(doc: dict[str, Any]) -> set[str]:
+    spec = doc.get("spec") or {}
+    policy = (spec.get("runPolicy") or spec).get("schedulingPolicy") or {}
+    return {policy["priorityClass"]} if policy.get("priorityClass") else set()
+
+
+@pytest.fixture
+def priority_class(cluster: RealCluster) -> Iterator[Callable[[str], None]]:
+    """Creates a PriorityClass a manifest names (as its cluster would have it)."""
+    made: list[str] = []
+    path = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+    def create(name: str) -> None:
+        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 1000}
+        cluster.rest.create(path, {**body, "metadata": {"name": name}})
+        made.append(name)
+
+    yield create
+    for name in made:
+        cluster.rest.delete(f"{path}/{name}")
+
+
+def created_both_ways(
+    cluster: RealCluster, repo: Path, path: Path, priority_class: Callable[[str], None]
+) -> dict[str, Any]:
+    doc = yaml.safe_load(path.read_text())
+    for name in priority_classes(doc):
+        priority_class(name)
+    doc.pop("status", None)
+    doc["metadata"]["namespace"] = NS  # one namespace for both
+    (repo / path.name).write_text(yaml.safe_dump(doc))
+    outcome = Syncer(cluster, repo)()
+    assert not outcome.summary.problems, outcome.summary.problems
+    theirs = copy.deepcopy(doc)
+    theirs["metadata"]["namespace"] = NS
+    cluster.rest.create(MXJOBS.format(namespace=NS), theirs)
+    return doc
+
+
+def replicas_of(doc: dict[str, Any]) -> int:
+    return sum(int(r.get("replicas", 1)) for r in doc["spec"]["mxReplicaSpecs"].values())
+
+
+@pytest.mark.parametrize("path", kubeflow_v1_manifests(), ids=lambda p: p.name)
+def test_the_pods_agree_with_the_operators(
+    cluster: RealCluster, repo: Path, path: Path, priority_class: Callable[[str], None]
+) -> None:
+    doc = created_both_ways(cluster, repo, path, priority_class)
+    name, count = doc["metadata"]["name"], replicas_of(doc)
+
+    def both() -> tuple[Any, Any] | None:
+        pods = cluster.objects("pods", NS)
+        theirs, ours = operator_pods(pods, name), mxgitops_pods(pods, name)
+        return (theirs, ours) if len(theirs) == len(ours) == count else None
+
+    try:
+        theirs, ours = wait_for(f"for the pods of {name} both ways", both)
+    except TimeoutError:
+        pods = cluster.objects("pods", NS)
+        status = cluster.rest.get(f"{MXJOBS.format(namespace=NS)}/{name}").get("status")
+        raise AssertionError(
+            f"{count} replicas; operator's pods {sorted(operator_pods(pods, name))}, "
+            f"mxgitops' {sorted(mxgitops_pods(pods, name))}; MXJob status {status}"
+        ) from None
+    resolver = Resolver(cluster.objects("pods", NS), cluster.objects("services", NS))
+    found = differences(theirs, ours, resolver)
+    unlisted = [d for d in found if kept(d) not in KEPT]
+    assert not unlisted, "\n".join(str(d) for d in unlisted)
+
+
+def kept(difference: Difference) -> str:
+    """The README row that keeps a difference on purpose ("" for none)."""
+    if difference.field == "priorityClassName" and difference.operator is None:
+        return "priority-class"
+    return ""
