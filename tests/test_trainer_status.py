@@ -165,6 +165,12 @@ def test_a_counted_failure_fails_never_and_on_failure_replicas_even_once_replace
     assert replica_state(batch_job(restart=NEVER, failed=1), retry) is F
     assert replica_state(batch_job(restart=ON_FAILURE, failed=1), retry) is F
     assert replica_state(batch_job(restart=EXIT_CODE, failed=1), retry) is R
+    # An ExitCode retry on its way (no pod yet, or one not started) goes on: Running.
+    pending = pod(WAITING)
+    pending["status"]["phase"] = "Pending"
+    assert replica_state(batch_job(restart=EXIT_CODE, failed=1), []) is R
+    assert replica_state(batch_job(restart=EXIT_CODE, failed=1), [pending]) is R
+    assert replica_state(batch_job(restart=EXIT_CODE), [pending]) is ReplicaState.PENDING
 
 
 def test_newest_pod_wins_by_start_time_then_creation() -> None:

@@ -12,7 +12,8 @@ a restart policy (the replica's `restartPolicy`, default `Never`):
   stays Running; a pod that fails all the same (evicted) fails the job.
 - `ExitCode`: exit codes 1-127 are the program's own verdict and fail the job
   at once (a pod failure policy); any other failure (137 SIGKILL, OOMKilled,
-  143, an eviction) is retried with a new pod, and the replica stays Running.
+  143, an eviction) is retried with a new pod, and the replica stays Running,
+  also while that new pod waits to be made, scheduled or started.
 
 `runPolicy.backoffLimit` is one budget for the whole job, as the operator
 counted it: the container restarts of `OnFailure` replicas (in running pods)
@@ -370,11 +371,13 @@ def replica_state(
     if (batch_job.get("spec") or {}).get("suspend"):
         return ReplicaState.SUSPENDED
     restart = restart_policy_of(batch_job)
-    if restart is not RestartPolicy.EXIT_CODE and int(job_status_.get("failed") or 0) >= 1:
+    retried = int(job_status_.get("failed") or 0) >= 1
+    if retried and restart is not RestartPolicy.EXIT_CODE:
         return ReplicaState.FAILED  # a failed pod fails the job, even once replaced
-    if not pods:
-        return ReplicaState.PENDING  # the Job controller has not made its pod yet
-    return pod_replica_state(newest_pod(pods), restart)
+    state = pod_replica_state(newest_pod(pods), restart) if pods else ReplicaState.PENDING
+    if retried and state is ReplicaState.PENDING:
+        return ReplicaState.RUNNING  # a retry on its way: the job goes on, as it did
+    return state
 
 
 def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:

@@ -73,7 +73,7 @@ def test_an_environment_variable_one_side_lacks_is_a_difference() -> None:
 
 
 def test_the_readme_table_is_read() -> None:
-    assert {"always-refused", "finished-stops", "priority-class", "exit-code-permanent"} <= KEPT
+    assert {"always-refused", "finished-stops", "priority-class", "exit-code-backoff"} <= KEPT
     text = (
         "### Differences kept on purpose\n\n| id | x |\n| --- | --- |\n| `a-b` | y |\n"
         "\n## Next\n| `c` | z |"
