@@ -209,7 +209,8 @@ class MxJob:
     @cached_property
     def spec_hash(self) -> str:
         """sha256 of everything that shapes the job's objects and cannot change on a
-        live batch Job.
+        live batch Job, and of the rendering's version (`RENDERING`): a rendering that
+        changes what runs names new runtimes.
 
         The dialect, the on-change annotation and the source path are left out:
         rewriting a manifest in the other dialect, or moving it, changes nothing.

@@ -1,9 +1,10 @@
 """The seed's `trainer` package, in Python: a job's Kubernetes objects and its state.
 
-`render_job` turns an MxJob into batch Jobs and a Service (pure);
+`render_job` turns an MxJob into batch Jobs and (dist) a headless Service (pure);
 `job_status` and `LiveJob.status` read the job's state back from objects
-(pure); `group_live` groups an instance's live objects by job. `TrainingJob`
-and `MXReplicaSet` are the seed's façade over a `ClusterAPI`.
+(pure), by Kubeflow's failure semantics (`status.py` states them);
+`group_live` groups an instance's live objects by job. `TrainingJob` and
+`MXReplicaSet` are the seed's façade over a `ClusterAPI`.
 """
 
 from mxgitops.spec import NAMESPACE
