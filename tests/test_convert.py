@@ -316,6 +316,7 @@ spec:
         spec:
           containers:
             - name: mxnet
+              image: "mxnet:1.9"
               args: ["a", "b"]  # flow args
               # the command
               command:
