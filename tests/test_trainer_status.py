@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -513,3 +514,53 @@ def test_orphan_pods_are_reported_separately() -> None:
         del p["metadata"]["labels"]["batch.kubernetes.io/job-name"]
     regrouped = group_live(unlabelled)[("ml", "mnist")]
     assert regrouped.orphan_pod_refs() == group.orphan_pod_refs()
+
+
+# -- backoffLimit, job-wide -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("limit", "restarts", "failures", "past"),
+    [
+        (0, 0, 0, False),
+        (0, 1, 0, True),  # the operator: any restart, when the limit is 0
+        (0, 0, 1, True),
+        (2, 1, 0, False),
+        (2, 2, 0, True),  # restarts reach the limit (the operator's rule)
+        (2, 0, 2, False),  # retried failures must exceed it (the Job controller's)
+        (2, 0, 3, True),
+        (2, 1, 1, True),  # mixed: the restarts' rule once any restarted
+    ],
+)
+def test_the_backoff_limit_rule(limit: int, restarts: int, failures: int, past: bool) -> None:
+    from mxgitops.trainer.status import is_past_backoff_limit
+
+    assert is_past_backoff_limit(limit, restarts, failures) is past
+
+
+def test_restarts_of_every_replica_count_against_one_backoff_limit() -> None:
+    from mxgitops.trainer.status import JobShape, backoff_exceeded
+
+    def restarted(count: int) -> dict[str, Any]:
+        one = pod(RUNNING)
+        one["status"]["phase"] = "Running"
+        one["status"]["containerStatuses"][0]["restartCount"] = count
+        return one
+
+    doc_job = dist_job(workers=3)
+    on_failure = copy.deepcopy(live_of(doc_job, {}))
+    pods = []
+    for obj in on_failure.jobs:
+        obj["metadata"]["annotations"]["mxgitops.io/restart-policy"] = "OnFailure"
+        labels = {**obj["spec"]["template"]["metadata"]["labels"]}
+        if labels["job_type"] == "WORKER":
+            one = restarted(1)
+            one["metadata"]["labels"] = labels
+            pods.append(one)
+    live = LiveObjects(on_failure.jobs, on_failure.services, tuple(pods))
+    shape = dataclasses.replace(JobShape.of(doc_job), backoff_limit=3)
+    exceeded = backoff_exceeded(shape, live)
+    assert exceeded is not None and exceeded[0] == (spec.ReplicaType.WORKER, 0)
+    assert "3 container restarts" in exceeded[1]
+    assert job_status(doc_job, live)[0] is State.RUNNING  # the job's own limit: none
+    assert backoff_exceeded(dataclasses.replace(shape, backoff_limit=4), live) is None

@@ -69,7 +69,6 @@ from mxgitops.trainer.labels import (
 # once; anything else (signals: 137, 143, ...) is retried within backoffLimit.
 PERMANENT_EXIT_CODES = range(1, 128)
 _RESTART_POLICIES = {policy.value: policy for policy in RestartPolicy}
-_ORDER = {replica_type: number for number, replica_type in enumerate(ReplicaType)}
 
 
 class State(StrEnum):
@@ -159,13 +158,13 @@ def _backoff_exceeded(
     if limit is None:
         return None
     restarts = failures = 0
-    most: tuple[int, int, ReplicaType, int] = (0, 0, ReplicaType.WORKER, 0)
+    most, most_retries = (ReplicaType.WORKER, 0), -1  # the first that retried most
     for replica_type, count in shape.replicas.items():
         for index, (batch_job, pods) in enumerate(found.replica_set(replica_type, count)):
             restarted, retried = replica_retries(batch_job, pods)
             restarts, failures = restarts + restarted, failures + retried
-            candidate = (restarted + retried, -_ORDER[replica_type], replica_type, -index)
-            most = max(most, candidate, key=lambda m: (m[0], m[1], m[3]))
+            if restarted + retried > most_retries:
+                most, most_retries = (replica_type, index), restarted + retried
     if not is_past_backoff_limit(limit, restarts, failures):
         return None
     counted = " and ".join(
@@ -173,7 +172,7 @@ def _backoff_exceeded(
         for n, what in ((restarts, "container restarts"), (failures, "retried pod failures"))
         if n
     )
-    return (most[2], -most[3]), f"{counted} across the job reached its backoffLimit of {limit}"
+    return most, f"{counted} across the job used up its backoffLimit of {limit}"
 
 
 def is_past_backoff_limit(limit: int, restarts: int, failures: int) -> bool:
