@@ -35,6 +35,19 @@ ON_CHANGE_ANNOTATION = "mxgitops.io/on-change"
 RENDERING = 2
 RESERVED_ENV_PREFIX = "DMLC_"
 RESERVED_ENV_NAMES = frozenset({"MX_CONFIG"})
+# What mxgitops sets on every container of every pod (trainer/mxconfig.py).
+RENDERED_ENV_NAMES = frozenset(
+    {
+        "DMLC_PS_ROOT_URI",
+        "DMLC_PS_ROOT_PORT",
+        "DMLC_NUM_SERVER",
+        "DMLC_NUM_WORKER",
+        "DMLC_ROLE",
+        "DMLC_USE_KUBERNETES",
+        "DMLC_WORKER_ID",
+        "MX_CONFIG",
+    }
+)
 
 MAX_NAME_LENGTH = 63
 # A bound on every replica count, checked (schema and model) before any work per

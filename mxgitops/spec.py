@@ -34,6 +34,7 @@ from mxgitops.model import (
     MAX_REPLICAS,
     NAMESPACE,
     ON_CHANGE_ANNOTATION,
+    RENDERED_ENV_NAMES,
     RESERVED_ENV_NAMES,
     RESERVED_ENV_PREFIX,
     RUNTIME_ID_LENGTH,
@@ -400,15 +401,21 @@ def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:
             )
         ]
     problems = []
-    for env_index, env in enumerate(containers[index].get("env") or []):
-        if isinstance(env, Mapping) and is_reserved_env(str(env.get("name", ""))):
-            problems.append(
-                FieldProblem(
-                    (*containers_path, index, "env", env_index, "name"),
-                    f"{env.get('name')} is set by mxgitops (DMLC_* and MX_CONFIG are reserved); "
-                    "remove it",
+    for number, container in enumerate(containers):
+        if not isinstance(container, Mapping):
+            continue
+        # The mxnet container's DMLC_* are all ps-lite's; every other container gets
+        # mxgitops' own variables too (a sidecar reads them), so those are its.
+        taken = is_reserved_env if number == index else RENDERED_ENV_NAMES.__contains__
+        for env_index, env in enumerate(container.get("env") or []):
+            if isinstance(env, Mapping) and taken(str(env.get("name", ""))):
+                problems.append(
+                    FieldProblem(
+                        (*containers_path, number, "env", env_index, "name"),
+                        f"{env.get('name')} is set by mxgitops (DMLC_* and MX_CONFIG are "
+                        "reserved); remove it",
+                    )
                 )
-            )
     return problems
 
 
@@ -433,7 +440,23 @@ def _warnings(doc: Mapping[str, Any], version: Version, job: MxJob) -> list[Fiel
             "admits",
         )
         found += _removed_resources(replica)
+        found += _addressing_fields(replica)
     return found
+
+
+def _addressing_fields(replica: ReplicaSpec) -> list[FieldProblem]:
+    """A template's hostname or subdomain is replaced: they make each pod's DNS name,
+    the address every other process has of it."""
+    pod_spec: Mapping[str, Any] = replica.template.get("spec") or {}
+    return [
+        FieldProblem(
+            (*replica.path, "template", "spec", name),
+            f"replaced: mxgitops sets every pod's {name} (its DNS name, the address in "
+            "MX_CONFIG and DMLC_PS_ROOT_URI)",
+        )
+        for name in ("hostname", "subdomain")
+        if name in pod_spec
+    ]
 
 
 def _scheduling_keys(metadata: Mapping[str, Any], path: Path, carried: str) -> list[FieldProblem]:

@@ -212,6 +212,25 @@ def test_reserved_environment_is_refused(name: str) -> None:
     }
 
 
+def test_a_sidecar_may_not_set_what_mxgitops_sets_on_every_container() -> None:
+    doc = seed(mode="local")
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"].append(
+        {"name": "sidecar", "image": "busybox", "env": [{"name": "DMLC_ROLE", "value": "x"}]}
+    )
+    assert problems(doc) == {
+        "spec.replicaSpecs[0].template.spec.containers[1].env[0].name": (
+            "DMLC_ROLE is set by mxgitops (DMLC_* and MX_CONFIG are reserved); remove it"
+        )
+    }
+
+
+def test_a_templates_hostname_and_subdomain_are_replaced_with_a_warning() -> None:
+    doc = kubeflow()
+    doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["hostname"] = "mine"
+    warned = {w.field_path for w in from_manifest(doc).warnings}
+    assert "spec.mxReplicaSpecs.Worker.template.spec.hostname" in warned
+
+
 def test_user_environment_and_other_containers_are_fine() -> None:
     doc = seed(mode="local")
     doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"].insert(

@@ -429,6 +429,35 @@ def test_a_local_job_gets_the_environment_the_operator_gave_it() -> None:
     assert pod_spec(obj)["hostname"] == host and "subdomain" not in pod_spec(obj)
 
 
+@pytest.mark.parametrize("mode", ["dist", "local"])
+def test_what_is_rendered_is_what_validate_reserves_on_every_container(mode: str) -> None:
+    from mxgitops.model import RENDERED_ENV_NAMES
+
+    job = job_of(seed_doc(mode))
+    names = {e["name"] for o in render_job(job, CTX) if o["kind"] == "Job" for e in env_of_all(o)}
+    assert names == RENDERED_ENV_NAMES
+
+
+def env_of_all(obj: dict[str, Any]) -> list[dict[str, str]]:
+    return [e for c in pod_spec(obj)["containers"] for e in c.get("env") or []]
+
+
+def test_the_mxnet_container_gets_the_mxjob_port_the_operator_gave_it() -> None:
+    (obj, *_) = render_job(job_of(kubeflow_doc()), CTX)
+    assert pod_spec(obj)["containers"][0]["ports"] == [
+        {"name": "mxjob-port", "containerPort": 9091, "protocol": "TCP"}
+    ]
+    doc = kubeflow_doc()
+    doc["spec"]["mxReplicaSpecs"]["Scheduler"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "mxjob-port", "containerPort": 9999}
+    ]
+    (mine, *_) = render_job(job_of(doc), CTX)
+    assert pod_spec(mine)["containers"][0]["ports"] == [
+        {"name": "mxjob-port", "containerPort": 9999}
+    ]
+    assert "ports" not in pod_spec(render_job(job_of(seed_doc()), CTX)[0])["containers"][0]
+
+
 def test_every_container_gets_the_environment() -> None:
     """As the operator set it: a launcher or monitoring sidecar reads it too."""
     sidecar = {"name": "logger", "image": "busybox"}
