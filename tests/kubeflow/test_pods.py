@@ -67,14 +67,17 @@ def priority_class(cluster: RealCluster) -> Iterator[Callable[[str], None]]:
 
 
 def created_both_ways(
-    cluster: RealCluster, repo: Path, path: Path, priority_class: Callable[[str], None]
+    cluster: RealCluster,
+    repo: Path,
+    path: Path | dict[str, Any],
+    priority_class: Callable[[str], None],
 ) -> dict[str, Any]:
-    doc = yaml.safe_load(path.read_text())
+    doc = copy.deepcopy(path) if isinstance(path, dict) else yaml.safe_load(path.read_text())
     for name in priority_classes(doc):
         priority_class(name)
     doc.pop("status", None)
     doc["metadata"]["namespace"] = NS  # one namespace for both
-    (repo / path.name).write_text(yaml.safe_dump(doc))
+    (repo / f"{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc))
     outcome = Syncer(cluster, repo)()
     assert not outcome.summary.problems, outcome.summary.problems
     theirs = copy.deepcopy(doc)
@@ -87,9 +90,79 @@ def replicas_of(doc: dict[str, Any]) -> int:
     return sum(int(r.get("replicas", 1)) for r in doc["spec"]["mxReplicaSpecs"].values())
 
 
-@pytest.mark.parametrize("path", kubeflow_v1_manifests(), ids=lambda p: p.name)
+def edge(name: str, replicas: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": replicas, **spec},
+    }
+
+
+def replica(count: int, *containers: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    mxnet = {"name": "mxnet", "image": "mxnet/python:1.9.1", "command": ["python", "train.py"]}
+    pod = {"containers": [mxnet, *containers], **extra}
+    return {"replicas": count, "template": {"spec": pod}}
+
+
+SIDECAR = {"name": "monitor", "image": "busybox", "args": ["sleep", "infinity"]}
+PORT = {"ports": [{"name": "mxjob-port", "containerPort": 9876}]}
+EDGE_CASES = [
+    edge("local", {"Worker": replica(1)}),
+    edge("local-sidecar", {"Worker": replica(1, SIDECAR)}),
+    edge(
+        "wide",
+        {"Scheduler": replica(1), "Server": replica(3), "Worker": replica(4, SIDECAR)},
+    ),
+    edge(
+        "own-port",
+        {
+            "Scheduler": {
+                "replicas": 1,
+                "template": {
+                    "spec": {"containers": [{"name": "mxnet", "image": "mxnet:1", **PORT}]}
+                },
+            },
+            "Server": replica(1),
+            "Worker": replica(2),
+        },
+    ),
+    edge(
+        "init-and-env",
+        {
+            "Scheduler": replica(1),
+            "Server": replica(1),
+            "Worker": replica(
+                2, initContainers=[{"name": "fetch", "image": "busybox", "args": ["true"]}]
+            ),
+        },
+    ),
+    edge(
+        "byteps-all-workers",
+        {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3)},
+        successPolicy="AllWorkers",
+    ),
+    edge(
+        "restart-policies",
+        {
+            "Scheduler": {**replica(1), "restartPolicy": "Never"},
+            "Server": {**replica(1), "restartPolicy": "OnFailure"},
+            "Worker": {**replica(2), "restartPolicy": "ExitCode"},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [*kubeflow_v1_manifests(), *EDGE_CASES],
+    ids=lambda p: p.name if isinstance(p, Path) else f"edge-{p['metadata']['name']}",
+)
 def test_the_pods_agree_with_the_operators(
-    cluster: RealCluster, repo: Path, path: Path, priority_class: Callable[[str], None]
+    cluster: RealCluster,
+    repo: Path,
+    path: Path | dict[str, Any],
+    priority_class: Callable[[str], None],
 ) -> None:
     doc = created_both_ways(cluster, repo, path, priority_class)
     name, count = doc["metadata"]["name"], replicas_of(doc)
