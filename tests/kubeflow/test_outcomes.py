@@ -86,6 +86,22 @@ SCENARIOS = [
         workers=2,
         after_sync="stop",
     ),
+    Scenario(
+        "never-dist-server-killed",
+        "Never",
+        (Step("server", 0, KILLED, "Failed"),),
+        servers=1,
+        workers=2,
+        after_sync="stop",
+    ),
+    Scenario(
+        "exit-code-dist-permanent",
+        "ExitCode",
+        (Step("worker", 1, EXIT_1_MESSAGE, "Failed"),),
+        servers=1,
+        workers=2,
+        after_sync="stop",
+    ),
     Scenario("on-failure-restart", "OnFailure", (Step("worker", 0, RESTART_1, "Running"),)),
     Scenario(
         "on-failure-no-limit",
