@@ -38,7 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.controlplane.launcher import free_port, write_kubeconfig
+from tests.controlplane.launcher import _die_with_parent, free_port, write_kubeconfig
 from tests.kubeflow.build import BINARY, CRD, ensure_built
 
 NAMESPACE = "kubeflow"
@@ -229,8 +229,13 @@ class TrainingOperator:
             "--leader-elect=false",
         ]
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+            self.process = subprocess.Popen(  # dies with the tests, as the control plane
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=_die_with_parent,
             )
         self._wait_serving()
 
