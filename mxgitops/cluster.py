@@ -103,6 +103,7 @@ _RESOURCES: dict[Kind, tuple[str, str]] = {
     Kind.POD: ("/api/v1", "pods"),
     Kind.CONFIG_MAP: ("/api/v1", "configmaps"),
     Kind.LEASE: ("/apis/coordination.k8s.io/v1", "leases"),
+    Kind.EVENT: ("/apis/events.k8s.io/v1", "events"),
 }
 # A kind's apiVersion: its group path without the leading /api/ or /apis/.
 _API_VERSIONS = {kind: group.split("/", 2)[2] for kind, (group, _) in _RESOURCES.items()}
@@ -329,6 +330,10 @@ class Cluster:
             if isinstance(write, Delete) and exc.status == 404:
                 return WriteResult(write)
             if isinstance(write, Create) and exc.reason == "AlreadyExists":
+                if ref.kind is Kind.EVENT:
+                    # An Event's name is a digest of what it says: that was said. (No GET:
+                    # mxgitops may only create events.)
+                    return WriteResult(write)
                 return self._created_before(write)
             return WriteResult(write, exc)
         except ClusterError as exc:

@@ -35,6 +35,8 @@ from mxgitops.trainer import Failure, State
 NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"
 FORMAT_VERSION = 1
 NOTE_REFRESH = timedelta(hours=1)  # a note unchanged but for its time is rewritten this often
+# The actions whose objects the synced commit submits (the live ones are replaced).
+_SUBMITTING = frozenset({Action.CREATE, Action.REPLACE})
 _SYMBOLS = {
     Action.CREATE: "+",
     Action.REPLACE: "~",
@@ -76,6 +78,7 @@ class JobSummary:
     state_reason: str = ""  # why a Pending job waits: the scheduler's message
     failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
     warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
+    commit: str = ""  # that submitted its live objects: where its commit status goes
 
     @property
     def qualified_name(self) -> str:
@@ -160,7 +163,7 @@ def summarize(
     version: str = "",
 ) -> Summary:
     written = _results_by_job(changeset)
-    jobs = [_job_summary(change, written.get(change.key)) for change in plan.changes]
+    jobs = [_job_summary(change, written.get(change.key), commit) for change in plan.changes]
     if changeset is not None and changeset.ledger_error:
         problems = [*problems, changeset.ledger_error]
     return Summary(
@@ -189,7 +192,7 @@ def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _job_summary(change: Change, written: ChangeResult | None) -> JobSummary:
+def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> JobSummary:
     objects = [f"+{o['kind'].lower()}/{o['metadata']['name']}" for o in change.creates]
     objects = [f"-{r.kind.lower()}/{r.name}" for r in change.deletes] + objects
     objects += [f"~{p.describe()}" for p in change.patches]
@@ -218,6 +221,7 @@ def _job_summary(change: Change, written: ChangeResult | None) -> JobSummary:
         if change.state is State.PENDING
         else "",
         failure=asdict(change.failure) if change.failure is not None else None,
+        commit=synced if change.action in _SUBMITTING else change.commit,
     )
 
 

@@ -27,6 +27,7 @@ from mxgitops import (
     ledger,
     loadcache,
     manifests,
+    outputs,
     report,
     source,
 )
@@ -73,6 +74,7 @@ class SyncOutcome:
     notices: tuple[str, ...] = ()
     note_written: bool = False
     note_error: str = ""  # the note could not be written or pushed; the apply stands
+    undelivered: tuple[str, ...] = ()  # statuses, Events, metrics not delivered (outputs.py)
 
     @property
     def ok(self) -> bool:
@@ -86,14 +88,17 @@ def sync(
     connect: Callable[..., kube.Cluster] = kube.connect,
     progress: Progress | None = None,
     on_summary: Callable[[report.Summary, tuple[str, ...]], None] | None = None,
+    exit_code: outputs.ExitCode = outputs.plain_exit_code,
 ) -> SyncOutcome:
     """Run one sync. `explicit` names the settings given by flag or environment,
     which the jobs repository's .mxgitops.yaml must not override. `on_summary`
     hears what this sync did (and its notices) before the note is written, so a
-    note that cannot be pushed never hides it."""
+    note that cannot be pushed never hides it. `exit_code` is the CLI's mapping, for the
+    metrics to say how the sync ends."""
     progress = progress or Progress()
     # The Git cache stays locked until the note is written: other syncs sharing it wait.
     with ExitStack() as cache:
+        outlet = cache.enter_context(outputs.delivering(config, exit_code))
         cache.enter_context(_fewer_collections())
         notices: list[str] = []
         progress.phase("fetching the jobs repository")
@@ -141,8 +146,17 @@ def sync(
         if on_summary is not None:
             on_summary(summary, tuple(notices))
         written, note_error = _note(workspace, config, summary, progress)
+        undelivered = outlet.deliver(summary, the_plan, changeset, cluster, note_error)
         return SyncOutcome(
-            config, summary, the_plan, changeset, workspace, tuple(notices), written, note_error
+            config,
+            summary,
+            the_plan,
+            changeset,
+            workspace,
+            tuple(notices),
+            written,
+            note_error,
+            undelivered,
         )
 
 

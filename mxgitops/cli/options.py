@@ -148,3 +148,8 @@ def repo_options(command: F) -> F:
 def git_token() -> str | None:
     """An HTTPS token comes from the environment only, never from a flag (process lists)."""
     return os.environ.get("MXGITOPS_GIT_TOKEN") or None
+
+
+def status_token() -> str | None:
+    """The forge token of --status-provider: from the environment (or a file), never a flag."""
+    return os.environ.get("MXGITOPS_STATUS_TOKEN") or None

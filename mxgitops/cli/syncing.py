@@ -13,12 +13,19 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from mxgitops.cli.app import ExitCode, main
-from mxgitops.cli.options import ByteSize, git_token, repo_options, setting
+from mxgitops.cli.app import ExitCode, exit_code_for, main
+from mxgitops.cli.options import ByteSize, git_token, repo_options, setting, status_token
 from mxgitops.cluster import MAX_REQUEST_TIMEOUT
-from mxgitops.config import MAX_FAILURE_LOG_LINES, MAX_PARALLELISM, SyncConfig, from_options
+from mxgitops.config import (
+    MAX_FAILURE_LOG_LINES,
+    MAX_PARALLELISM,
+    MAX_STATUS_TIMEOUT,
+    SyncConfig,
+    from_options,
+)
 
 if TYPE_CHECKING:
+    from mxgitops.errors import MxGitOpsError
     from mxgitops.report import Summary
 
 _SYNC_EXAMPLES = """
@@ -38,7 +45,8 @@ MXGITOPS_MAX_PRUNE_SHARE). The jobs repository's .mxgitops.yaml may set --path,
 the others are the operator's, and a
 repository that sets one gets an error (the README has the table). Flags win over
 the environment, the environment over the file. An HTTPS token is read from
-MXGITOPS_GIT_TOKEN only, so it never shows in a process list.
+MXGITOPS_GIT_TOKEN only, so it never shows in a process list; so is the forge token
+for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
 
 \b
 Exit codes:
@@ -47,8 +55,9 @@ Exit codes:
   4 cluster unreachable or forbidden   5 another sync holds the lease or the cache
   6 the ledger or Lease is damaged (the message says how to repair it)
   70 a bug in mxgitops (run with --debug)   143 stopped by SIGTERM
-A note that cannot be pushed is reported on its own line after the summary (exit 3
-when everything else went well).
+A note that cannot be pushed, or a commit status, Event or metrics push that cannot be
+delivered, is reported on its own line after the summary (exit 3 when everything else
+went well).
 """
 
 
@@ -144,6 +153,51 @@ when everything else went well).
     "(impersonation), so that N's own RBAC and Pod Security admission decide.  [default: off]",
 )
 @setting(
+    "--status-provider",
+    type=click.Choice(["github", "gitlab", "gitea"]),
+    help="Post a commit status (context mxgitops/INSTANCE) on the synced commit and on "
+    "each commit that submitted a live job; the token comes from MXGITOPS_STATUS_TOKEN "
+    "or --status-token-file.  [default: none]",
+)
+@setting(
+    "--status-api-url",
+    metavar="URL",
+    help="The forge's API: GitHub Enterprise's https://HOST/api/v3, a GitLab's "
+    "https://HOST/api/v4, a Gitea's https://HOST/api/v1.  [default: api.github.com, "
+    "gitlab.com/api/v4; Gitea: the --repo host's /api/v1]",
+)
+@setting(
+    "--status-repository",
+    metavar="OWNER/NAME",
+    help="The jobs repository on the forge.  [default: from the --repo URL]",
+)
+@setting(
+    "--status-url",
+    metavar="TEMPLATE",
+    help="The statuses' link, {commit} and {instance} filled in (a dashboard).  [default: none]",
+)
+@setting(
+    "--status-token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="File holding the forge token (a mounted Secret).  [default: MXGITOPS_STATUS_TOKEN]",
+)
+@setting(
+    "--status-timeout",
+    type=click.FloatRange(0, MAX_STATUS_TIMEOUT, min_open=True),
+    metavar="SECONDS",
+    help="Longest posting the statuses may take, waits for the forge's rate limits "
+    "included; what is left is reported, not posted.  [default: 60]",
+)
+@setting(
+    "--events/--no-events",
+    help="Write Kubernetes Events (events.k8s.io) on the jobs a sync acts on.  [default: events]",
+)
+@setting(
+    "--pushgateway",
+    metavar="URL",
+    help="Push the sync's metrics to this Prometheus Pushgateway.  [default: none]",
+)
+@setting(
     "--output", "-o", type=click.Choice(["text", "json"]), help="Report format.  [default: text]"
 )
 @setting(
@@ -199,16 +253,33 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
             progress_display(config.output == "text" and config.verbose >= 0) as display,
         ):
             progress.display = display
-            outcome = run_sync(config, explicit=explicit, progress=progress, on_summary=show)
+            outcome = run_sync(
+                config,
+                explicit=explicit,
+                progress=progress,
+                on_summary=show,
+                exit_code=_exit_code,
+            )
     except SystemExit:
         # One line, logged (stderr, or the JSON log): the CronJob's logs say why it ended.
         logging.getLogger("mxgitops").error(progress.interrupted())
         raise
     if outcome.note_error:
         click.echo(f"Error: {outcome.note_error}", err=True)
-    if not outcome.ok:
+    for undelivered in outcome.undelivered:
+        click.echo(f"Error: {undelivered}", err=True)
+    return _exit_code(None, outcome.ok, bool(outcome.note_error or outcome.undelivered))
+
+
+def _exit_code(error: MxGitOpsError | None, ok: bool, undelivered: bool) -> ExitCode:
+    """How a sync ends: its error's code; 1 if a job failed or a manifest is invalid;
+    3 if all else went well but the note, a status, an Event or the metrics were not
+    delivered (what was applied stands)."""
+    if error is not None:
+        return exit_code_for(error)
+    if not ok:
         return ExitCode.FAILED
-    return ExitCode.GIT if outcome.note_error else ExitCode.OK
+    return ExitCode.GIT if undelivered else ExitCode.OK
 
 
 def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfig, frozenset[str]]:
@@ -217,4 +288,5 @@ def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfi
     verbose = options.pop("verbose")
     options["verbose"] = None if verbose is None else (1 if verbose else -1)
     options["git_token"] = git_token()
+    options["status_token"] = status_token()
     return from_options(options), explicit
