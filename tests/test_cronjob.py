@@ -32,6 +32,7 @@ CLUSTER_WIDE = {
     ("", "services"): {"list", "get", "create", "patch", "delete"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
+    ("events.k8s.io", "events"): {"create"},  # events.py: what a sync did, on each job
 }
 IN_OWN_NAMESPACE = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
