@@ -131,3 +131,19 @@ def test_kubectl_events_for_the_job_shows_them(control_plane: Any, repo: Path) -
     assert shown.returncode == 0, shown.stderr
     [line] = [ln for ln in shown.stdout.splitlines() if "Created" in ln]
     assert "Job/train" in line or "job/train" in line, shown.stdout
+
+
+def test_events_that_cannot_be_written_fail_nothing_else(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """The API refuses every Event: the jobs are created, the summary is ok, the Events
+    are one line of what was not delivered, retried no more than any write."""
+    write(repo, mxjob("train", servers=0))
+    kubeapi.faults("create/events:500=1")
+    outcome = run(events=True)
+    assert outcome.summary.ok
+    assert [j.action for j in outcome.summary.jobs] == ["create"]
+    assert kubeapi.objects("jobs", NS)
+    [line] = outcome.undelivered
+    assert line.startswith("1 of 1 Events not written: ")
+    assert len(event_posts(kubeapi)) == run.retry.attempts
