@@ -117,8 +117,11 @@ class Metrics:
 
 
 def sinks_for(config: SyncConfig) -> list[Sink]:
-    """The sinks the operator's settings ask for; a ConfigError for a setting that is wrong."""
+    """The sinks the operator's settings ask for; a ConfigError for a setting that is wrong.
+    A dry run has none: it writes nothing anywhere."""
     sinks: list[Sink] = []
+    if config.dry_run:
+        return sinks
     if config.status_provider:
         settings = statuses.settings_for(
             provider=config.status_provider,
