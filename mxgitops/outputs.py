@@ -143,15 +143,15 @@ def sinks_for(config: SyncConfig) -> list[Sink]:
 def deliver(
     sinks: Sequence[Sink], record: Record, exit_code: Callable[[bool], int]
 ) -> tuple[str, ...]:
-    """Run each sink; what could not be delivered, one line each. `exit_code(undelivered)`
-    is the sync's exit code once a sink failed: the metrics, last, say it."""
+    """Run each sink in turn; what could not be delivered, one line each. Each sink is
+    told the errors so far and the exit code as it stands, `exit_code(undelivered)`:
+    the metrics, last, push what the sync ends with."""
     failures: list[str] = []
     errors = dict(record.errors)
     for sink in sinks:
-        if isinstance(sink, Metrics):
-            record = replace(record, errors=errors, exit_code=exit_code(bool(failures)))
+        told = replace(record, errors=dict(errors), exit_code=exit_code(bool(failures)))
         try:
-            sink.deliver(record)
+            sink.deliver(told)
         except OutputError as exc:
             failures.append(str(exc))
             errors[sink.phase] = errors.get(sink.phase, 0) + 1
@@ -160,14 +160,9 @@ def deliver(
 
 
 def failed(sinks: Sequence[Sink], started: float, error: MxGitOpsError, exit_code: int) -> None:
-    """A sync stopped by `error`: the metrics say so (the other sinks have no summary)."""
-    record = Record(None, started, exit_code, {phase_of(error): 1})
-    for sink in sinks:
-        if isinstance(sink, Metrics):
-            try:
-                sink.deliver(record)
-            except OutputError as exc:
-                log.error("%s", exc, extra={"phase": sink.phase})
+    """A sync stopped by `error`, with no summary: of the sinks, only the metrics have
+    something to say (the others need a summary)."""
+    deliver(sinks, Record(None, started, exit_code, {phase_of(error): 1}), lambda _: exit_code)
 
 
 def phase_of(error: MxGitOpsError) -> str:
