@@ -14,6 +14,9 @@ GitHub, REST API "Commit statuses" and "Rate limits for the REST API":
   header is present, you should not retry your request until after that many seconds
   has elapsed"; without it, "wait for at least one minute".
 - G5 a request without a valid token gets 401 ("Requires authentication").
+- G6 the primary rate limit: "If the x-ratelimit-remaining header is 0, you should not
+  retry your request until after the time specified by the x-ratelimit-reset header"
+  (in UTC epoch seconds).
 
 GitLab, "Commit status API":
 - L1 states pending, running, success, failed, canceled (skipped).
@@ -50,6 +53,7 @@ class Limit:
     status: int = 403
     retry_after: str | None = "7"
     message: str = "You have exceeded a secondary rate limit."
+    headers: dict[str, str] = field(default_factory=dict)  # G6: x-ratelimit-*
 
 
 @dataclass
@@ -91,6 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
             if limit is not None and limit.requests > 0:
                 limit.requests -= 1
                 headers = {"Retry-After": limit.retry_after} if limit.retry_after else {}
+                headers.update(limit.headers)
                 return self._answer(limit.status, {"message": limit.message}, headers)
             if not self.server.authorized(self.headers):
                 return self._answer(401, {"message": "Requires authentication"})
@@ -232,7 +237,7 @@ def serving(kind: str, token: str = "forge-token") -> Iterator[Forge]:
     forge = Forge(token)
     server.forge = forge
     forge.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield forge

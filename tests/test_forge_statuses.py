@@ -3,6 +3,8 @@ servers that keep GitHub's and GitLab's documented rules (tests/forgeservers.py)
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from mxgitops.errors import ConfigError, OutputError
@@ -201,6 +203,34 @@ def test_github_rate_limit_beyond_the_deadline_is_reported_not_waited() -> None:
             )
         assert clock.slept == []
         assert forge.posts() == []
+
+
+def test_github_primary_rate_limit_waits_until_its_reset() -> None:
+    """G6: 403, x-ratelimit-remaining 0, x-ratelimit-reset in 20 s: waited, then posted."""
+    clock = Clock()
+    reset = int(time.time()) + 20
+    with forgeservers.serving("github") as forge:
+        forge.limit = forgeservers.Limit(
+            requests=1,
+            retry_after=None,
+            message="API rate limit exceeded for user ID 1.",
+            headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
+        )
+        assert (
+            post(summary(job("a", "Running")), github(forge), clock=clock, sleep=clock.sleep).posted
+            == 1
+        )
+        [waited] = clock.slept
+        assert 15 < waited <= 20
+
+
+def test_github_takes_the_description_of_twenty_failures() -> None:
+    """G2: cut to 140 characters, the status is accepted."""
+    failures = [job(f"a-rather-long-job-name-{n}", "Failed") for n in range(20)]
+    with forgeservers.serving("github") as forge:
+        assert post(summary(*failures), github(forge)).posted == 1
+        latest = forge.latest("org/jobs", SYNCED, "mxgitops/prod")
+        assert latest is not None and latest["state"] == "failure"
 
 
 def test_github_bad_token_is_reported() -> None:
