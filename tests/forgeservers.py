@@ -64,6 +64,7 @@ class Forge:
     limit: Limit | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     base: str = ""
+    unknown: set[str] = field(default_factory=set)  # commits it does not have: 404
 
     def posts(self) -> list[tuple[str, str]]:
         return [r for r in self.requests if r[0] == "POST"]
@@ -133,6 +134,8 @@ class _GitHub(_Server):
         combined = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/status", url.path)
         if method == "GET" and combined:  # G3
             repo, sha = combined.groups()
+            if sha in forge.unknown:
+                return 404, {"message": f"No commit found for SHA: {sha}"}
             latest = [
                 found[-1] for (r, s, _), found in forge.statuses.items() if (r, s) == (repo, sha)
             ]

@@ -292,3 +292,11 @@ def test_gitlab_unchanged_sync_posts_nothing() -> None:
         post(summary(job("a", "Succeeded")), gitlab(forge))
         post(summary(job("a", "Succeeded")), gitlab(forge))
         assert len(forge.posts()) == 1
+
+
+def test_a_submitting_commit_gone_from_the_forge_is_no_error() -> None:
+    """After a force-push, a live job's commit may be unknown to the forge (404): the
+    synced commit's status is still posted, and nothing is reported."""
+    with forgeservers.serving("github") as forge:
+        forge.unknown = {EARLIER}
+        assert post(summary(job("a", "Running", commit=EARLIER)), github(forge)).posted == 1

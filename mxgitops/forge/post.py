@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from mxgitops.errors import ConfigError, OutputError
-from mxgitops.forge.api import Api
+from mxgitops.forge.api import Api, Refused
 from mxgitops.forge.providers import PROVIDERS, PUBLIC_API
 from mxgitops.forge.wanted import Wanted, context_of, wanted
 from mxgitops.report import Summary
@@ -134,6 +134,13 @@ def post(
                 posted += 1
             else:
                 unchanged += 1
+        except Refused as exc:
+            if status.commit != summary.commit and exc.status in (404, 422):
+                # A commit that submitted a live job, gone from the forge (a force-push):
+                # nothing to show it on, every sync; not an error of this one.
+                log.debug("commit %s is not on the forge: %s", status.commit[:12], exc)
+                continue
+            failures.append(f"{status.commit[:12]}: {exc}")
         except OutputError as exc:
             failures.append(f"{status.commit[:12]}: {exc}")
     if failures:
