@@ -49,9 +49,8 @@ def for_summary(
     made = []
     for job in summary.jobs:
         if job.errors:
-            made.append(
-                _event(summary, job, "WriteFailed", job.action.title(), _errors(job), moment)
-            )
+            action = job.action.title()
+            made.append(_event(summary, job, "WriteFailed", action, _errors(job), moment, True))
         elif job.action in _REASONS:
             reason, action = _REASONS[job.action]
             warning = job.action == "hold" and job.state != "Waiting"

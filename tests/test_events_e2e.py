@@ -147,3 +147,19 @@ def test_events_that_cannot_be_written_fail_nothing_else(
     [line] = outcome.undelivered
     assert line.startswith("1 of 1 Events not written: ")
     assert len(event_posts(kubeapi)) == run.retry.attempts
+
+
+def test_a_write_the_api_refuses_is_a_warning_with_its_message(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    write(repo, mxjob("train", servers=0))
+    kubeapi.faults("create/jobs:500=1")
+    outcome = run(events=True)
+    assert not outcome.summary.ok
+    [event] = [e for e in ours(kubeapi) if e["reason"] == "WriteFailed"]
+    assert (event["type"], event["action"], event["regarding"]["name"]) == (
+        "Warning",
+        "Create",
+        "train",
+    )
+    assert event["note"].startswith("create failed: ") and "jobs" in event["note"]
