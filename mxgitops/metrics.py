@@ -20,11 +20,23 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Gauge, Info, pushadd_to_gateway
 
 from mxgitops.errors import OutputError
+from mxgitops.plan import Action
 from mxgitops.report import Summary
 
 JOB = "mxgitops"
 PHASES = ("git", "validate", "read", "apply", "note", "status", "events")
 PUSH_TIMEOUT = 10.0
+_WRITING = frozenset(
+    {
+        Action.CREATE,
+        Action.REPLACE,
+        Action.REPAIR,
+        Action.UPDATE,
+        Action.DELETE,
+        Action.CLEAN,
+        Action.STOP,
+    }
+)
 STATES = ("Pending", "Running", "Succeeded", "Failed", "Suspended", "Waiting", "Deleting")
 
 
@@ -80,9 +92,11 @@ def registry_for(metrics: SyncMetrics) -> CollectorRegistry:
 
 
 def _jobs(summary: Summary, registry: CollectorRegistry) -> None:
+    # Every state and action has a value, 0 too: a series that the last sync did not
+    # push would keep the value of the one before (a push replaces whole families).
     states: dict[str, int] = dict.fromkeys(STATES, 0)
-    actions: dict[str, int] = {}
-    objects: dict[str, int] = {}
+    actions: dict[str, int] = dict.fromkeys((a.value for a in Action), 0)
+    objects: dict[str, int] = dict.fromkeys((a.value for a in Action if a in _WRITING), 0)
     for job in summary.jobs:
         if job.state:
             states[job.state] = states.get(job.state, 0) + 1

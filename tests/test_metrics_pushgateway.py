@@ -92,6 +92,12 @@ def test_a_sync_pushes_its_group_and_a_failed_one_keeps_the_last_success(
     )  # dist: 4 Jobs, 1 Service
     assert value(pushed, "mxgitops_sync_errors", phase="git") == 0
     assert value(pushed, "mxgitops_sync_commit_info", commit=outcome.summary.commit) == 1
+    # A sync that changes nothing pushes zeros, not nothing: no value outlives its sync.
+    run(kubeapi, settings)
+    again = pushgateway.scrape()
+    assert value(again, "mxgitops_sync_objects_written", action="create") == 0
+    assert value(again, "mxgitops_sync_jobs", action="unchanged") == 1
+    ended = value(again, "mxgitops_last_success_timestamp_seconds")
     # One group per instance, no per-pod label: the group's labels are job and instance.
     groups = {tuple(sorted(s.labels)) for s in pushed["mxgitops_sync_success"]}
     assert groups == {("instance", "job")}
