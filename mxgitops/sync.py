@@ -97,8 +97,7 @@ def sync(
     metrics to say how the sync ends."""
     progress = progress or Progress()
     # The Git cache stays locked until the note is written: other syncs sharing it wait.
-    with ExitStack() as cache:
-        outlet = cache.enter_context(outputs.delivering(config, exit_code))
+    with outputs.delivering(config, exit_code) as outlet, ExitStack() as cache:
         cache.enter_context(_fewer_collections())
         notices: list[str] = []
         progress.phase("fetching the jobs repository")
@@ -146,6 +145,7 @@ def sync(
         if on_summary is not None:
             on_summary(summary, tuple(notices))
         written, note_error = _note(workspace, config, summary, progress)
+        cache.close()  # the Git cache is the next sync's while the forge is asked
         undelivered = outlet.deliver(summary, the_plan, changeset, cluster, note_error)
         return SyncOutcome(
             config,
