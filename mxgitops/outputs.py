@@ -156,6 +156,10 @@ def deliver(
             failures.append(str(exc))
             errors[sink.phase] = errors.get(sink.phase, 0) + 1
             log.error("%s", exc, extra={"phase": sink.phase})
+        except Exception as exc:  # a bug in a sink: what was applied stands all the same
+            failures.append(f"{sink.phase}: unexpected {type(exc).__name__}: {exc}")
+            errors[sink.phase] = errors.get(sink.phase, 0) + 1
+            log.exception("a bug in the %s output", sink.phase, extra={"phase": sink.phase})
     return tuple(failures)
 
 

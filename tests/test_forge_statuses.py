@@ -300,3 +300,29 @@ def test_a_submitting_commit_gone_from_the_forge_is_no_error() -> None:
     with forgeservers.serving("github") as forge:
         forge.unknown = {EARLIER}
         assert post(summary(job("a", "Running", commit=EARLIER)), github(forge)).posted == 1
+
+
+def test_an_answer_that_is_not_json_is_reported() -> None:
+    """The forge's answers are untrusted input: a 200 with HTML is an error, no crash."""
+    import http.server
+    import threading
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "6")
+            self.end_headers()
+            self.wfile.write(b"<html>")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(OutputError, match="but no JSON"):
+            post(summary(job("a", "Running")), StatusSettings("github", base, "o/n", "t", "", 5))
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -64,6 +64,8 @@ class Recording:
         self.told.append(record)
         if self.fails:
             raise OutputError(f"{self.phase} not delivered")
+        if self.phase == "buggy":
+            raise KeyError("state")
 
 
 def test_a_failing_sink_is_reported_and_the_next_still_runs() -> None:
@@ -87,3 +89,12 @@ def test_an_error_that_stops_a_sync_is_told_without_a_summary() -> None:
     outputs.failed([metrics], 1.0, GitError("cannot fetch"), 3)
     [told] = metrics.told
     assert (told.summary, told.exit_code, dict(told.errors)) == (None, 3, {"git": 1})
+
+
+def test_a_sink_with_a_bug_is_reported_not_fatal(caplog: pytest.LogCaptureFixture) -> None:
+    metrics = Recording("metrics")
+    record = outputs.Record(Summary(commit="c"), 1.0, 0)
+    failures = outputs.deliver([Recording("buggy"), metrics], record, lambda bad: 3 if bad else 0)
+    assert failures == ("buggy: unexpected KeyError: 'state'",)
+    assert metrics.told[0].exit_code == 3
+    assert "Traceback" in caplog.text or any(r.exc_info for r in caplog.records)

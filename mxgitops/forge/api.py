@@ -79,7 +79,10 @@ class Api:
                 self._wait(min(2.0**failures, 8.0), f"{method} {url}: {exc}")
                 continue
             if status < 300:
-                return json.loads(text) if text.strip() else None
+                try:
+                    return json.loads(text) if text.strip() else None
+                except ValueError as exc:  # an answer is untrusted input, like any
+                    raise OutputError(f"{method} {url}: {status} but no JSON: {exc}") from exc
             wait = self._rate_limited(status, answer.headers, text)
             if wait is not None:
                 self._wait(wait, f"{method} {url}: rate limited ({status})")
