@@ -28,9 +28,13 @@ def pinned_version(gomod_dir: Path, module: str) -> str:
     return found.group(1)
 
 
+# Read once, when the test session imports this module: tests that move HOME (to keep
+# ~/.kube/config or ~/.gitconfig out) must still find the servers already built.
+CACHE_HOME = Path.home() / ".cache" / "mxgitops"
+
+
 def cache_root(name: str, env: str) -> Path:
-    default = Path.home() / ".cache" / "mxgitops" / name
-    return Path(os.environ.get(env) or default)
+    return Path(os.environ.get(env) or CACHE_HOME / name)
 
 
 def build_key(version: str, *files: Path) -> str:
