@@ -173,46 +173,59 @@ def render_text(result: Review) -> str:
 
 
 def render_markdown(result: Review) -> str:
+    """The comment, most important first: a comment cut at the forge's size limit
+    (ci/pr-plan.py) keeps the policy violations and the jobs deleted, and loses
+    additions and warnings first."""
     lines = ["### mxgitops: what this change does to the training jobs", ""]
-    rows = [("added", c) for c in result.added] + [("changed", c) for c in result.changed]
-    rows += [("updated", c) for c in result.updated]
-    rows += [("removed", c) for c in result.removed]
-    if rows:
-        lines += ["| | job | manifest | what happens on sync |", "|---|---|---|---|"]
-        effect = {
-            "added": "created",
-            "changed": "replaced (new runtime)",
-            "updated": "patched in place, no restart",
-            "removed": "deleted",
-        }
-        for kind, c in rows:
-            what = text(c.effect, table=True) if c.effect else effect[kind]
-            detail = f"{what}: {text(c.detail, table=True)}" if c.detail else what
-            if c.moves:
-                detail += ": " + ", ".join(_markdown_move(m) for m in c.moves)
-            name, source = code(c.qualified_name, table=True), code(c.source, table=True)
-            lines.append(f"| {kind} | {name} | {source} | {detail} |")
-    else:
-        lines.append("No job is added, changed, updated in place or removed.")
-    if result.violations:
+    violations = result.violations
+    if violations:
         lines += [
-            "",
-            f"**This change adds {len(result.violations)} policy violations**: a sync "
+            f"**This change adds {len(violations)} policy violations**: a sync "
             "neither creates nor changes those jobs.",
+            "",
         ]
-    if result.broken or result.still_broken:
+        lines += [f"- {code(str(p))}" for p in violations] + [""]
+    lines += _table(result)
+    others = [p for p in result.broken if p not in violations]
+    if others or result.still_broken:
         lines += [
             "",
             f"**{len(result.broken) + len(result.still_broken)} problems** "
-            "(invalid manifests are never applied):",
+            "(invalid manifests are never applied)"
+            + (", the policy violations above among them" if violations else "")
+            + ":",
             "",
         ]
-        lines += [f"- {code(str(p))}" for p in result.broken]
+        lines += [f"- {code(str(p))}" for p in others]
         lines += [f"- {code(str(p))} (already before this change)" for p in result.still_broken]
     if result.warnings:
         lines += ["", f"**{len(result.warnings)} new warnings** (valid, but worth a look):", ""]
         lines += [f"- {code(str(w))}" for w in result.warnings]
     return "\n".join(lines) + "\n"
+
+
+_EFFECT = {
+    "removed": "deleted",
+    "changed": "replaced (new runtime)",
+    "updated": "patched in place, no restart",
+    "added": "created",
+}
+
+
+def _table(result: Review) -> list[str]:
+    rows = [("removed", c) for c in result.removed] + [("changed", c) for c in result.changed]
+    rows += [("updated", c) for c in result.updated] + [("added", c) for c in result.added]
+    if not rows:
+        return ["No job is added, changed, updated in place or removed."]
+    lines = ["| | job | manifest | what happens on sync |", "|---|---|---|---|"]
+    for kind, c in rows:
+        what = text(c.effect, table=True) if c.effect else _EFFECT[kind]
+        detail = f"{what}: {text(c.detail, table=True)}" if c.detail else what
+        if c.moves:
+            detail += ": " + ", ".join(_markdown_move(m) for m in c.moves)
+        name, source = code(c.qualified_name, table=True), code(c.source, table=True)
+        lines.append(f"| {kind} | {name} | {source} | {detail} |")
+    return lines
 
 
 def _markdown_move(move: Move) -> str:

@@ -163,6 +163,8 @@ class ForgeAPI(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _ForgeHandler)
         self.comments: list[dict[str, Any]] = []
         self.writes: list[str] = []
+        self.max_body = 65536  # GitHub's limit: a longer comment is refused with 422
+        self.refuse: int | None = None  # every write answered with this status
 
     @property
     def url(self) -> str:
@@ -197,6 +199,18 @@ class _ForgeHandler(BaseHTTPRequestHandler):
         data: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         return data
 
+    def _refused(self, body: dict[str, Any]) -> bool:
+        status = self.server.refuse
+        if status is None and len(body["body"]) > self.server.max_body:
+            status = 422
+        if status is None:
+            return False
+        self.server.writes.append(f"refused {status}")
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         if path == "/api/v4/user":
@@ -205,15 +219,21 @@ class _ForgeHandler(BaseHTTPRequestHandler):
             self._reply(self.server.comments)
 
     def do_POST(self) -> None:
+        body = self._body()
+        if self._refused(body):
+            return
         self.server.writes.append("create")
         login = "github-actions[bot]" if "/repos/" in self.path else "plan-bot"
-        self._reply(self.server.add(self._body()["body"], login))
+        self._reply(self.server.add(body["body"], login))
 
     def _update(self) -> None:
+        body = self._body()
+        if self._refused(body):
+            return
         self.server.writes.append("update")
         number = int(urlsplit(self.path).path.rsplit("/", 1)[1])
         (comment,) = [c for c in self.server.comments if c["id"] == number]
-        comment["body"] = self._body()["body"]
+        comment["body"] = body["body"]
         self._reply(comment)
 
     do_PATCH = _update
@@ -263,3 +283,76 @@ def test_one_comment_is_posted_then_updated(
     ours = [c for c in forge.comments if c is not forged]
     assert [c["body"] for c in ours] == [MARKER + "\nsecond plan"]
     assert forged["body"] == MARKER + "\nlooks good to me"
+
+
+def github_env(forge: ForgeAPI, tmp_path: Path) -> dict[str, str]:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}))
+    return {
+        "GITHUB_API_URL": forge.url,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "org/jobs",
+        "GITHUB_TOKEN": "t0ken",
+    }
+
+
+def test_a_plan_over_the_comment_limit_keeps_removals_and_violations(
+    pull_request: GitRemote, forge: ForgeAPI, tmp_path: Path
+) -> None:
+    """Refused with 422, the new plan left the last push's comment, which did not
+    mention this push's removal: now the comment is cut to fit, what matters first."""
+    work = pull_request.work
+    for n in range(700):
+        name = f"bulk-{n:04d}-" + "x" * 30
+        (work / f"jobs/bulk/{name}.yaml").parent.mkdir(exist_ok=True)
+        (work / f"jobs/bulk/{name}.yaml").write_text(NEW_JOB.replace("mnist-local", name))
+    hostile = NEW_JOB.replace("mnist-local", "zz-host").replace(
+        "          containers:", "          hostPID: true\n          containers:"
+    )
+    (work / "jobs/vision/zz-host.yaml").write_text(hostile)
+    pull_request.git("add", "--all")
+    pull_request.git("commit", "--quiet", "-m", "many jobs")
+    done = run_script(work, "--post", "github", env=github_env(forge, tmp_path))
+    assert done.returncode == 1, done.stderr  # the policy violation fails the check
+    assert forge.writes == ["create"], (forge.writes, done.stderr)
+    (comment,) = forge.comments
+    body = comment["body"]
+    assert len(body) <= 65536 and body.startswith(MARKER)
+    assert "| removed | `ml-training/bert-gpu` | `jobs/nlp/bert-gpu.yaml` | deleted |" in body
+    assert "policy violations" in body and "zz-host" in body
+    assert "the full plan is in the job's log" in body
+    # The log has it all.
+    assert done.stdout.count("| added |") == 701
+
+
+@pytest.mark.parametrize("status", [422, 403, 500])
+def test_a_comment_that_cannot_be_posted_fails_the_check(
+    pull_request: GitRemote, forge: ForgeAPI, tmp_path: Path, status: int
+) -> None:
+    forge.refuse = status
+    done = run_script(pull_request.work, "--post", "github", env=github_env(forge, tmp_path))
+    assert done.returncode != 0, done.stderr
+    assert f"could not post the comment: HTTP {status}" in done.stderr
+    assert "stale" in done.stderr
+
+
+def test_installing_runs_no_code_of_the_pull_request(tmp_path: Path) -> None:
+    """The script runs in the pull request's tree: `python -m pip` there would import a
+    `pip` package the pull request adds, in a step that holds the token."""
+    tree = tmp_path / "pr"
+    (tree / "pip").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (tree / "pip/__init__.py").write_text("")
+    (tree / "pip/__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    source = f"mxgitops @ file://{tmp_path}/missing.whl#sha256=" + "0" * 64
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--install", "origin/main", "HEAD"],
+        cwd=tree,
+        env={"PATH": "/usr/bin:/bin", "MXGITOPS_PIP_SOURCE": source, "PIP_NO_INDEX": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0  # the wheel does not exist
+    assert not marker.exists(), done.stdout + done.stderr
