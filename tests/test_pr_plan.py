@@ -139,18 +139,95 @@ def test_both_ci_configurations_call_the_script_pinned() -> None:
     github = yaml.safe_load((EXAMPLE / ".github/workflows/mxgitops.yml").read_text())
     gitlab = yaml.safe_load((EXAMPLE / ".gitlab-ci.yml").read_text())
     runs = [s["run"] for job in github["jobs"].values() for s in job["steps"] if "run" in s]
-    runs += gitlab["mxgitops-plan"]["script"]
-    assert [r for r in runs if "ci/pr-plan.py --install" in r] and not [
+    runs += [
+        line for name in ("mxgitops-plan", "mxgitops-comment") for line in gitlab[name]["script"]
+    ]
+    assert [r for r in runs if "pr-plan.py --install" in r] and not [
         r for r in runs if "pip install" in r
     ]
     for job in github["jobs"].values():
         for step in job["steps"]:
             if "uses" in step:
                 assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), step
-    assert "@sha256:" in gitlab["mxgitops-plan"]["image"]
+    assert "@sha256:" in gitlab[".mxgitops"]["image"]
+
+
+def test_the_token_is_held_only_by_code_the_pull_request_cannot_change() -> None:
+    """Under `pull_request` the workflow and the script come from the pull request: it
+    could rewrite them to edit another pull request's comment. The job with the token
+    runs the base branch's script; the pull request's checkout is data."""
+    github = yaml.safe_load((EXAMPLE / ".github/workflows/mxgitops.yml").read_text())
+    assert set(github[True]) == {"pull_request_target", "push"}  # "on"
+    assert github["permissions"] == {"contents": "read"}
+    for job in github["jobs"].values():
+        writes = "write" in job.get("permissions", {}).values()
+        steps = job["steps"]
+        checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+        assert all(s["with"]["persist-credentials"] is False for s in checkouts)
+        if not writes:
+            continue
+        trusted, pr = checkouts
+        assert "ref" not in trusted["with"] and trusted["with"]["path"] == "trusted"
+        assert pr["with"]["path"] == "pr" and "head.sha" in pr["with"]["ref"]
+        runs = [s for s in steps if "run" in s]
+        assert all(s["working-directory"] == "pr" for s in runs)
+        commands = [line for s in runs for line in s["run"].splitlines()]
+        scripts = [c for c in commands if c.startswith("python")]
+        assert scripts == [
+            'python3 -I ../trusted/ci/pr-plan.py --install "$BASE_SHA" HEAD --post github'
+        ]
+        assert all(c.startswith(("git fetch", "python3 -I ../trusted/")) for c in commands)
+    gitlab = yaml.safe_load((EXAMPLE / ".gitlab-ci.yml").read_text())
+    comment = gitlab["mxgitops-comment"]
+    assert "$CI_CONFIG_PATH =~ /@/" in comment["rules"][0]["if"]
+    assert "$CI_CONFIG_PATH !~ /@/" in gitlab["mxgitops-plan"]["rules"][0]["if"]
+    fetch = gitlab[".mxgitops"]["before_script"]
+    assert any("git show" in line and ":ci/pr-plan.py" in line for line in fetch)
+    assert all(
+        line.startswith('python3 -I "$CI_BUILDS_DIR/pr-plan.py"') for line in comment["script"]
+    )
+
+
+def test_the_workflow_step_runs_the_base_script_on_the_pull_requests_tree(
+    pull_request: GitRemote, forge: ForgeAPI, tmp_path: Path
+) -> None:
+    """The plan job's own commands, run as the runner would (bash, the two checkouts
+    side by side): a pull request that rewrites ci/pr-plan.py runs none of it, and the
+    comment is the base script's plan of the pull request's tree."""
+    work = pull_request.work
+    marker = tmp_path / "pwned"
+    (work / "ci/pr-plan.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    pull_request.git("commit", "--quiet", "-am", "rewrite the script")
+    trusted = work.parent / "trusted"
+    subprocess.run(["git", "clone", "--quiet", pull_request.url, str(trusted)], check=True)
+    base = subprocess.run(
+        ["git", "-C", str(trusted), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    pr = work.parent / "pr"
+    work.rename(pr)
+    github = yaml.safe_load((EXAMPLE / ".github/workflows/mxgitops.yml").read_text())
+    (step,) = [s for s in github["jobs"]["plan"]["steps"] if "run" in s]
+    # Installing from the pinned source needs the network: the test's mxgitops stands in.
+    commands = step["run"].replace(" --install", "")
+    mxgitops = Path(sys.executable).parent / "mxgitops"
+    env = {
+        **github_env(forge, tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "BASE_SHA": base,
+        "MXGITOPS_COMMAND": str(mxgitops),
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", commands], cwd=pr, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists()
+    (comment,) = forge.comments
+    assert comment["body"].startswith(MARKER)
     assert (
-        "pull_request_target" not in github[True]
-    )  # "on": never untrusted code with a write token
+        "| removed | `ml-training/bert-gpu` | `jobs/nlp/bert-gpu.yaml` | deleted |"
+        in comment["body"]
+    )
 
 
 # -- posting -------------------------------------------------------------------------------
