@@ -17,12 +17,24 @@ field. What a version cannot express is refused with the reason, never dropped:
 the seed dialect has no run policy, success policy, ExitCode restart policy or
 scheduling policy.
 `kubectl get` output is cleaned (status and server-set metadata go).
+
+What runs is what validate and sync read, so the job is read as they read it:
+YAML 1.1 (PyYAML; `010` is 8), within their bounds (an alias bomb is refused
+before ruamel expands anything). ruamel's nodes only keep the layout. A pod
+template written once and aliased (`&tpl` / `*tpl`) is one node shared by
+several replicas: each replica gets a copy of its own before it is edited. And
+every result is proved before anything is written: the converted text, read
+back as validate reads it, must render the very objects the original renders
+(the runtime's names aside); where the spec hash changes, what changes in them
+is said, field by field; anything else is refused.
 """
 
 from __future__ import annotations
 
+import copy
 import io
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +61,9 @@ from mxgitops.spec import (
     format_path,
     from_manifest,
 )
+from mxgitops.trainer import RenderContext, render_job
 from mxgitops.yamlcomments import Comments, plain, written_key
+from mxgitops.yamldoc import YamlError, documents
 
 TARGETS = {"kubeflow": Dialect.KUBEFLOW, "seed": Dialect.SEED}
 # Each run-policy field as kubeflow.org/v1 writes it, then the spellings older versions
@@ -68,6 +82,7 @@ class ConvertedJob:
     name: str
     source: Dialect
     same_spec: bool  # the converted manifest gives the same spec hash (no replace on sync)
+    changes: tuple[str, ...] = ()  # what the rendered objects change, where the spec does
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,9 @@ class Converted:
             + (
                 ""
                 if job.same_spec
-                else " (the spec changes: a sync replaces this job once; see the diff)"
+                else " (the spec changes: a sync replaces this job once; see the diff"
+                + (f"; in its objects: {', '.join(job.changes)}" if job.changes else "")
+                + ")"
             )
             for job in self.jobs
         ]
@@ -113,21 +130,112 @@ def render(converted: Sequence[Converted]) -> str:
 
 
 def convert_text(text: str, target: Dialect, *, name: str = "<text>") -> Converted:
+    read = _as_validate_reads(text, name)  # first: within validate's bounds
     yaml = _yaml()
     try:
-        documents = list(yaml.load_all(text))
+        nodes = list(yaml.load_all(text))
     except YAMLError as error:
         raise ManifestError(f"{name}: not YAML: {error}") from error
     jobs = []
-    for document in documents:
-        if isinstance(document, CommentedMap) and version_of(plain(document)) is not None:
-            jobs.append(_convert_document(document, target, name))
+    for document, data in zip(nodes, read, strict=True):
+        if isinstance(document, CommentedMap) and version_of(data) is not None:
+            jobs.append(_convert_document(document, data, target, name))
     out = io.StringIO()
-    yaml.dump_all(documents, out)
+    yaml.dump_all(nodes, out)
     converted = out.getvalue()
     if text.endswith("\n") and not converted.endswith("\n"):
         converted += "\n"  # ruamel ends a stream after a flow node's comment without one
+    proved = prove(text, converted, name=name)
+    jobs = [
+        ConvertedJob(job.name, job.source, job.same_spec, proved.get(job.name, ()))
+        for job in jobs
+    ]
     return Converted(name, converted, jobs)
+
+
+def _as_validate_reads(text: str, name: str) -> list[Any]:
+    """Each document's data as validate and sync read it: YAML 1.1, bounded."""
+    try:
+        return [document.data for document in documents(text)]
+    except YamlError as error:
+        raise ManifestError(f"{name}:{error.line}: {error.message}") from error
+
+
+def prove(original: str, converted: str, *, name: str) -> dict[str, tuple[str, ...]]:
+    """Each job of `converted`, read back as validate reads it, renders the objects
+    `original` renders (the runtime's names and the spec hash aside): ManifestError if
+    one does not, unless its spec hash changes, which the conversions that change it
+    (a seed PsRootPort, a restart policy's place) do knowingly: then what changes in
+    its objects is returned, by job, to be said."""
+    before, after = dict(_rendered(original, name)), dict(_rendered(converted, name))
+    if before.keys() != after.keys():
+        raise ManifestError(
+            f"{name}: the converted manifests name other jobs ({', '.join(sorted(after))}) "
+            f"than the original ({', '.join(sorted(before))}); nothing is written"
+        )
+    changes = {}
+    for job_name, (job, objects) in before.items():
+        converted_job, converted_objects = after[job_name]
+        moved = _differences(objects, _renamed(converted_objects, converted_job, job))
+        if (moved and converted_job.spec_hash == job.spec_hash) or _runs_otherwise(moved):
+            raise ManifestError(
+                f"{name}: job {job_name}: the converted manifest would run something else "
+                f"({'; '.join(moved[:3])}); nothing is written"
+            )
+        changes[job_name] = tuple(dict.fromkeys(m.split(" ", 1)[0] for m in moved))
+    return changes
+
+
+_CONTEXT = RenderContext(instance="convert")
+# What a conversion may knowingly change in the objects: the scheduler's named port,
+# which is where kubeflow.org/v1 keeps a seed PsRootPort.
+_KNOWN = ("spec.template.spec.containers[0].ports",)
+
+
+def _runs_otherwise(moved: Sequence[str]) -> bool:
+    return any(not m.split(" ", 1)[0].split(":", 1)[-1].startswith(_KNOWN) for m in moved)
+
+
+def _rendered(text: str, name: str) -> Iterator[tuple[str, tuple[MxJob, list[Any]]]]:
+    for data in _as_validate_reads(text, name):
+        if isinstance(data, dict) and version_of(data) is not None:
+            job = _job(_cleaned(data), name)
+            yield job.name, (job, render_job(job, _CONTEXT))
+
+
+def _renamed(objects: list[Any], converted: MxJob, original: MxJob) -> list[Any]:
+    """`objects` with the converted job's runtime id and spec hashes as the original's."""
+    text = json.dumps(objects)
+    for new, old in (
+        (converted.runtime_id, original.runtime_id),
+        (converted.spec_hash, original.spec_hash),
+        (converted.legacy_spec_hash, original.legacy_spec_hash),
+    ):
+        text = text.replace(new, old)
+    renamed: list[Any] = json.loads(text)
+    return renamed
+
+
+def _differences(before: list[Any], after: list[Any]) -> list[str]:
+    """`kind/name:field: a -> b` for each leaf that differs (objects in render order)."""
+    if len(before) != len(after):
+        return [f"objects: {len(before)} -> {len(after)}"]
+    found: list[str] = []
+    for old, new in zip(before, after, strict=True):
+        where = f"{old.get('kind', '?')}/{(old.get('metadata') or {}).get('name', '?')}"
+        found += [f"{where}:{path} {a} -> {b}" for path, a, b in _leaves(old, new, "")]
+    return found
+
+
+def _leaves(a: Any, b: Any, path: str) -> Iterator[tuple[str, str, str]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            yield from _leaves(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for index, (x, y) in enumerate(zip(a, b, strict=True)):
+            yield from _leaves(x, y, f"{path}[{index}]")
+    elif a != b:
+        yield path, json.dumps(a)[:60], json.dumps(b)[:60]
 
 
 def _yaml() -> YAML:
@@ -138,10 +246,13 @@ def _yaml() -> YAML:
     return yaml
 
 
-def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> ConvertedJob:
+def _convert_document(
+    doc: CommentedMap, manifest: dict[str, Any], target: Dialect, name: str
+) -> ConvertedJob:
+    """`doc` (ruamel's nodes) rewritten in `target`, from `manifest` (the same document
+    as validate reads it, which decides every value)."""
     _clean_dump(doc)
-    manifest = plain(doc)
-    job = _job(manifest, name)
+    job = _job(_cleaned(manifest), name)
     if target is Dialect.SEED:
         _refuse_for_seed(job, manifest, name)
     version = VERSIONS[target]
@@ -161,8 +272,14 @@ def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> Converte
         else _kubeflow_spec(job, old_spec, comments)
     )
     comments.give(doc, doc["spec"])
-    converted = _job(plain(doc), name)
+    converted = _job(_as_validate_reads(_dumped(doc), name)[0], name)
     return ConvertedJob(job.name, job.dialect, converted.spec_hash == job.spec_hash)
+
+
+def _dumped(doc: CommentedMap) -> str:
+    out = io.StringIO()
+    _yaml().dump(doc, out)
+    return out.getvalue()
 
 
 def _clean_dump(doc: CommentedMap) -> None:
@@ -174,6 +291,21 @@ def _clean_dump(doc: CommentedMap) -> None:
             del doc["metadata"][dump_field.removeprefix("metadata.")]
     if doc.get("status") == {}:
         del doc["status"]
+
+
+def _cleaned(manifest: dict[str, Any]) -> dict[str, Any]:
+    """`manifest` without what `_clean_dump` removes from the nodes."""
+    cleaned = dict(manifest)
+    if isinstance(manifest.get("metadata"), dict):
+        cleaned["metadata"] = dict(manifest["metadata"])
+    for dump_field in dump_fields(manifest):
+        if dump_field == "status":
+            cleaned.pop("status", None)
+        else:
+            cleaned["metadata"].pop(dump_field.removeprefix("metadata."), None)
+    if cleaned.get("status") == {}:
+        cleaned.pop("status")
+    return cleaned
 
 
 def _job(manifest: dict[str, Any], name: str) -> MxJob:
@@ -218,29 +350,53 @@ def _node(root: Any, path: Sequence[str | int]) -> Any:
     return node
 
 
-def _template(doc_spec: Any, replica_path: Sequence[str | int], wanted: Mapping[str, Any]) -> Any:
+def _template(
+    doc_spec: Any, replica_path: Sequence[str | int], wanted: Mapping[str, Any], seen: _Seen
+) -> Any:
     """The replica's template node, made equal to what the model runs, comments kept."""
     relative = list(replica_path[1:])  # ("spec", ...) -> within spec
     try:
         node = _node(doc_spec, [*relative, "template"])
     except (KeyError, IndexError, TypeError):
         return plain(wanted)
-    return _update(node, wanted)
+    return _update(node, wanted, seen)
 
 
-def _update(node: Any, wanted: Any) -> Any:
-    """`node` changed in place into `wanted`, keeping the nodes (and comments) that stay."""
+_Seen = dict[int, Any]  # id of a node already made into a value -> that value
+
+
+def _update(node: Any, wanted: Any, seen: _Seen) -> Any:
+    """`node` changed in place into `wanted`, keeping the nodes (and comments) that stay.
+
+    A node met again (an alias, `*tpl`, shares it between replicas) stays shared while
+    both want the same; else the second gets a copy of its own: edited in place, it
+    gave every replica the last one's edits."""
+    if isinstance(node, CommentedMap | CommentedSeq):
+        if id(node) in seen:
+            if seen[id(node)] == wanted:
+                return node
+            node = _unaliased(copy.deepcopy(node))
+        seen[id(node)] = wanted
     if isinstance(node, CommentedMap) and isinstance(wanted, Mapping):
         for key in [k for k in node if k not in wanted]:
             del node[key]
         for key, value in wanted.items():
-            node[key] = _update(node[key], value) if key in node else value
+            node[key] = _update(node[key], value, seen) if key in node else value
         return node
     if isinstance(node, CommentedSeq) and isinstance(wanted, list) and len(node) == len(wanted):
         for index, value in enumerate(wanted):
-            node[index] = _update(node[index], value)
+            node[index] = _update(node[index], value, seen)
         return node
     return node if plain(node) == wanted else wanted
+
+
+def _unaliased(node: Any) -> Any:
+    """`node` and what it holds without anchors: the copy is written out in full."""
+    if isinstance(node, CommentedMap | CommentedSeq):
+        node.anchor.value = None
+        for child in node.values() if isinstance(node, CommentedMap) else node:
+            _unaliased(child)
+    return node
 
 
 def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
@@ -268,6 +424,7 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMa
         spec["runPolicy"] = run_policy
         comments.carry(spec, "runPolicy", (old_spec, "runPolicy"))
     replicas = CommentedMap()
+    seen: _Seen = {}
     for replica in job.replica_specs:
         wanted = dict(replica.template)
         priority = plain(scheduling or {}).get("priorityClass")
@@ -277,7 +434,7 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMa
         entry = CommentedMap()
         entry["replicas"] = replica.replicas
         entry["restartPolicy"] = replica.restart_policy.value
-        entry["template"] = _template(old_spec, replica.path, wanted)
+        entry["template"] = _template(old_spec, replica.path, wanted, seen)
         type_name = replica.type.value.title()
         replicas[type_name] = entry
         parent, key, old = _replica_nodes(old_spec, replica.path)
@@ -331,6 +488,7 @@ def _seed_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
     spec["jobMode"] = job.mode.value
     comments.carry(spec, "jobMode", (old_spec, "jobMode"))
     replicas = CommentedSeq()
+    seen: _Seen = {}
     for replica in job.replica_specs:
         wanted = dict(replica.template)
         pod_spec = wanted.get("spec") or {}
@@ -341,7 +499,7 @@ def _seed_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
         entry["replicas"] = replica.replicas
         if replica.ps_root_port != DEFAULT_PS_ROOT_PORT:
             entry["PsRootPort"] = replica.ps_root_port
-        entry["template"] = _template(old_spec, replica.path, wanted)
+        entry["template"] = _template(old_spec, replica.path, wanted, seen)
         parent, key, old = _replica_nodes(old_spec, replica.path)
         comments.carry(replicas, len(replicas), (parent, key))
         pod_spec_node = entry["template"].get("spec")
