@@ -295,12 +295,12 @@ def _resources(at: FieldPath, container: Mapping[str, Any]) -> Iterator[Violatio
                 continue
             if amount < 0:
                 yield Violation(path, f"resources: {name} {value} must not be negative")
-            elif is_gpu(str(name)) and amount != amount.to_integral_value():
+            elif _is_extended(str(name)) and amount != amount.to_integral_value():
                 yield Violation(path, f"resources: {name} {value} must be a whole number")
             else:
                 read.setdefault(str(name), {})[kind] = amount
     for name, both in read.items():
-        if is_gpu(name) and len(both) == 2 and both["requests"] != both["limits"]:
+        if _is_extended(name) and len(both) == 2 and both["requests"] != both["limits"]:
             yield Violation(
                 (*at, "resources", "requests", name),
                 f"resources: {name} request {_number(both['requests'])} must equal its limit "
@@ -327,6 +327,14 @@ def _containers(spec: Mapping[str, Any]) -> Iterator[tuple[FieldPath, Mapping[st
         for index, container in enumerate(spec.get(key) or []):
             if isinstance(container, Mapping):
                 yield ("spec", key, index), container
+
+
+def _is_extended(resource: str) -> bool:
+    """An extended resource (a device: `nvidia.com/gpu`), which Kubernetes counts in
+    whole units and never overcommits; not the native `cpu`, `memory`, `hugepages-*`,
+    `ephemeral-storage` nor `*kubernetes.io/*`."""
+    domain, slash, _ = resource.partition("/")
+    return bool(slash) and not domain.endswith("kubernetes.io") and domain != "requests"
 
 
 def is_gpu(resource: str) -> bool:

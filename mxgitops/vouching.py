@@ -65,22 +65,20 @@ def _reason_ours(job: JobSummary) -> bool:
     return bool(REASONS[job.action].match(job.reason))
 
 
-_OBJECT = re.compile(r"([+~-])(job|service)/([a-z0-9-]+)(: .*)?\Z")
+_OBJECT = re.compile(r"([+~-])([a-z]+)/([a-z0-9.-]+)(: .*)?\Z")
 
 
 def _strangers(objects: Sequence[str], name: str, runtime_id: str) -> list[str]:
-    """The objects not named as the renderer names `name`'s, `{name}-{type}-{runtime}-{n}`:
-    what is created or patched is of the live runtime; what is deleted may be an older
-    runtime's (a replace)."""
-    ours = re.compile(rf"{re.escape(name)}-(scheduler|server|worker)-([a-z0-9]+)-\d+\Z")
+    """The objects not named after the job, `{name}-...`, as every runtime names them:
+    what is created or patched carries the live runtime's id as one of its name's
+    parts; what is deleted may be an older runtime's (a replace)."""
     strangers = []
     for entry in objects:
         found = _OBJECT.match(entry)
-        named = ours.match(found.group(3)) if found else None
-        if (
-            found is None
-            or named is None
-            or (found.group(1) != "-" and runtime_id and named.group(2) != runtime_id)
-        ):
+        object_name = found.group(3) if found else ""
+        parts = object_name.removeprefix(f"{name}-").split("-")
+        ours = object_name.startswith(f"{name}-")
+        live = not runtime_id or runtime_id in parts
+        if found is None or not ours or (found.group(1) != "-" and not live):
             strangers.append(entry)
     return strangers

@@ -48,6 +48,7 @@ def test_gpus_count_in_every_suffix_kubernetes_knows(
         ("nvidia.com/gpu", "8ki", "is not a Kubernetes quantity"),
         ("nvidia.com/gpu", "500m", "must be a whole number"),
         ("nvidia.com/gpu", "-8", "must not be negative"),
+        ("example.com/fpga", "1500m", "must be a whole number"),
         ("cpu", "2 cores", "is not a Kubernetes quantity"),
         ("memory", "-1Gi", "must not be negative"),
     ],

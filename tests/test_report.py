@@ -157,6 +157,16 @@ def test_carry_forward_keeps_the_last_real_action_of_unchanged_jobs() -> None:
     ):
         alone = Summary(commit="c", jobs=(unchanged("a"),))
         assert report.carry_forward(alone, Summary(commit="c", jobs=(forged,))) == alone
+    # A replace that went through: its deletes name the older runtime, its creates this one.
+    replaced = dataclasses.replace(
+        created,
+        action="replace",
+        reason="spec changed; replace under way (runtime w -> x)",
+        objects=("-job/a-worker-w-0", "+job/a-worker-x-0"),
+    )
+    alone = Summary(commit="c", jobs=(unchanged("a"),))
+    (kept,) = report.carry_forward(alone, Summary(commit="c", jobs=(replaced,))).jobs
+    assert (kept.action, kept.objects) == ("replace", replaced.objects)
     # A sync that changes nothing leaves the note as it was.
     note = report.render_note(report.carry_forward(now, previous))
     again = report.carry_forward(now, report.parse_note(note))
