@@ -5,13 +5,18 @@ volume the pod does not have (an accelerator's host-path driver volume)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mxgitops.sync import sync
 from mxgitops.trainer import RenderContext, parse_accelerators, render_job
+from tests.gitfixtures import GitRemote
 from tests.test_policy import checked, gpus, manifest, policy_messages
+from tests.test_policy_sync import job_names
+from tests.test_sync_git_e2e import config_for
 
 ONE_POD_EACH = {"workers": 1}  # scheduler, server, worker: three pods
 
@@ -174,3 +179,29 @@ def test_driver_mounts_are_read_only_unless_the_operator_says_otherwise(tmp_path
         mounts = {m["name"]: m for m in mxnet["volumeMounts"]}
         assert mounts["nvidia-driver"]["readOnly"] is True
         assert mounts["cuda"]["readOnly"] is False
+
+
+def test_a_job_whose_gpus_are_written_in_micro_units_is_held_at_sync(
+    make_git_remote: Callable[..., GitRemote], kubeapi: Any, tmp_path: Path
+) -> None:
+    """End to end: 64 GPUs a pod to Kubernetes, however written, past maxGpusPerJob: the
+    job is held and nothing of it is written; its neighbour with sidecar GPUs too."""
+    micro = {"resources": {"limits": {"nvidia.com/gpu": "64000000u"}}}
+    sidecars = {"initContainers": [sidecar(40)]}
+    remote = make_git_remote(
+        "jobs",
+        files={
+            "jobs/micro.yaml": manifest("kubeflow", "micro", container=micro, **ONE_POD_EACH),
+            "jobs/side.yaml": manifest(
+                "kubeflow", "side", container=gpus(1), pod=sidecars, **ONE_POD_EACH
+            ),
+            "jobs/fine.yaml": manifest("kubeflow", "fine", container=gpus(1), **ONE_POD_EACH),
+        },
+    )
+    outcome = sync(config_for(remote.url, tmp_path / "cache", kubeapi))
+    jobs = {j.name: j for j in outcome.summary.jobs}
+    assert jobs["micro"].action == "hold" and "192 GPUs" in jobs["micro"].reason
+    assert jobs["side"].action == "hold" and "123 GPUs" in jobs["side"].reason
+    assert jobs["fine"].action == "create"
+    names = job_names(kubeapi)
+    assert names and all(n.startswith("fine-") for n in names), names
