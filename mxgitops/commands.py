@@ -20,9 +20,7 @@ from mxgitops.spec import NAMESPACE
 from mxgitops.sync import repository_kind
 
 
-def read_status(
-    config: SyncConfig, commit: str | None
-) -> tuple[report.Summary | None, str, str]:
+def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary | None, str, str]:
     """The status note of `commit` (default: the synced ref's tip), the commit's sha,
     and why the note there was set aside ("" if it was not: ill-typed, not JSON)."""
     if repository_kind(config.repo) == "directory":

@@ -43,9 +43,9 @@ from __future__ import annotations
 import json
 import random
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 
 from .errors import ApiError
