@@ -144,7 +144,7 @@ def sync(
         _log(summary, notices, the_plan)
         if on_summary is not None:
             on_summary(summary, tuple(notices))
-        written, note_error = _note(workspace, config, summary, progress)
+        written, note_error = _note(workspace, config, summary, progress, notices)
         cache.close()  # the Git cache is the next sync's while the forge is asked
         undelivered = outlet.deliver(summary, the_plan, changeset, cluster, note_error)
         return SyncOutcome(
@@ -447,7 +447,11 @@ def _write_ledger(
 
 
 def _note(
-    workspace: Workspace, config: SyncConfig, summary: report.Summary, progress: Progress
+    workspace: Workspace,
+    config: SyncConfig,
+    summary: report.Summary,
+    progress: Progress,
+    notices: list[str],
 ) -> tuple[bool, str]:
     """Write the summary as a note on the synced commit, if it changed, and push it.
     Whether it was written, and why it could not be (a Git error, logged): what was
@@ -458,7 +462,14 @@ def _note(
     progress.phase("writing the status note")
     try:
         previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
-        note = report.for_note(summary, report.parse_note(previous or ""))
+        found, unreadable = report.read_note(previous or "")
+        if unreadable:  # anyone who can push can write a note: read as none, and said
+            notices.append(
+                f"the status note on {workspace.commit[:12]} ({config.notes_ref}) is "
+                f"{unreadable}; read as absent, and written anew"
+            )
+            log.warning(notices[-1])
+        note = report.for_note(summary, found)
         written = repository.write_note(
             workspace.commit, report.render_note(note), notes_ref=config.notes_ref
         )

@@ -13,7 +13,13 @@ from typing import Any
 import click
 
 from mxgitops.cli.app import ExitCode, main
-from mxgitops.cli.options import git_token, namespace_option, policy_file_option, repo_options
+from mxgitops.cli.options import (
+    git_token,
+    namespace_option,
+    policy_file_option,
+    repo_options,
+    setting,
+)
 from mxgitops.config import from_options
 
 
@@ -28,6 +34,7 @@ from mxgitops.config import from_options
     show_default=True,
     help="Report format; markdown suits a pull-request comment.",
 )
+@setting("--instance", metavar="NAME", help="The instance whose note it should be.")
 def status(commit: str | None, output: str, **options: Any) -> ExitCode:
     """Show the status note mxgitops wrote on a commit (default: the branch tip).
 
@@ -37,11 +44,20 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
       mxgitops status --repo file:///srv/git/jobs.git 1a2b3c4 -o json
     """
     # Imported here, not above: validate needs none of them (see the imports).
-    from mxgitops import report
+    from mxgitops import report, vouching
     from mxgitops.commands import missing_note_hint, read_status
 
     config = from_options({**options, "git_token": git_token()})
-    summary, sha = read_status(config, commit)
+    summary, sha, unreadable = read_status(config, commit)
+    where = f"the note on {sha[:12]} ({config.notes_ref})"
+    if unreadable:
+        click.echo(f"warning: {where} is {unreadable}; read as absent", err=True)
+    if summary is not None and (doubts := vouching.doubts(summary, options.get("instance"))):
+        click.echo(
+            f"warning: mxgitops cannot vouch for {where}, which anyone who can push "
+            f"there can write: {'; '.join(doubts)}",
+            err=True,
+        )
     if summary is None:
         click.echo(
             f"No mxgitops status note on {sha[:12]} ({config.notes_ref}): that commit "
