@@ -281,7 +281,7 @@ def mappings(items: Any) -> Iterator[Mapping[str, Any]]:
 def _canonical_json(job: MxJob, *, legacy: bool = False) -> str:
     """`legacy`: as mxgitops hashed before the in-place fields left the hash."""
     policy = job.run_policy
-    shape = {
+    shape: dict[str, Any] = {
         "name": job.name,
         "namespace": job.namespace,
         "mode": job.mode.value,

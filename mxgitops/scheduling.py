@@ -120,7 +120,9 @@ def jobset_name_problems(job: MxJob) -> list[FieldProblem]:
     ]
 
 
-def scheduling_warnings(job: MxJob, scheduling: Mapping[str, Any], where: Path) -> list[FieldProblem]:
+def scheduling_warnings(
+    job: MxJob, scheduling: Mapping[str, Any], where: Path
+) -> list[FieldProblem]:
     """What the job's runtime cannot honour of its schedulingPolicy, said as what happens."""
     found: list[FieldProblem] = []
     if job.runtime is Runtime.BATCH:
@@ -143,8 +145,7 @@ def scheduling_warnings(job: MxJob, scheduling: Mapping[str, Any], where: Path) 
         found.append(
             FieldProblem(
                 (*where, "minResources"),
-                "minResources are not used: Kueue admits the job by the resources its pods "
-                "request",
+                "minResources are not used: Kueue admits the job by the resources its pods request",
             )
         )
     if scheduling.get("scheduleTimeoutSeconds") is not None:

@@ -448,7 +448,10 @@ def _warnings(doc: Mapping[str, Any], version: Version, job: MxJob) -> list[Fiel
 
 
 def _scheduling_keys(
-    metadata: Mapping[str, Any], path: Path, carried: str, used: frozenset[tuple[str, str]] = frozenset()
+    metadata: Mapping[str, Any],
+    path: Path,
+    carried: str,
+    used: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[FieldProblem]:
     found = []
     for field_name in ("labels", "annotations"):

@@ -12,7 +12,6 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner, Result
 
 from mxgitops import report

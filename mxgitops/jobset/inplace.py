@@ -1,0 +1,83 @@
+"""What changes on a live JobSet without a restart: compared, and patched in place.
+
+A JobSet's replicatedJobs are immutable; `spec.suspend` and `ttlSecondsAfterFinished`
+are not. As on the batch runtime (`trainer/inplace.py`, whose annotation records the
+values set), a value the manifest changed is an update and a value a hand changed is
+drift, set back. A queued job's `suspend` is Kueue's (it admits and evicts the job by
+it), and so is everything Kueue injects into the pod templates: none of it is read here,
+so none of it is ever "repaired". Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mxgitops import objects
+from mxgitops.jobset.render import in_place_values
+from mxgitops.model import MxJob, OnChange
+from mxgitops.objects import KubeObject, ObjectRef
+from mxgitops.spec import ON_CHANGE_ANNOTATION
+from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION, InPlace
+
+_DEFAULTS: Mapping[str, Any] = {"suspend": False}
+
+
+def compare(job: MxJob, jobsets: Sequence[KubeObject]) -> list[InPlace]:
+    """The patches that bring the live JobSets of `job`'s runtime to its manifest."""
+    want = in_place_values(job)
+    wait = OnChange.WAIT.value if job.on_change is OnChange.WAIT else None
+    found = [_jobset(obj, want, wait) for obj in jobsets]
+    return sorted((p for p in found if p is not None), key=lambda p: p.ref)
+
+
+def _jobset(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> InPlace | None:
+    spec = obj.get("spec") or {}
+    annotations = objects.annotations_of(obj)
+    applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
+    recorded = {k: v for k, v in want.items() if v not in (None, False)}
+    spec_patch: dict[str, Any] = {}
+    updated, drifted = [], []
+    for name, target in want.items():
+        live = spec.get(name, _DEFAULTS.get(name))
+        if live == target:
+            continue
+        spec_patch[name] = target
+        change = f"spec.{name} {_shown(live)} -> {_shown(target)}"
+        if applied.get(name, _DEFAULTS.get(name)) != target:
+            updated.append(change)
+        else:
+            drifted.append(change + " (set back)")
+    metadata: dict[str, Any] = {}
+    if recorded != applied:
+        metadata[IN_PLACE_ANNOTATION] = _encode(recorded) if recorded else None
+    if annotations.get(ON_CHANGE_ANNOTATION) != wait:
+        metadata[ON_CHANGE_ANNOTATION] = wait
+        before = annotations.get(ON_CHANGE_ANNOTATION)
+        updated.append(f"{ON_CHANGE_ANNOTATION} {before or 'replace'} -> {wait or 'replace'}")
+    if not spec_patch and not metadata:
+        return None
+    patch: KubeObject = {}
+    if metadata:
+        patch["metadata"] = {"annotations": metadata}
+    if spec_patch:
+        patch["spec"] = spec_patch
+    fields = tuple(updated + drifted) or ("its record of in-place values",)
+    return InPlace(ObjectRef.of(obj), patch, fields, drift=bool(drifted) and not updated)
+
+
+def _encode(values: Mapping[str, Any]) -> str:
+    return json.dumps(values, sort_keys=True, separators=(",", ":"))
+
+
+def _decode(text: str) -> dict[str, Any]:
+    try:
+        values = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return dict(values) if isinstance(values, dict) else {}
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else json.dumps(value)
