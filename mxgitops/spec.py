@@ -177,7 +177,11 @@ def dump_fields(doc: Mapping[str, Any]) -> list[str]:
 
 
 def from_manifest(
-    doc: Mapping[str, Any], *, default_namespace: str = NAMESPACE, source_path: str = ""
+    doc: Mapping[str, Any],
+    *,
+    default_namespace: str = NAMESPACE,
+    source_path: str = "",
+    default_runtime: Runtime = Runtime.BATCH,
 ) -> MxJob:
     """Convert a schema-valid manifest of any version; raise SpecError on rule breaks."""
     version = version_of(doc)
@@ -186,7 +190,13 @@ def from_manifest(
     problems = refusals(doc)
     if problems:
         raise SpecError(problems)
-    return read_manifest(doc, version, default_namespace=default_namespace, source_path=source_path)
+    return read_manifest(
+        doc,
+        version,
+        default_namespace=default_namespace,
+        source_path=source_path,
+        default_runtime=default_runtime,
+    )
 
 
 def read_manifest(

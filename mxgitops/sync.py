@@ -35,6 +35,7 @@ from mxgitops import config as settings
 from mxgitops.apply import ChangeSet, apply
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
+from mxgitops.model import Runtime
 from mxgitops.objects import Kind, LiveObjects, WriteResult, ownership_selector
 from mxgitops.plan import Plan, PlanOptions, plan
 from mxgitops.trainer import parse_accelerators
@@ -260,6 +261,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
             max_file_size=config.max_file_size,
             policy=policy,
             verdicts=verdicts,
+            default_runtime=Runtime(config.default_runtime),
         )
 
     repository = workspace.repository
@@ -268,7 +270,13 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
         if repository is not None
         else loadcache.directory_cache(config.cache_dir, directory)
     )
-    shaping = (config.path, config.namespace, config.max_file_size, repr(policy))
+    shaping = (
+        config.path,
+        config.namespace,
+        config.max_file_size,
+        repr(policy),
+        config.default_runtime,
+    )
     return loadcache.load(kept, shaping, validate)
 
 

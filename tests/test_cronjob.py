@@ -32,6 +32,7 @@ CLUSTER_WIDE = {
     ("", "services"): {"list", "get", "create", "patch", "delete"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
+    ("jobset.x-k8s.io", "jobsets"): {"list"},  # every sync's LIST (404 without JobSet)
 }
 IN_OWN_NAMESPACE = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},

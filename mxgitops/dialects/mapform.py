@@ -39,6 +39,7 @@ RUN_POLICY_FIELDS = {
     "suspend": "suspend",
 }
 
+
 def read_map_form(
     spec: Mapping[str, Any],
     *,

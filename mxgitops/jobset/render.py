@@ -132,7 +132,7 @@ def _failure_policy(job: MxJob) -> dict[str, Any]:
     if exit_code:
         rules.append(
             {
-                "name": "permanent-exit-code",
+                "name": "permanentExitCode",
                 "action": "FailJobSet",
                 "onJobFailureReasons": ["PodFailurePolicy"],
                 "targetReplicatedJobs": exit_code,
@@ -141,12 +141,12 @@ def _failure_policy(job: MxJob) -> dict[str, Any]:
     at_once = by_policy.get(RestartPolicy.NEVER, []) + by_policy.get(RestartPolicy.ON_FAILURE, [])
     if at_once:
         rules.append(
-            {"name": "replica-failed", "action": "FailJobSet", "targetReplicatedJobs": at_once}
+            {"name": "replicaFailed", "action": "FailJobSet", "targetReplicatedJobs": at_once}
         )
     if job.run_policy.active_deadline_seconds is not None and not job.queue:
         rules.append(
             {
-                "name": "deadline-exceeded",
+                "name": "deadlineExceeded",
                 "action": "FailJobSet",
                 "onJobFailureReasons": ["DeadlineExceeded"],
             }
@@ -220,6 +220,10 @@ def _pod_template(
         if container.get("name") == CONTAINER_NAME and env:
             container["env"] = [*(container.get("env") or []), *env]
     apply_accelerators(pod_spec, ctx.accelerators)
+    for kind in ("initContainers", "containers"):
+        for container in pod_spec.get(kind) or []:
+            # What JobSet's webhook writes back (a Go struct without omitempty's effect).
+            container.setdefault("resources", {})
     return {"metadata": metadata, "spec": pod_spec}
 
 
