@@ -297,7 +297,7 @@ def _on_change(metadata: Mapping[str, Any]) -> tuple[OnChange, list[FieldProblem
 
 def _semantic_problems(job: MxJob, version: Version) -> list[FieldProblem]:
     problems = _mode_problems(job, ("spec", version.replicas_field)) + _name_problems(job)
-    if job.runtime is Runtime.JOBSET and not problems:
+    if job.runtime is Runtime.JOBSET and not problems and is_dns1123_label(job.name):
         problems += scheduling.jobset_name_problems(job)
     for replica in job.replica_specs:
         problems += _container_problems(replica)
@@ -360,6 +360,8 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
         problems.append(
             FieldProblem(("metadata", "namespace"), f"{job.namespace!r} is not a valid namespace")
         )
+    if job.runtime is Runtime.JOBSET:
+        return problems  # its own limits: scheduling.jobset_name_problems
     if job.replica(ReplicaType.SCHEDULER) is not None and not _DNS1035_LABEL.match(job.name):
         problems.append(
             FieldProblem(
