@@ -59,11 +59,17 @@ def only_jobset(eco: Ecosystem, job: str) -> dict[str, Any]:
 
 
 def pod_of(eco: Ecosystem, jobset: str, role: str, index: int = 0) -> dict[str, Any]:
+    """The live pod of one replica, of the JobSet's current attempt (a restart of the
+    gang recreates every pod)."""
+
     def find() -> dict[str, Any] | None:
+        found = eco.rest.get(f"{JOBSETS}/namespaces/{NS}/jobsets/{jobset}")
+        attempt = str((found.get("status") or {}).get("restarts") or 0)
         for pod in eco.pods(jobset, NS):
             labels = pod["metadata"]["labels"]
             if (
-                labels.get("jobset.sigs.k8s.io/replicatedjob-name") == role
+                labels.get("jobset.sigs.k8s.io/restart-attempt") == attempt
+                and labels.get("jobset.sigs.k8s.io/replicatedjob-name") == role
                 and labels.get("batch.kubernetes.io/job-completion-index") == str(index)
                 and pod["status"].get("phase") not in ("Succeeded", "Failed")
                 and not pod["metadata"].get("deletionTimestamp")
@@ -104,6 +110,10 @@ def differences(rendered: Any, stored: Any, path: str = "") -> list[str]:
             for index, (a, b) in enumerate(zip(rendered, stored, strict=True))
             for d in differences(a, b, f"{path}[{index}]")
         ]
+    if isinstance(rendered, int | float) and isinstance(stored, str) and ".resources." in path:
+        # A resource quantity comes back in its canonical form, a string ("8"), as every
+        # pod template does: `kubectl diff` compares the server's forms on both sides.
+        return [] if str(rendered) == stored else [f"{path}: {rendered} -> {stored}"]
     return [] if rendered == stored else [f"{path}: {json.dumps(rendered)} -> {json.dumps(stored)}"]
 
 

@@ -11,8 +11,9 @@ Both run out of cluster, as processes beside the control plane of ``tests/contro
   webhook's ``service`` replaced by its ``url`` and ``caBundle``, the selectors their
   kustomize patches add kept; the managers start with their internal cert management off
   and the serving cert directory given, metrics and leader election off;
-- Kueue integrates with JobSet alone (``manageJobsWithoutQueueName: false``), so an
-  unqueued JobSet runs as JobSet runs it, and nothing else of the cluster is Kueue's.
+- Kueue manages queued JobSets (and batch Jobs, its default, whose webhook also judges
+  a JobSet's child Jobs) with ``manageJobsWithoutQueueName: false``: an unqueued JobSet
+  or batch Job runs as if Kueue were not there.
 
 The pods are the fake kubelet's (``tests/controlplane/kubelet.py``); the child Jobs get
 them from kube-controller-manager's job controller. Ready means each webhook answers: a
@@ -41,6 +42,7 @@ from .build import JOBSET, KUEUE, Component, ensure_built, module_dir
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 5.0
 KUEUE_NAMESPACE = "kueue-system"
+METRICS_CERTS = "/etc/kueue/metrics/certs"  # Kueue's, fixed
 
 
 def _documents(path: Path) -> Iterator[dict[str, Any]]:
@@ -179,13 +181,36 @@ class Ecosystem:
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": "0"},
             "manageJobsWithoutQueueName": False,
-            "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]},
+            # batch/job too, as in Kueue's own default configuration: its Job webhook also
+            # judges the child Jobs of a JobSet, and panics without that integration.
+            # Unqueued batch Jobs (the batch runtime's) stay unmanaged all the same.
+            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
             "clientConnection": {"qps": 500, "burst": 500},
             # The on-demand visibility API is an aggregated API server of its own: not
             # what a training job meets, and it would want an APIService registered.
             "featureGates": {"VisibilityOnDemand": False},
         }
-        self._spawn(manager, bindir, config)
+        # Without its internal cert management, Kueue reads its metrics server's certificate
+        # from a path it does not let be configured (the Deployment mounts a Secret there):
+        # given, in a mount namespace of its own, on an overlay of /etc that leaves the
+        # machine's /etc untouched.
+        certs = Path(config["webhook"]["certDir"])
+        overlay = self.directory / "kueue-etc"
+        for part in ("upper", "work"):
+            (overlay / part).mkdir(parents=True, exist_ok=True)
+        wrapper = (
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-ec",
+            f"mount -t overlay overlay -o lowerdir=/etc,upperdir={overlay / 'upper'},"
+            f"workdir={overlay / 'work'} /etc; mkdir -p {METRICS_CERTS}; "
+            f"cp {certs / 'tls.crt'} {certs / 'tls.key'} {METRICS_CERTS}/; exec \"$@\"",
+            "kueue",
+        )
+        self._spawn(manager, bindir, config, wrapper)
         self._wait_admitting(manager, self._probe_kueue)
 
     # -- pieces --------------------------------------------------------------------
@@ -271,7 +296,9 @@ class Ecosystem:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
             )
 
-    def _spawn(self, manager: Manager, bindir: Path, config: dict[str, Any]) -> None:
+    def _spawn(
+        self, manager: Manager, bindir: Path, config: dict[str, Any], wrapper: tuple[str, ...] = ()
+    ) -> None:
         assert self.plane.pki is not None
         name = manager.component.name
         identity = self.plane.pki.client(name, f"{name}-controller", ("system:masters",))
@@ -283,6 +310,7 @@ class Ecosystem:
         log = open(manager.log, "wb")  # noqa: SIM115 - owned by the process
         manager.process = subprocess.Popen(
             [
+                *wrapper,
                 str(bindir / manager.component.binary),
                 f"--kubeconfig={kubeconfig}",
                 f"--config={config_file}",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from tests.controlplane.harness import RealCluster, wait_for
 
@@ -64,10 +65,20 @@ class Ecosystem:
         where = f"/namespaces/{namespace}" if namespace else ""
         return self.rest.create(f"{group}{where}/{plural}", body)
 
+    def served(self) -> bool:
+        try:
+            for group, plural, _ in WIPED:
+                self.objects(group, plural)
+        except requests.HTTPError:
+            return False
+        return True
+
     def wipe(self) -> None:
         for group, plural, namespaced in WIPED:
             for obj in self.objects(group, plural):
                 meta = obj["metadata"]
+                if meta["name"].startswith("system-"):
+                    continue  # the server's own priority classes
                 where = f"/namespaces/{meta['namespace']}" if namespaced else ""
                 path = f"{group}{where}/{plural}/{meta['name']}"
                 self.real._ignore_missing(
@@ -75,7 +86,9 @@ class Ecosystem:
                 )
             wait_for(
                 f"for the {plural} of the last test to go",
-                lambda g=group, p=plural: not self.objects(g, p),
+                lambda g=group, p=plural: not [
+                    o for o in self.objects(g, p) if not o["metadata"]["name"].startswith("system-")
+                ],
                 timeout=120,
             )
         self.real.wipe()
@@ -94,7 +107,10 @@ def ecosystem_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ecos
         RealCluster(plane, directory / "kubeconfig") as real,
         Controllers(plane, directory / "controllers"),
     ):
-        yield Ecosystem(real)
+        eco = Ecosystem(real)
+        # A CRD just established may answer 429 (its storage initializing) for a while.
+        wait_for("Kueue's and JobSet's resources to be served", eco.served, timeout=120)
+        yield eco
 
 
 @pytest.fixture
