@@ -344,7 +344,7 @@ def test_a_second_job_waits_queued_without_pods_and_runs_when_the_first_finishes
     )
     job = summary_of(run(), "second")
     assert job.state == "Queued"
-    assert "insufficient quota for nvidia.com/gpu" in job.state_reason, job.state_reason
+    assert "insufficient unused quota for nvidia.com/gpu" in job.state_reason, job.state_reason
     assert ecosystem.pods(second, NS) == []
     assert only_jobset(ecosystem, "second")["spec"]["suspend"] is True
     step(ecosystem, pod_of(ecosystem, first, "scheduler"), phase="Running")
