@@ -474,3 +474,40 @@ def test_a_hand_edit_is_repaired_and_kueues_own_writes_are_not(
     until(ecosystem, "q", "admitted", lambda js: js["spec"].get("suspend") is False)
     outcome = on_jobset(run)
     assert summary_of(outcome, "q").action == "unchanged", summary_of(outcome, "q").reason
+
+
+def test_run_policy_suspend_stops_a_queued_job_the_way_kueue_expects(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    kueue_setup(ecosystem, gpus=8)
+    write(run.repo, gpu_job("a"))
+    assert run().ok
+    name = only_jobset(ecosystem, "a")["metadata"]["name"]
+    until(ecosystem, "a", "admitted", lambda js: js["spec"].get("suspend") is False)
+    pod_of(ecosystem, name, "scheduler")
+    stopped = gpu_job("a")
+    stopped["spec"]["runPolicy"]["suspend"] = True
+    write(run.repo, stopped)
+    outcome = run()
+    job = summary_of(outcome, "a")
+    assert job.action == "update" and "spec.active true -> false" in job.reason, job.reason
+    (workload,) = ecosystem.workloads(NS)
+    assert workload["spec"]["active"] is False
+    until(ecosystem, "a", "suspended by Kueue", lambda js: js["spec"].get("suspend") is True)
+    wait_for(
+        "its pods to go",
+        lambda: (
+            not [p for p in ecosystem.pods(name, NS) if not p["metadata"].get("deletionTimestamp")]
+            or None
+        ),
+    )
+    outcome = run()
+    assert (summary_of(outcome, "a").action, summary_of(outcome, "a").state) == (
+        "unchanged",
+        "Suspended",
+    )
+    write(run.repo, gpu_job("a"))
+    assert summary_of(run(), "a").action == "update"
+    until(ecosystem, "a", "readmitted", lambda js: js["spec"].get("suspend") is False)
+    pod_of(ecosystem, name, "scheduler")
+    assert summary_of(run(), "a").action == "unchanged"

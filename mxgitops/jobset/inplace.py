@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mxgitops import objects
-from mxgitops.jobset.render import in_place_values
+from mxgitops.jobset.render import in_place_values, recorded_in_place
 from mxgitops.model import MxJob, OnChange
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.spec import ON_CHANGE_ANNOTATION
@@ -24,19 +24,59 @@ from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION, InPlace
 _DEFAULTS: Mapping[str, Any] = {"suspend": False}
 
 
-def compare(job: MxJob, jobsets: Sequence[KubeObject]) -> list[InPlace]:
-    """The patches that bring the live JobSets of `job`'s runtime to its manifest."""
+def compare(
+    job: MxJob, jobsets: Sequence[KubeObject], workloads: Sequence[KubeObject] = ()
+) -> list[InPlace]:
+    """The patches that bring the live JobSets of `job`'s runtime (and, for a queued job's
+    suspend, their Kueue Workloads) to its manifest."""
     want = in_place_values(job)
     wait = OnChange.WAIT.value if job.on_change is OnChange.WAIT else None
-    found = [_jobset(obj, want, wait) for obj in jobsets]
+    found: list[InPlace | None] = []
+    for obj in jobsets:
+        recorded = recorded_in_place(job)
+        activation = None
+        if job.queue and _suspend_changed(obj, recorded):
+            workload = _workload_of(obj, workloads)
+            if workload is None:  # Kueue has made none yet: the change waits with it
+                recorded = {k: v for k, v in recorded.items() if k != "suspend"}
+            else:
+                activation = _activation(job, workload)
+        found += [_jobset(obj, want, recorded, wait), activation]
     return sorted((p for p in found if p is not None), key=lambda p: p.ref)
 
 
-def _jobset(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> InPlace | None:
+def _suspend_changed(jobset: KubeObject, recorded: Mapping[str, Any]) -> bool:
+    applied = _decode(objects.annotations_of(jobset).get(IN_PLACE_ANNOTATION, ""))
+    return bool(applied.get("suspend")) != bool(recorded.get("suspend"))
+
+
+def _workload_of(jobset: KubeObject, workloads: Sequence[KubeObject]) -> KubeObject | None:
+    uid = (jobset.get("metadata") or {}).get("uid")
+    for workload in workloads:
+        for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
+            if owner.get("kind") == "JobSet" and owner.get("uid") == uid:
+                return workload
+    return None
+
+
+def _activation(job: MxJob, workload: KubeObject) -> InPlace:
+    """Stop (or resume) a queued job the way Kueue expects: its Workload's spec.active."""
+    active = not job.run_policy.suspend
+    before = _shown((workload.get("spec") or {}).get("active", True))
+    return InPlace(
+        ObjectRef.of(workload),
+        {"spec": {"active": active}},
+        (f"runPolicy.suspend: its Kueue Workload's spec.active {before} -> {_shown(active)}",),
+        drift=False,
+    )
+
+
+def _jobset(
+    obj: KubeObject, want: Mapping[str, Any], recorded: Mapping[str, Any], wait: str | None
+) -> InPlace | None:
     spec = obj.get("spec") or {}
     annotations = objects.annotations_of(obj)
     applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
-    recorded = {k: v for k, v in want.items() if v not in (None, False)}
     spec_patch: dict[str, Any] = {}
     updated, drifted = [], []
     for name, target in want.items():

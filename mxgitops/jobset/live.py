@@ -129,7 +129,7 @@ class LiveJobSet:
     def compare_in_place(self, job: MxJob) -> list[InPlace]:
         from mxgitops.jobset.inplace import compare
 
-        return compare(job, self.jobsets)
+        return compare(job, self.jobsets, self.workloads)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -181,6 +181,8 @@ class LiveJobSet:
         workload = self._workload_of(jobset)
         if workload is None:
             return State.QUEUED, "waiting for Kueue to make its Workload"
+        if (workload.get("spec") or {}).get("active") is False:
+            return State.SUSPENDED, "its Kueue Workload is deactivated (spec.active: false)"
         conditions = _conditions(workload)
         evicted = conditions.get("Evicted")
         if evicted is not None and evicted.get("status") == "True":

@@ -105,9 +105,18 @@ def in_place_values(job: MxJob) -> dict[str, Any]:
     return values
 
 
+def recorded_in_place(job: MxJob) -> dict[str, Any]:
+    """What the in-place annotation records: the values set (a queued job's suspend too,
+    which stops it through its Kueue Workload, `inplace.py`), none of the defaults."""
+    values = {k: v for k, v in in_place_values(job).items() if v not in (None, False)}
+    if job.queue and job.run_policy.suspend:
+        values["suspend"] = True
+    return values
+
+
 def in_place_annotation(job: MxJob) -> dict[str, str]:
     """The record of `in_place_values` (the batch runtime's annotation, the same format)."""
-    values = {k: v for k, v in in_place_values(job).items() if v not in (None, False)}
+    values = recorded_in_place(job)
     if not values:
         return {}
     return {IN_PLACE_ANNOTATION: json.dumps(values, sort_keys=True, separators=(",", ":"))}
