@@ -105,6 +105,7 @@ _RESOURCES: dict[Kind, tuple[str, str]] = {
     Kind.LEASE: ("/apis/coordination.k8s.io/v1", "leases"),
     Kind.JOBSET: ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
     Kind.WORKLOAD: ("/apis/kueue.x-k8s.io/v1beta2", "workloads"),
+    Kind.WORKLOAD_PRIORITY_CLASS: ("/apis/kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"),
 }
 # The label Kueue reads a job's queue from (`scheduling.QUEUE_LABEL`): a JobSet with it
 # has a Workload, which says why it waits.
@@ -176,11 +177,16 @@ class Cluster:
             workloads=tuple(self._list_if_served(Kind.WORKLOAD, "")) if queued else (),
         )
 
+    def workload_priority_classes(self) -> frozenset[str]:
+        """The names of Kueue's WorkloadPriorityClasses (none where Kueue is not served)."""
+        found = self._list_if_served(Kind.WORKLOAD_PRIORITY_CLASS, "")
+        return frozenset(str(o["metadata"]["name"]) for o in found)
+
     def _list_if_served(self, kind: Kind, selector: str) -> list[KubeObject]:
         """A LIST of a custom resource; none when the cluster does not serve it (404: its
         CRD is not installed, so no object of that kind can exist)."""
         try:
-            return self.list_all(kind, selector, unread=_LIVE_UNREAD[kind])
+            return self.list_all(kind, selector, unread=_LIVE_UNREAD.get(kind, ()))
         except ClusterClientError as exc:
             if exc.status == 404:
                 return []

@@ -238,7 +238,9 @@ def test_a_backoff_limit_is_a_budget_for_the_whole_job(ecosystem: Ecosystem, run
 # -- Kueue: queued, admitted whole, preempted -------------------------------------------------
 
 
-def kueue_setup(eco: Ecosystem, gpus: int, preemption: bool = False) -> None:
+def kueue_setup(
+    eco: Ecosystem, gpus: int, preemption: bool = False, workload_priorities: bool = False
+) -> None:
     eco.create(
         KUEUE_GROUP,
         "resourceflavors",
@@ -293,6 +295,18 @@ def kueue_setup(eco: Ecosystem, gpus: int, preemption: bool = False) -> None:
         NS,
     )
     for name, value in (("low", 100), ("high", 1000)):
+        if workload_priorities:
+            eco.create(
+                KUEUE_GROUP,
+                "workloadpriorityclasses",
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                },
+                None,
+            )
         eco.create(
             "/apis/scheduling.k8s.io/v1",
             "priorityclasses",
@@ -362,7 +376,7 @@ def test_a_second_job_waits_queued_without_pods_and_runs_when_the_first_finishes
 def test_a_higher_priority_job_preempts_the_whole_lower_gang(
     ecosystem: Ecosystem, run: Syncer
 ) -> None:
-    kueue_setup(ecosystem, gpus=8, preemption=True)
+    kueue_setup(ecosystem, gpus=8, preemption=True, workload_priorities=True)
     write(run.repo, gpu_job("low"))
     assert run().ok
     low = only_jobset(ecosystem, "low")["metadata"]["name"]
@@ -385,7 +399,10 @@ def test_a_higher_priority_job_preempts_the_whole_lower_gang(
     assert job.state == "Preempted", (job.state, job.state_reason)
     assert job.state_reason
     assert summary_of(outcome, "high").state in ("Pending", "Running")
-    high = only_jobset(ecosystem, "high")["metadata"]["name"]
+    high_jobset = only_jobset(ecosystem, "high")
+    # priorityClass names a WorkloadPriorityClass: given to Kueue by its label
+    assert high_jobset["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high"
+    high = high_jobset["metadata"]["name"]
     step(ecosystem, pod_of(ecosystem, high, "scheduler"), phase="Running")
     step(ecosystem, pod_of(ecosystem, high, "scheduler"), phase="Succeeded")
     until(ecosystem, "low", "readmitted", lambda js: js["spec"].get("suspend") is False)
