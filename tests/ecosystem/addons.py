@@ -207,7 +207,7 @@ class Ecosystem:
             "-ec",
             f"mount -t overlay overlay -o lowerdir=/etc,upperdir={overlay / 'upper'},"
             f"workdir={overlay / 'work'} /etc; mkdir -p {METRICS_CERTS}; "
-            f"cp {certs / 'tls.crt'} {certs / 'tls.key'} {METRICS_CERTS}/; exec \"$@\"",
+            f'cp {certs / "tls.crt"} {certs / "tls.key"} {METRICS_CERTS}/; exec "$@"',
             "kueue",
         )
         self._spawn(manager, bindir, config, wrapper)
@@ -394,6 +394,17 @@ class Ecosystem:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def crds(component: Component) -> Iterator[dict[str, Any]]:
+    """The component's CRDs as its module publishes them (no conversion webhook)."""
+    bases = module_dir(component) / "config" / "components" / "crd" / "bases"
+    for path in sorted(bases.glob("*.yaml")):
+        yield from _documents(path)
+
+
+def established(crd: dict[str, Any] | None) -> bool:
+    return _established(crd)
 
 
 def _enabled_crd_patches(kustomization: Path) -> set[str]:

@@ -86,9 +86,13 @@ class Ecosystem:
                 )
             wait_for(
                 f"for the {plural} of the last test to go",
-                lambda g=group, p=plural: not [
-                    o for o in self.objects(g, p) if not o["metadata"]["name"].startswith("system-")
-                ],
+                lambda g=group, p=plural: (
+                    not [
+                        o
+                        for o in self.objects(g, p)
+                        if not o["metadata"]["name"].startswith("system-")
+                    ]
+                ),
                 timeout=120,
             )
         self.real.wipe()
