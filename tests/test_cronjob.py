@@ -7,6 +7,7 @@ CronJob's command against the API double.)"""
 from __future__ import annotations
 
 import copy
+import os
 import re
 import shutil
 import subprocess
@@ -225,3 +226,37 @@ def test_two_instances_install_side_by_side(overlay: Docs, tmp_path: Path) -> No
                 assert doc["metadata"]["name"].endswith(f"-{instance}"), doc["metadata"]
     names = [(d["kind"], d["metadata"]["name"]) for d in overlay + other]
     assert len(names) == len(set(names))
+
+
+def test_the_jobset_component_grants_what_the_jobset_runtime_writes(tmp_path: Path) -> None:
+    """components/jobset over the example overlay, and over tenancy after it."""
+    runtime = {
+        ("jobset.x-k8s.io", "jobsets"): {"list", "get", "create", "patch", "delete"},
+        ("kueue.x-k8s.io", "workloads"): {"list", "patch"},
+        ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list"},
+    }
+    for name, components in (
+        ("plain", ["jobset"]),
+        ("tenancy", ["tenancy", "jobset"]),
+    ):
+        overlay = tmp_path / name
+        overlay.mkdir()
+        (overlay / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                    "kind": "Kustomization",
+                    # kustomize takes relative paths only
+                    "resources": [os.path.relpath(OVERLAY, overlay)],
+                    "components": [
+                        os.path.relpath(ROOT / "cronjob/components" / c, overlay)
+                        for c in components
+                    ],
+                }
+            )
+        )
+        granted_here = granted(kustomize(overlay), "ClusterRole")
+        for key, verbs in runtime.items():
+            assert verbs <= granted_here[key], (name, key)
+        if name == "plain":
+            assert granted_here == {**CLUSTER_WIDE, **runtime}

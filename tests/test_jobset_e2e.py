@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mxgitops import manifests, runtimes
 from mxgitops.model import Runtime
@@ -528,3 +529,25 @@ def test_run_policy_suspend_stops_a_queued_job_the_way_kueue_expects(
     until(ecosystem, "a", "readmitted", lambda js: js["spec"].get("suspend") is False)
     pod_of(ecosystem, name, "scheduler")
     assert summary_of(run(), "a").action == "unchanged"
+
+
+def test_the_example_kueue_setup_is_accepted_by_kueue(ecosystem: Ecosystem) -> None:
+    example = Path(__file__).resolve().parents[1] / "cronjob/components/jobset/kueue-example.yaml"
+    plurals = {
+        "ResourceFlavor": "resourceflavors",
+        "ClusterQueue": "clusterqueues",
+        "LocalQueue": "localqueues",
+        "WorkloadPriorityClass": "workloadpriorityclasses",
+    }
+    for doc in yaml.safe_load_all(example.read_text()):
+        namespace = doc["metadata"].get("namespace")
+        if namespace:
+            ecosystem.real.ensure_namespace(namespace)
+        ecosystem.create(KUEUE_GROUP, plurals[doc["kind"]], doc, namespace)
+
+    def active() -> bool:
+        (queue,) = ecosystem.objects(KUEUE_GROUP, "clusterqueues")
+        conditions = (queue.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Active" and c["status"] == "True" for c in conditions)
+
+    wait_for("the example ClusterQueue to be active", lambda: active() or None)
