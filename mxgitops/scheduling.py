@@ -50,28 +50,32 @@ _BATCH_WHY = (
 
 def queue_of(
     labels: Mapping[str, Any], scheduling: Mapping[str, Any], where: Path
-) -> tuple[str, list[FieldProblem]]:
-    """The job's queue: schedulingPolicy.queue or the metadata label; both must agree."""
+) -> tuple[str, list[FieldProblem], list[FieldProblem]]:
+    """The job's queue, problems and warnings: Kueue's label, else schedulingPolicy.queue.
+
+    Where both name a queue and differ, the label wins (it is Kueue's own; Kubeflow's
+    `queue` often named a Volcano queue), and the other is said to be unused."""
     from_policy = str(scheduling.get("queue") or "")
     from_label = str(labels.get(QUEUE_LABEL) or "")
-    problems = []
+    warnings = []
     if from_policy and from_label and from_policy != from_label:
-        problems.append(
+        warnings.append(
             FieldProblem(
-                ("metadata", "labels", QUEUE_LABEL),
-                f"{from_label!r} contradicts {_path(where, 'queue')} {from_policy!r}; "
-                "name the queue once",
+                (*where, "queue"),
+                f"queue {from_policy!r} is not used: the label {QUEUE_LABEL} names the "
+                f"job's Kueue queue, {from_label!r}",
             )
         )
-    queue = from_policy or from_label
+    queue = from_label or from_policy
+    problems = []
     if queue and not _DNS1123_LABEL.match(queue):
         problems.append(
             FieldProblem(
-                (*where, "queue") if from_policy else ("metadata", "labels", QUEUE_LABEL),
+                ("metadata", "labels", QUEUE_LABEL) if from_label else (*where, "queue"),
                 f"{queue!r} is not a LocalQueue name (a DNS-1123 label)",
             )
         )
-    return queue, problems
+    return queue, problems, warnings
 
 
 def runtime_for(mode: JobMode, queue: str, default: Runtime) -> Runtime:
@@ -160,5 +164,3 @@ def scheduling_warnings(
     return found
 
 
-def _path(where: Path, name: str) -> str:
-    return ".".join(str(part) for part in (*where, name))

@@ -214,7 +214,7 @@ def read_manifest(
     reading = version.read(doc.get("spec") or {})
     on_change, on_change_problems = _on_change(metadata)
     replicas = reading.replicas
-    queue, queue_problems = scheduling.queue_of(
+    queue, queue_problems, queue_warnings = scheduling.queue_of(
         metadata.get("labels") or {}, reading.scheduling, reading.scheduling_path
     )
     mode = reading.mode or _inferred_mode(replicas)
@@ -238,7 +238,7 @@ def read_manifest(
     problems += _semantic_problems(job, version)
     if problems:
         raise SpecError(problems)
-    warnings = _warnings(doc, version, job) + reading.warnings
+    warnings = _warnings(doc, version, job) + reading.warnings + queue_warnings
     warnings += scheduling.scheduling_warnings(job, reading.scheduling, reading.scheduling_path)
     return replace(job, warnings=tuple(warnings)) if warnings else job
 

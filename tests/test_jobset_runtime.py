@@ -51,11 +51,14 @@ def test_the_operators_default_moves_dist_jobs_only() -> None:
     assert job_of(mxjob("d"), Runtime.BATCH).runtime is Runtime.BATCH
 
 
-def test_a_queue_named_twice_must_agree() -> None:
+def test_kueues_label_wins_over_a_different_scheduling_policy_queue() -> None:
     doc = queued()
     doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "other"}
-    with pytest.raises(SpecError, match=r"contradicts spec\.runPolicy\.schedulingPolicy\.queue"):
-        job_of(doc)
+    job = job_of(doc)
+    assert job.queue == "other"
+    (warning,) = job.warnings
+    assert warning.field_path == "spec.runPolicy.schedulingPolicy.queue"
+    assert "is not used" in warning.message
 
 
 @pytest.mark.parametrize("root", [UPSTREAM, EXAMPLE_REPO], ids=["upstream", "jobs-repo-example"])
