@@ -122,9 +122,7 @@ class Ecosystem:
         manager = self.jobset
         bindir = ensure_built(JOBSET)
         source = module_dir(JOBSET) / "config" / "components"
-        self._apply_crds(
-            manager, sorted((source / "crd" / "bases").glob("*.yaml")), {"jobsets.jobset.x-k8s.io"}
-        )
+        self._apply_crds(manager, source)
         patches = {
             "MutatingWebhookConfiguration": _json_patches(
                 source / "webhook" / "patches" / "mutating-patch.yaml"
@@ -155,13 +153,7 @@ class Ecosystem:
         manager = self.kueue
         bindir = ensure_built(KUEUE)
         source = module_dir(KUEUE) / "config" / "components"
-        converted = {
-            doc["metadata"]["name"]
-            for patch in sorted((source / "crd" / "patches").glob("webhook_in_*.yaml"))
-            for doc in _documents(patch)
-            if patch.name in _enabled_crd_patches(source / "crd" / "kustomization.yaml")
-        }
-        self._apply_crds(manager, sorted((source / "crd" / "bases").glob("*.yaml")), converted)
+        self._apply_crds(manager, source)
         self._ensure_namespace(KUEUE_NAMESPACE)
         selectors = _strategic_webhooks(source / "webhook" / "kustomization.yaml")
         self._apply_webhooks(
@@ -226,8 +218,10 @@ class Ecosystem:
     def _client_config(self, manager: Manager, service: dict[str, Any]) -> dict[str, Any]:
         return {"url": manager.url + str(service.get("path") or "/"), "caBundle": self.ca_bundle}
 
-    def _apply_crds(self, manager: Manager, files: list[Path], converted: set[str]) -> None:
-        for path in files:
+    def _apply_crds(self, manager: Manager, components: Path) -> None:
+        """The module's CRDs, with the conversion webhooks its kustomization enables."""
+        converted = _converted(components)
+        for path in sorted((components / "crd" / "bases").glob("*.yaml")):
             for crd in _documents(path):
                 name = crd["metadata"]["name"]
                 if name in converted:
@@ -405,6 +399,17 @@ def crds(component: Component) -> Iterator[dict[str, Any]]:
 
 def established(crd: dict[str, Any] | None) -> bool:
     return _established(crd)
+
+
+def _converted(components: Path) -> set[str]:
+    """The CRDs whose conversion webhook the module's crd kustomization enables."""
+    enabled = _enabled_crd_patches(components / "crd" / "kustomization.yaml")
+    return {
+        doc["metadata"]["name"]
+        for patch in sorted((components / "crd" / "patches").glob("webhook_in_*.yaml"))
+        if patch.name in enabled
+        for doc in _documents(patch)
+    }
 
 
 def _enabled_crd_patches(kustomization: Path) -> set[str]:
