@@ -312,6 +312,10 @@ def _canonical_json(job: MxJob, *, legacy: bool = False) -> str:
             "name": job.runtime.value,
             "queue": job.queue,
             "priorityClass": job.priority_class,
+            # A JobSet's replicatedJobs and failure policy are immutable: where these
+            # land there (the child Jobs' deadline, maxRestarts), a change replaces.
+            "activeDeadlineSeconds": policy.active_deadline_seconds,
+            "backoffLimit": policy.backoff_limit,
         }
     return json.dumps(shape, sort_keys=True, separators=(",", ":"), default=str)
 

@@ -298,3 +298,16 @@ def test_render_prints_the_objects_of_each_job(tmp_path: Path) -> None:
     )
     bad = CliRunner().invoke(main, ["render", "-n", "ml", str(tmp_path)])
     assert bad.exit_code == 1
+
+
+def test_what_a_jobset_cannot_change_in_place_replaces_it() -> None:
+    """backoffLimit is maxRestarts, activeDeadlineSeconds the child Jobs' deadline (or
+    Kueue's max execution time): immutable on a JobSet, so in its spec hash; a TTL is
+    patched in place, as on batch."""
+    base = job_of(mxjob("a"))
+    for field, value in (("backoffLimit", 2), ("activeDeadlineSeconds", 60)):
+        assert job_of(mxjob("a", runPolicy={field: value})).spec_hash != base.spec_hash
+    ttl = job_of(mxjob("a", runPolicy={"ttlSecondsAfterFinished": 60}))
+    assert ttl.spec_hash == base.spec_hash
+    on_batch = job_of(mxjob("a", runPolicy={"backoffLimit": 2}), Runtime.BATCH)
+    assert on_batch.spec_hash == job_of(mxjob("a"), Runtime.BATCH).spec_hash  # in place there
