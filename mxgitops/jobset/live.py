@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Any
 
 from mxgitops import objects, scheduling
+from mxgitops.jobset.inplace import compare
 from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.spec import ON_CHANGE_ANNOTATION
@@ -114,21 +115,12 @@ class LiveJobSet:
         """JobSets without a Completed or Failed condition."""
         return sorted(ObjectRef.of(o) for o in self.jobsets if _finished(o) is None)
 
-    def orphan_pod_refs(self) -> list[ObjectRef]:
-        names = {(o.get("metadata") or {}).get("name") for o in self.jobsets}
-        return sorted(
-            ObjectRef.of(p)
-            for p in self.pods
-            if objects.labels_of(p).get(JOBSET_NAME_LABEL) not in names
-        )
-
     def on_change(self) -> OnChange:
         values = {objects.annotations_of(o).get(ON_CHANGE_ANNOTATION) for o in self.jobsets}
         return OnChange.WAIT if OnChange.WAIT.value in values else OnChange.REPLACE
 
     def compare_in_place(self, job: MxJob) -> list[InPlace]:
-        from mxgitops.jobset.inplace import compare
-
+        """The patches that bring its JobSets (and Workloads) to `job`'s manifest."""
         return compare(job, self.jobsets, self.workloads)
 
     # -- state ---------------------------------------------------------------------------
