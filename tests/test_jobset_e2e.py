@@ -551,3 +551,40 @@ def test_the_example_kueue_setup_is_accepted_by_kueue(ecosystem: Ecosystem) -> N
         return any(c["type"] == "Active" and c["status"] == "True" for c in conditions)
 
     wait_for("the example ClusterQueue to be active", lambda: active() or None)
+
+
+def test_render_output_is_accepted_by_kubectl_apply_dry_run_server(
+    ecosystem: Ecosystem, tmp_path: Path
+) -> None:
+    """`mxgitops render | kubectl apply --dry-run=server -f -`, through the real webhooks."""
+    import shutil
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from mxgitops.cli import main
+
+    repo = write(tmp_path / "jobs", mxjob("a"), gpu_job("q"), mxjob("l", servers=0))
+    for output in ("yaml", "json"):
+        rendered = CliRunner().invoke(main, ["render", "-n", NS, "-o", output, str(repo)])
+        assert rendered.exit_code == 0, rendered.output
+        kubectl = shutil.which("kubectl")
+        assert kubectl is not None
+        applied = subprocess.run(
+            [
+                kubectl,
+                "--kubeconfig",
+                str(ecosystem.kubeconfig),
+                "apply",
+                "--dry-run=server",
+                "-f",
+                "-",
+            ],
+            input=rendered.stdout,
+            capture_output=True,
+            text=True,
+        )
+        assert applied.returncode == 0, applied.stderr
+        assert "jobset.jobset.x-k8s.io/q-" in applied.stdout
+        assert "job.batch/l-worker-" in applied.stdout
+    assert ecosystem.jobsets() == []  # a dry run
