@@ -162,5 +162,3 @@ def scheduling_warnings(
             )
         )
     return found
-
-
