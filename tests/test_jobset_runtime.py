@@ -311,3 +311,20 @@ def test_what_a_jobset_cannot_change_in_place_replaces_it() -> None:
     assert ttl.spec_hash == base.spec_hash
     on_batch = job_of(mxjob("a", runPolicy={"backoffLimit": 2}), Runtime.BATCH)
     assert on_batch.spec_hash == job_of(mxjob("a"), Runtime.BATCH).spec_hash  # in place there
+
+
+def test_objects_of_both_runtimes_are_one_job_that_any_spec_replaces() -> None:
+    """A move between runtimes interrupted: the batch objects and the JobSet both go."""
+    batch_job, jobset_job = job_of(mxjob("a"), Runtime.BATCH), job_of(mxjob("a"))
+    stored = [json.loads(json.dumps(o)) for o in render_job(batch_job, CTX)]
+    (jobset,) = render_jobset(jobset_job, CTX)
+    jobs = tuple(o for o in stored if o["kind"] == "Job")
+    services = tuple(o for o in stored if o["kind"] == "Service")
+    live_objects = LiveObjects(jobs=jobs, services=services, jobsets=(jobset,))
+    (group,) = runtimes.group_live(live_objects).values()
+    assert group.spec_hash is None and group.incomplete() is not None
+    result = plan([jobset_job], live_objects, Ledger(), PlanOptions(instance="prod"))
+    (change,) = result.changes
+    assert change.action == "replace"
+    assert {r.kind for r in change.deletes} == {"Job", "Service"}  # the JobSet is the new one's
+    assert [o["kind"] for o in change.creates] == []  # it exists already: not created again
