@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -27,6 +27,7 @@ from mxgitops import (
     ledger,
     loadcache,
     manifests,
+    outputs,
     report,
     source,
 )
@@ -35,6 +36,7 @@ from mxgitops import config as settings
 from mxgitops.apply import ChangeSet, apply
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
+from mxgitops.model import MxJob, Runtime
 from mxgitops.objects import Kind, LiveObjects, WriteResult, ownership_selector
 from mxgitops.plan import Plan, PlanOptions, plan
 from mxgitops.trainer import parse_accelerators
@@ -73,6 +75,7 @@ class SyncOutcome:
     notices: tuple[str, ...] = ()
     note_written: bool = False
     note_error: str = ""  # the note could not be written or pushed; the apply stands
+    undelivered: tuple[str, ...] = ()  # statuses, Events, metrics not delivered (outputs.py)
 
     @property
     def ok(self) -> bool:
@@ -86,14 +89,16 @@ def sync(
     connect: Callable[..., kube.Cluster] = kube.connect,
     progress: Progress | None = None,
     on_summary: Callable[[report.Summary, tuple[str, ...]], None] | None = None,
+    exit_code: outputs.ExitCode = outputs.plain_exit_code,
 ) -> SyncOutcome:
     """Run one sync. `explicit` names the settings given by flag or environment,
     which the jobs repository's .mxgitops.yaml must not override. `on_summary`
     hears what this sync did (and its notices) before the note is written, so a
-    note that cannot be pushed never hides it."""
+    note that cannot be pushed never hides it. `exit_code` is the CLI's mapping, for the
+    metrics to say how the sync ends."""
     progress = progress or Progress()
     # The Git cache stays locked until the note is written: other syncs sharing it wait.
-    with ExitStack() as cache:
+    with outputs.delivering(config, exit_code) as outlet, ExitStack() as cache:
         cache.enter_context(_fewer_collections())
         notices: list[str] = []
         progress.phase("fetching the jobs repository")
@@ -114,6 +119,9 @@ def sync(
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)
         state = _read_state(cluster, config)
+        options = replace(
+            options, workload_priority_classes=_priority_classes(cluster, loaded.jobs)
+        )
 
         def planned(state: _State) -> Plan:
             # Logs of newly failed replicas are read before apply deletes anything.
@@ -140,9 +148,19 @@ def sync(
         _log(summary, notices, the_plan)
         if on_summary is not None:
             on_summary(summary, tuple(notices))
-        written, note_error = _note(workspace, config, summary, progress)
+        written, note_error = _note(workspace, config, summary, progress, notices)
+        cache.close()  # the Git cache is the next sync's while the forge is asked
+        undelivered = outlet.deliver(summary, the_plan, changeset, cluster, note_error)
         return SyncOutcome(
-            config, summary, the_plan, changeset, workspace, tuple(notices), written, note_error
+            config,
+            summary,
+            the_plan,
+            changeset,
+            workspace,
+            tuple(notices),
+            written,
+            note_error,
+            undelivered,
         )
 
 
@@ -260,6 +278,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
             max_file_size=config.max_file_size,
             policy=policy,
             verdicts=verdicts,
+            default_runtime=Runtime(config.default_runtime),
         )
 
     repository = workspace.repository
@@ -268,7 +287,13 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
         if repository is not None
         else loadcache.directory_cache(config.cache_dir, directory)
     )
-    shaping = (config.path, config.namespace, config.max_file_size, repr(policy))
+    shaping = (
+        config.path,
+        config.namespace,
+        config.max_file_size,
+        repr(policy),
+        config.default_runtime,
+    )
     return loadcache.load(kept, shaping, validate)
 
 
@@ -310,6 +335,14 @@ class _State:
         if self.known != before.known:
             return True
         return self.live is not before.live and self.live.versions() != before.live.versions()
+
+
+def _priority_classes(cluster: kube.Cluster | None, jobs: Sequence[MxJob]) -> frozenset[str]:
+    """Kueue's WorkloadPriorityClasses, read only when a queued job names a priority class
+    (which is given to Kueue by name where one of that name exists)."""
+    if cluster is None or not any(job.queue and job.priority_class for job in jobs):
+        return frozenset()
+    return cluster.workload_priority_classes()
 
 
 def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:
@@ -433,7 +466,11 @@ def _write_ledger(
 
 
 def _note(
-    workspace: Workspace, config: SyncConfig, summary: report.Summary, progress: Progress
+    workspace: Workspace,
+    config: SyncConfig,
+    summary: report.Summary,
+    progress: Progress,
+    notices: list[str],
 ) -> tuple[bool, str]:
     """Write the summary as a note on the synced commit, if it changed, and push it.
     Whether it was written, and why it could not be (a Git error, logged): what was
@@ -444,7 +481,14 @@ def _note(
     progress.phase("writing the status note")
     try:
         previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
-        note = report.for_note(summary, report.parse_note(previous or ""))
+        found, unreadable = report.read_note(previous or "")
+        if unreadable:  # anyone who can push can write a note: read as none, and said
+            notices.append(
+                f"the status note on {workspace.commit[:12]} ({config.notes_ref}) is "
+                f"{unreadable}; read as absent, and written anew"
+            )
+            log.warning(notices[-1])
+        note = report.for_note(summary, found)
         written = repository.write_note(
             workspace.commit, report.render_note(note), notes_ref=config.notes_ref
         )

@@ -455,7 +455,10 @@ def test_the_mxnet_container_gets_the_mxjob_port_the_operator_gave_it() -> None:
     assert pod_spec(mine)["containers"][0]["ports"] == [
         {"name": "mxjob-port", "containerPort": 9999}
     ]
-    assert "ports" not in pod_spec(render_job(job_of(seed_doc()), CTX)[0])["containers"][0]
+    seed = render_job(job_of(seed_doc(port=9500)), CTX)[0]  # every dialect alike
+    assert pod_spec(seed)["containers"][0]["ports"] == [
+        {"name": "mxjob-port", "containerPort": 9500, "protocol": "TCP"}
+    ]
 
 
 def test_every_container_gets_the_environment() -> None:
@@ -551,7 +554,10 @@ def test_accelerator_volumes_mounts_and_env_go_to_containers_using_the_resource(
         {"name": "nvidia-libs", "hostPath": {"path": "/usr/lib/nvidia"}}
     ]
     container = pod_spec(worker)["containers"][0]
-    assert container["volumeMounts"] == [{"name": "nvidia-libs", "mountPath": "/usr/local/nvidia"}]
+    # Read-only: the operator's accelerators file says `readOnly: false` for one to write.
+    assert container["volumeMounts"] == [
+        {"name": "nvidia-libs", "mountPath": "/usr/local/nvidia", "readOnly": True}
+    ]
     assert container["env"][-1] == {"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}
     server = by_name(rendered, "Job", f"mnist-server-{job.runtime_id}-0")
     assert "volumes" not in pod_spec(server)

@@ -28,7 +28,6 @@ from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.spec import (
     CONTAINER_NAME,
     KUBEFLOW_PORT_NAME,
-    Dialect,
     MxJob,
     ReplicaSpec,
     ReplicaType,
@@ -47,7 +46,7 @@ from mxgitops.trainer.labels import (
     shape_annotations,
 )
 from mxgitops.trainer.mxconfig import dmlc_envs, hostname, service_name
-from mxgitops.trainer.status import PERMANENT_EXIT_CODES
+from mxgitops.trainer.status import PERMANENT_EXIT_CODES as PERMANENT_EXIT_CODES
 
 PS_ROOT_PORT_NAME = "ps-root-port"
 
@@ -59,6 +58,9 @@ class RenderContext:
     instance: str
     commit: str = ""
     accelerators: Mapping[str, AcceleratorConfig] = field(default_factory=dict)
+    # Kueue's WorkloadPriorityClasses in the cluster: a queued job's priority class is
+    # given to Kueue by name only where one exists (else the pods' priorityClassName is).
+    workload_priority_classes: frozenset[str] = frozenset()
 
 
 def render_job(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
@@ -229,8 +231,7 @@ def _pod_template(
     subdomain = service_name(job)
     if subdomain:
         pod_spec["subdomain"] = subdomain
-    if job.dialect in _PORT_DEFAULTING:
-        _default_port(pod_spec, replica.ps_root_port)
+    _default_port(pod_spec, replica.ps_root_port)
     ours = shared.env(replica.type, index)  # fresh entries: the first container takes them
     containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
     for number, container in enumerate(containers):  # every one: a sidecar reads them too
@@ -240,12 +241,10 @@ def _pod_template(
     return {"metadata": metadata, "spec": pod_spec}
 
 
-# The map-form operators gave the `mxnet` container a port named mxjob-port when it
-# had none (the scheduler's port, DMLC_PS_ROOT_PORT): so does mxgitops, in their dialects.
-_PORT_DEFAULTING = (Dialect.KUBEFLOW, Dialect.KUBEFLOW_V1BETA1, Dialect.KUBEFLOW_V1ALPHA2)
-
-
 def _default_port(pod_spec: dict[str, Any], port: int) -> None:
+    """Kubeflow's operators gave the `mxnet` container a port named mxjob-port when it
+    had none (the replica's port, DMLC_PS_ROOT_PORT's for the scheduler): so does
+    mxgitops, in every dialect, so that a manifest and its conversion run alike."""
     for container in pod_spec.get("containers") or []:
         if not isinstance(container, dict) or container.get("name") != CONTAINER_NAME:
             continue
@@ -253,6 +252,11 @@ def _default_port(pod_spec: dict[str, Any], port: int) -> None:
         if not any(isinstance(p, dict) and p.get("name") == KUBEFLOW_PORT_NAME for p in ports):
             entry = {"name": KUBEFLOW_PORT_NAME, "containerPort": port, "protocol": "TCP"}
             container["ports"] = [*ports, entry]
+
+
+def copied_template(value: Any) -> Any:
+    """A deep copy of a pod template (`_copied`), for the other runtimes."""
+    return _copied(value)
 
 
 def _copied(value: Any) -> Any:

@@ -79,6 +79,10 @@ class State(StrEnum):
     SUSPENDED = "Suspended"  # its batch Jobs are suspended (runPolicy.suspend)
     WAITING = "Waiting"  # a change waits for it to finish (on-change: wait)
     DELETING = "Deleting"  # being pruned
+    # With queues (the JobSet runtime under Kueue):
+    QUEUED = "Queued"  # waits in its queue to be admitted whole (Kueue's reason says why)
+    PREEMPTED = "Preempted"  # stopped whole by Kueue for a higher priority; runs again
+    EVICTED = "Evicted"  # stopped whole by Kueue for another reason; runs again
 
 
 class ReplicaState(StrEnum):
@@ -394,11 +398,14 @@ def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(pods, key=key)
 
 
-def pod_replica_state(
-    pod: Mapping[str, Any], restart: RestartPolicy = RestartPolicy.NEVER
-) -> ReplicaState:
-    """The newest pod's replica state under `restart` (the module docstring's rules);
+def pod_replica_state(pod: Mapping[str, Any], restart: RestartPolicy | None = None) -> ReplicaState:
+    """The newest pod's replica state under `restart` (the module docstring's rules;
+    None: the pod's own restartPolicy, `ExitCode` reading as the `Never` it runs as);
     a pod not yet running (unscheduled, pulling its image) is Pending."""
+    if restart is None:
+        own = (pod.get("spec") or {}).get("restartPolicy")
+        on_failure = own == RestartPolicy.ON_FAILURE.value
+        restart = RestartPolicy.ON_FAILURE if on_failure else RestartPolicy.NEVER
     status = pod.get("status") or {}
     phase = status.get("phase")
     if phase == "Pending":

@@ -43,9 +43,13 @@ def pinned_version() -> str:
 VERSION = pinned_version()
 
 
+# Read once, when the test session imports this module (as tests/controlplane/build.py):
+# a test that moves HOME must still find the binary already built.
+DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "kubeflow"
+
+
 def cache_root() -> Path:
-    default = Path.home() / ".cache" / "mxgitops" / "kubeflow"
-    return Path(os.environ.get(CACHE_ENV) or default)
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
 
 
 def build_key() -> str:

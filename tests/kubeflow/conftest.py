@@ -9,18 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.kubeflow.build import ensure_built
 from tests.kubeflow.operator import MXJOBS, TrainingOperator
 from tests.test_reconcile_e2e import NS
 
 HERE = Path(__file__).parent
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Build (or find cached) the operator before any test runs, as the control plane
-    is: a cold build takes minutes, more than a test's timeout."""
-    if config.getoption("--backend") != "double":
-        ensure_built()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
