@@ -11,8 +11,9 @@ reported with the field path it concerns, never as a traceback.
 
 Warnings are findings that do not make a job invalid but must not pass in
 silence: an older API version, a restart policy that is overridden, a removed
-GPU resource name, scheduling labels or fields mxgitops cannot honour. They
-travel on the job (`MxJob.warnings`), outside its spec hash.
+GPU resource name, scheduling labels or fields mxgitops cannot honour
+(`specwarnings.py`, and each dialect's own). They travel on the job
+(`MxJob.warnings`), outside its spec hash.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from mxgitops.model import (
     mxnet_container,
 )
 from mxgitops.podrules import pod_template_problems
+from mxgitops.specwarnings import manifest_warnings
 
 __all__ = [
     "CONTAINER_NAME",
@@ -116,18 +118,6 @@ _DUMP_METADATA = (
 # SCHEDULER, SERVER, WORKER -> 0, 1, 2: iterating an Enum per job costs more than the rule.
 _REPLICA_ORDER = {replica_type: index for index, replica_type in enumerate(ReplicaType)}
 _TUNING_TYPES = ("Tuner", "TunerServer", "TunerTracker")
-REMOVED_RESOURCES = {
-    "alpha.kubernetes.io/nvidia-gpu": "removed in Kubernetes 1.10: no node offers it, so "
-    "these pods would stay Pending forever; use nvidia.com/gpu",
-}
-# Labels and annotations read by batch schedulers on the objects they admit.
-_SCHEDULING_PREFIXES = (
-    "kueue.x-k8s.io/",
-    "scheduling.x-k8s.io/",
-    "volcano.sh/",
-    "scheduling.volcano.sh/",
-    "scheduling.k8s.io/",
-)
 
 
 def dialect_of(doc: Mapping[str, Any]) -> Dialect | None:
@@ -244,7 +234,7 @@ def read_manifest(
     problems += _semantic_problems(job, version)
     if problems:
         raise SpecError(problems)
-    warnings = _warnings(doc, version, job) + reading.warnings + queue_warnings
+    warnings = manifest_warnings(doc, version, job) + reading.warnings + queue_warnings
     warnings += scheduling.scheduling_warnings(job, reading.scheduling, reading.scheduling_path)
     return replace(job, warnings=tuple(warnings)) if warnings else job
 
@@ -443,85 +433,3 @@ def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:
                     )
                 )
     return problems
-
-
-# -- warnings -------------------------------------------------------------------------
-
-
-def _warnings(doc: Mapping[str, Any], version: Version, job: MxJob) -> list[FieldProblem]:
-    """What is valid but must not pass in silence, in document order."""
-    found = [note for note in [version.older_version_note()] if note is not None]
-    if doc.get("status") == {}:
-        found.append(FieldProblem(("status",), "an empty status is ignored; a manifest has none"))
-    metadata: Mapping[str, Any] = doc.get("metadata") or {}
-    found += _scheduling_keys(
-        metadata,
-        ("metadata",),
-        "mxgitops carries it onto none of the objects it creates",
-        frozenset({("labels", scheduling.QUEUE_LABEL)}),  # the job's queue: it is read
-    )
-    for replica in job.replica_specs:
-        template_meta: Mapping[str, Any] = replica.template.get("metadata") or {}
-        found += _scheduling_keys(
-            template_meta,
-            (*replica.path, "template", "metadata"),
-            "mxgitops carries it onto the pods only, not onto the batch Jobs a batch scheduler "
-            "admits",
-        )
-        found += _removed_resources(replica)
-        found += _addressing_fields(replica)
-    return found
-
-
-def _addressing_fields(replica: ReplicaSpec) -> list[FieldProblem]:
-    """A template's hostname or subdomain is replaced: they make each pod's DNS name,
-    the address every other process has of it."""
-    pod_spec: Mapping[str, Any] = replica.template.get("spec") or {}
-    return [
-        FieldProblem(
-            (*replica.path, "template", "spec", name),
-            f"replaced: mxgitops sets every pod's {name} (its DNS name, the address in "
-            "MX_CONFIG and DMLC_PS_ROOT_URI)",
-        )
-        for name in ("hostname", "subdomain")
-        if name in pod_spec
-    ]
-
-
-def _scheduling_keys(
-    metadata: Mapping[str, Any],
-    path: Path,
-    carried: str,
-    used: frozenset[tuple[str, str]] = frozenset(),
-) -> list[FieldProblem]:
-    found = []
-    for field_name in ("labels", "annotations"):
-        for key in metadata.get(field_name) or {}:
-            if str(key).startswith(_SCHEDULING_PREFIXES) and (field_name, key) not in used:
-                found.append(
-                    FieldProblem(
-                        (*path, field_name, key),
-                        f"a scheduling {field_name[:-1]}, but {carried}: its scheduler "
-                        "(Kueue, Volcano, scheduler-plugins) never sees the job, which runs "
-                        "unqueued",
-                    )
-                )
-    return found
-
-
-def _removed_resources(replica: ReplicaSpec) -> list[FieldProblem]:
-    found = []
-    pod_spec: Mapping[str, Any] = replica.template.get("spec") or {}
-    for kind in ("initContainers", "containers"):
-        for index, container in enumerate(pod_spec.get(kind) or []):
-            resources = container.get("resources") if isinstance(container, Mapping) else None
-            for section in ("limits", "requests"):
-                for name in (resources or {}).get(section) or {}:
-                    if name in REMOVED_RESOURCES:
-                        path = (*replica.path, "template", "spec", kind, index, "resources")
-                        found.append(
-                            FieldProblem(
-                                (*path, section, name), f"{name} was {REMOVED_RESOURCES[name]}"
-                            )
-                        )
-    return found
