@@ -269,7 +269,7 @@ class Repository:
             except _CommandFailed as exc:
                 if not any(marker in exc.stderr for marker in _PUSH_RACE):
                     raise
-                last_rejection = exc.stderr
+                last_rejection = push_refusal(exc.stderr)
                 runner("fetch", "--quiet", "--prune", _REMOTE, _NOTES)
                 continue
             runner("update-ref", _tracking(ref), ours)
@@ -650,6 +650,15 @@ def meaningful_line(stderr: str) -> str:
     return next(
         (line for line in reversed(told) if not _GENERIC.search(line)), told[-1] if told else ""
     )
+
+
+def push_refusal(stderr: str) -> str:
+    """A refused push in one line: the refused ref's line of git's report, then what the
+    remote said about it (a hook's words), without git's "To URL" and closing lines."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    refused = [line.removeprefix("! ") for line in lines if "rejected]" in line]
+    remote = [line for line in lines if line.startswith("remote:")]
+    return "; ".join(refused + remote) or meaningful_line(stderr)
 
 
 def _stderr_text(exc: git.CommandError) -> str:

@@ -313,6 +313,11 @@ def test_a_rejected_notes_push_is_reported_on_its_own_line_after_the_summary(
     assert "1 created" in result.stdout and "+ create    ml/a: new job" in result.stdout
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert error.startswith("Error: the status note was not pushed: ")
+    # One line, naming the refusal in git's and the hook's words, not git's push report.
+    assert "[remote rejected]" in error and "notes are read-only here" in error, error
+    assert not any(
+        line.startswith(("To ", "error: failed to push")) for line in result.stderr.splitlines()
+    )
     assert job_objects(kubeapi, "a")
 
 
