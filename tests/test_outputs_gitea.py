@@ -121,7 +121,8 @@ def test_commit_statuses_follow_a_jobs_life_on_a_real_gitea(
     assert jobs.status(first) == ("success", "1 succeeded")
 
     # A second commit submits a job that fails: its own commit fails, the first stays.
-    second = jobs.commit(mxjob("oom", servers=0), message="submit oom")
+    # Never: its first failed pod fails the job (OnFailure would restart it in place).
+    second = jobs.commit(mxjob("oom", servers=0, restart="Never"), message="submit oom")
     jobs.sync()
     kubeapi.run_job_controller(NS)
     kubeapi.kubelet(
@@ -136,7 +137,8 @@ def test_commit_statuses_follow_a_jobs_life_on_a_real_gitea(
     assert outcome.undelivered == ()
     state, description = jobs.status(second)
     assert state == "failure"
-    assert description == "1 succeeded; failed: ml/oom WORKER 0 OOMKilled"
+    # The container's reason, then its batch Job's (a Never replica's backoffLimit is 0).
+    assert description == "1 succeeded; failed: ml/oom WORKER 0 OOMKilled; BackoffLimitExceeded"
     assert jobs.status(first) == ("success", "1 succeeded")
     before = jobs.posted(first), jobs.posted(second)
     jobs.sync()
