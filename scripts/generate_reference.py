@@ -210,8 +210,10 @@ def environment_section() -> list[str]:
         names = ", ".join(f"`{p}`" for p in paths)
         lines.append(f"| `{variable}` | `{flag}` | {names} |")
     for field, variable in ENV_ONLY.items():
-        lines.append(f"| `{variable}` | {cell(UNFLAGGED_SETTINGS[field])} | `mxgitops sync`, "
-                     "`mxgitops status` |")
+        lines.append(
+            f"| `{variable}` | {cell(UNFLAGGED_SETTINGS[field])} | `mxgitops sync`, "
+            "`mxgitops status` |"
+        )
     lines.append("")
     return lines
 
@@ -219,8 +221,10 @@ def environment_section() -> list[str]:
 def exit_code_section() -> list[str]:
     missing = [code.name for code in ExitCode if code not in EXIT_CODES]
     if missing:
-        raise SystemExit(f"exit codes without documentation: {', '.join(missing)}: describe "
-                         "them in EXIT_CODES of scripts/generate_reference.py")
+        raise SystemExit(
+            f"exit codes without documentation: {', '.join(missing)}: describe "
+            "them in EXIT_CODES of scripts/generate_reference.py"
+        )
     lines = [
         "## Exit codes",
         "",
@@ -240,9 +244,8 @@ def exit_code_section() -> list[str]:
 def sync_options() -> dict[str, tuple[click.Option, click.Context]]:
     for ctx, command in commands():
         if ctx.info_name == "sync":
-            return {
-                str(p.name): (p, ctx) for p in command.get_params(ctx) if isinstance(p, click.Option)
-            }
+            params = command.get_params(ctx)
+            return {str(p.name): (p, ctx) for p in params if isinstance(p, click.Option)}
     raise SystemExit("no sync command")
 
 
@@ -251,8 +254,10 @@ def settings_page() -> str:
     in_repo = {attribute: key for key, (attribute, _) in repofile.REPO_SETTINGS.items()}
     refused = {flag: key for key, flag in repofile.OPERATOR_SETTINGS.items() if flag}
     lines = [
-        HEADER.format(source="SyncConfig (mxgitops/config.py), the sync command's options "
-                      "and mxgitops/repofile.py"),
+        HEADER.format(
+            source="SyncConfig (mxgitops/config.py), the sync command's options "
+            "and mxgitops/repofile.py"
+        ),
         "",
         "# Settings",
         "",
@@ -451,7 +456,7 @@ def values_of(node: dict[str, Any]) -> str:
         return f"`{node['const']}`"
     low, high = node.get("minimum"), node.get("maximum")
     if low is not None and high is not None:
-        return f"{low}–{high}"
+        return f"{low} to {high}"
     if low is not None:
         return f"≥ {low}"
     return ""

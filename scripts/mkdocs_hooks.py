@@ -34,12 +34,13 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         if resolved.is_relative_to(docs):
             return match.group(0)  # a page of the manual: MkDocs checks it
         if not resolved.is_relative_to(ROOT) or not resolved.exists():
-            raise PluginError(f"{page.file.src_uri}: link to {target}: no such file in the repository")
+            where = f"{page.file.src_uri}: link to {target}"
+            raise PluginError(f"{where}: no such file in the repository")
         relative = resolved.relative_to(ROOT).as_posix() + ("/" if resolved.is_dir() else "")
         if repo_url:
             return f"[{text}]({repo_url}/blob/main/{relative})"
-        return text if text.strip("`") == relative.rstrip("/").strip("`") or "`" in text else (
-            f"{text} (`{relative}`)"
-        )
+        if relative.rstrip("/") in text:
+            return f"`{text.strip('`')}`"  # the text names the file already
+        return f"{text} (`{relative}`)"
 
     return _LINK.sub(replace, markdown)
