@@ -191,3 +191,36 @@ def test_the_readme_map_names_a_page_for_every_section() -> None:
     assert len(rows) >= 25
     for old, target in rows:
         assert (DOCS / target).is_file(), f"{old}: {target} is no page"
+
+
+@pytest.fixture(scope="module")
+def hooks() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "scripts/mkdocs_hooks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _File:
+    src_uri = "guides/pull-requests.md"
+
+
+class _Page:
+    file = _File()
+
+
+def test_a_link_to_a_repository_file_is_checked_and_shown_as_its_path(hooks: ModuleType) -> None:
+    from mkdocs.exceptions import PluginError
+
+    config = {"docs_dir": str(DOCS), "repo_url": ""}
+    page = "[the base](../../cronjob/base/rbac.yaml), [Policy](policy.md#x), [w](https://x.org/)"
+    shown = hooks.on_page_markdown(page, _Page(), config, None)
+    assert (
+        shown == "the base (`cronjob/base/rbac.yaml`), [Policy](policy.md#x), [w](https://x.org/)"
+    )
+    config["repo_url"] = "https://forge.example/org/mxgitops/"
+    shown = hooks.on_page_markdown("[rbac](../../cronjob/base/rbac.yaml)", _Page(), config, None)
+    assert shown == "[rbac](https://forge.example/org/mxgitops/blob/main/cronjob/base/rbac.yaml)"
+    with pytest.raises(PluginError, match=r"guides/pull-requests.md: link to ../../gone.yaml"):
+        hooks.on_page_markdown("[gone](../../gone.yaml)", _Page(), config, None)
