@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import html
 import json
 import re
 import sys
@@ -148,7 +149,7 @@ def command_section(ctx: click.Context, command: click.Command) -> list[str]:
     for option in options:
         names, text = help_record(option, ctx)
         envvar = f"`{option.envvar}`" if isinstance(option.envvar, str) else ""
-        lines.append(f"| `{cell(names)}` | {envvar} | {cell(text)} |")
+        lines.append(f"| {code(names)} | {envvar} | {cell(text)} |")
     lines.append("")
     if isinstance(command, click.Group):
         lines += ["| command | |", "| --- | --- |"]
@@ -189,8 +190,22 @@ def dedent(text: str) -> str:
 
 
 def cell(text: str) -> str:
-    """Text for a table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text for a table cell: one line, its pipes kept from splitting the row.
+
+    Outside code a pipe is escaped (`\\|`). Inside a code span GitHub wants the escape
+    and MkDocs shows it, so a code span with a pipe is written as HTML, `&#124;` for
+    the pipe, which both show as `|`."""
+    parts = re.split(r"(`[^`]+`)", " ".join(text.split()))
+    return "".join(
+        code(part[1:-1]) if part.startswith("`") else part.replace("|", "\\|") for part in parts
+    )
+
+
+def code(text: str) -> str:
+    """A code span for a table cell (see `cell`)."""
+    if "|" not in text:
+        return f"`{text}`"
+    return "<code>" + html.escape(text).replace("|", "&#124;") + "</code>"
 
 
 def environment_section() -> list[str]:
@@ -284,7 +299,7 @@ def settings_page() -> str:
             option, ctx = found
             names, text = help_record(option, ctx)
             text = re.sub(r"\s*\[env var: [^]]*\]", "", text)
-            flag = f"`{cell(names)}`"
+            flag = code(names)
             envvar = f"`{option.envvar}`"
         else:
             flag, text = "", UNFLAGGED_SETTINGS[field.name]
