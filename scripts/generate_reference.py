@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import html
 import json
 import re
@@ -496,7 +497,7 @@ def pages() -> dict[Path, Callable[[], str]]:
         REFERENCE / "policy.md": policy_page,
     }
     for path in schema_files():
-        found[REFERENCE / "manifests" / f"{path.stem}.md"] = lambda p=path: manifest_page(p)
+        found[REFERENCE / "manifests" / f"{path.stem}.md"] = functools.partial(manifest_page, path)
     return found
 
 
