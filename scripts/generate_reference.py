@@ -71,8 +71,16 @@ UNFLAGGED_SETTINGS: dict[str, str] = {
     "stricter (see [Policy keys](policy.md)).",
     "accelerators": "What `--accelerators-file` holds, read when the sync starts (the "
     "operator's only).",
+    # Described before it is merged (branch outputs): only fields SyncConfig has are shown.
+    "status_token": "The forge token that posts commit statuses, read from "
+    "`MXGITOPS_STATUS_TOKEN` (or `--status-token-file`) only, never from a flag.",
 }
-ENV_ONLY = {"git_token": "MXGITOPS_GIT_TOKEN"}
+# Secrets read from the environment alone (never a flag: process lists), and the
+# commands that read them.
+ENV_ONLY: dict[str, tuple[str, str]] = {
+    "git_token": ("MXGITOPS_GIT_TOKEN", "`mxgitops sync`, `mxgitops status`"),
+    "status_token": ("MXGITOPS_STATUS_TOKEN", "`mxgitops sync`"),
+}
 
 # What each policy key decides (its type and default are read from policy.py).
 POLICY_KEYS: dict[str, str] = {
@@ -225,11 +233,10 @@ def environment_section() -> list[str]:
     for variable, (flag, paths) in sorted(used.items()):
         names = ", ".join(f"`{p}`" for p in paths)
         lines.append(f"| `{variable}` | `{flag}` | {names} |")
-    for field, variable in ENV_ONLY.items():
-        lines.append(
-            f"| `{variable}` | {cell(UNFLAGGED_SETTINGS[field])} | `mxgitops sync`, "
-            "`mxgitops status` |"
-        )
+    settings = {field.name for field in dataclasses.fields(SyncConfig)}
+    for field, (variable, readers) in ENV_ONLY.items():
+        if field in settings:
+            lines.append(f"| `{variable}` | {cell(UNFLAGGED_SETTINGS[field])} | {readers} |")
     lines.append("")
     return lines
 
@@ -304,7 +311,7 @@ def settings_page() -> str:
             envvar = f"`{option.envvar}`"
         else:
             flag, text = "", UNFLAGGED_SETTINGS[field.name]
-            envvar = f"`{ENV_ONLY[field.name]}`" if field.name in ENV_ONLY else ""
+            envvar = f"`{ENV_ONLY[field.name][0]}`" if field.name in ENV_ONLY else ""
         if field.name in in_repo:
             repo = f"`{in_repo[field.name]}`"
         elif found is not None and any(o in refused for o in found[0].opts):
@@ -327,7 +334,7 @@ def settings_page() -> str:
         "| --- | --- |",
     ]
     for key, flag in repofile.OPERATOR_SETTINGS.items():
-        how = f"`{flag}`" if flag else "`MXGITOPS_GIT_TOKEN`"
+        how = f"`{flag}`" if flag else f"`{env_of_key(key)}`"
         lines.append(f"| `{key}` | {how} |")
     lines += [
         "",
@@ -338,6 +345,12 @@ def settings_page() -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def env_of_key(key: str) -> str:
+    """The variable of an environment-only key of OPERATOR_SETTINGS: gitToken ->
+    MXGITOPS_GIT_TOKEN, as repofile words its error."""
+    return "MXGITOPS_" + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
 
 
 def default_of(field: dataclasses.Field[Any]) -> str:
