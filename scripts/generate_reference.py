@@ -275,7 +275,9 @@ def sync_options() -> dict[str, tuple[click.Option, click.Context]]:
 def settings_page() -> str:
     options = sync_options()
     in_repo = {attribute: key for key, (attribute, _) in repofile.REPO_SETTINGS.items()}
-    refused = {flag: key for key, flag in repofile.OPERATOR_SETTINGS.items() if flag}
+    # Flag (or, for a secret read from the environment only, variable) -> the key of
+    # .mxgitops.yaml that repofile refuses for it.
+    refused = {flag or env_of_key(key): key for key, flag in repofile.OPERATOR_SETTINGS.items()}
     lines = [
         HEADER.format(
             source="SyncConfig (mxgitops/config.py), the sync command's options "
@@ -312,11 +314,12 @@ def settings_page() -> str:
         else:
             flag, text = "", UNFLAGGED_SETTINGS[field.name]
             envvar = f"`{ENV_ONLY[field.name][0]}`" if field.name in ENV_ONLY else ""
+        names = found[0].opts if found is not None else [ENV_ONLY.get(field.name, ("",))[0]]
+        refusing = [refused[name] for name in names if name in refused]
         if field.name in in_repo:
             repo = f"`{in_repo[field.name]}`"
-        elif found is not None and any(o in refused for o in found[0].opts):
-            key = next(refused[o] for o in found[0].opts if o in refused)
-            repo = f"operator only: `{key}` is refused"
+        elif refusing:
+            repo = f"operator only: `{refusing[0]}` is refused"
         else:
             repo = "no"
         lines.append(
