@@ -294,8 +294,8 @@ def settings_page() -> str:
         "the status note, and its value is ignored (see "
         "[Several teams](../guides/several-teams.md)).",
         "",
-        "| setting | flag | environment variable | `.mxgitops.yaml` | default | description |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| setting | flag, environment variable | `.mxgitops.yaml` | default | description |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for field in dataclasses.fields(SyncConfig):
         found = options.get(field.name)
@@ -319,11 +319,12 @@ def settings_page() -> str:
         if field.name in in_repo:
             repo = f"`{in_repo[field.name]}`"
         elif refusing:
-            repo = f"operator only: `{refusing[0]}` is refused"
+            repo = f"operator only (`{refusing[0]}` refused)"
         else:
             repo = "no"
         lines.append(
-            f"| `{field.name}` | {flag} | {envvar} | {repo} | {default_of(field)} | {cell(text)} |"
+            f"| `{field.name}` | {' '.join(filter(None, (flag, envvar)))} | {repo} "
+            f"| {default_of(field)} | {cell(text)} |"
         )
     lines += [
         "",
