@@ -427,6 +427,7 @@ def manifest_page(path: Path) -> str:
         f"[`schemas/{path.name}`](../../../schemas/{path.name}) (see "
         "[Editor integration](../../getting-started/laptop.md#editor-integration)).",
         "",
+        *any_case(schema),
         "| field | type | values | default | description |",
         "| --- | --- | --- | --- | --- |",
     ]
@@ -437,6 +438,19 @@ def manifest_page(path: Path) -> str:
         )
     lines.append("")
     return "\n".join(lines)
+
+
+def any_case(schema: dict[str, Any]) -> list[str]:
+    """A version whose Go decoder matched field names in any case says so (its schema
+    has a case-insensitive pattern for each field of its spec)."""
+    spec = schema["properties"]["spec"]
+    if "patternProperties" not in spec:
+        return []
+    return [
+        "The fields of `spec` and of each replica spec are also read in any case "
+        "(`psRootPort`), as this version's Go decoder matched them, each with a warning.",
+        "",
+    ]
 
 
 def walk(
