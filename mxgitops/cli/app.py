@@ -61,8 +61,40 @@ def exit_code_for(error: BaseException) -> ExitCode:
     return ExitCode.INTERNAL
 
 
+# The manual's page for the command line, as a path in the repository (no site is
+# published); every command's --help ends with its section there.
+MANUAL = "docs/reference/cli.md"
+
+
+def manual_anchor(command_path: str) -> str:
+    """The section of a command in MANUAL: its heading's slug (`mxgitops sync` ->
+    `mxgitops-sync`), as both MkDocs and GitHub make it."""
+    return command_path.replace(" ", "-")
+
+
+def _write_manual_path(ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    formatter.write_paragraph()
+    formatter.write_text(f"Manual: {MANUAL}#{manual_anchor(ctx.command_path)}")
+
+
+class ManualCommand(click.Command):
+    """A command whose --help ends with the path of its section in the manual."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _write_manual_path(ctx, formatter)
+
+
 class Main(click.Group):
-    """The root group: maps errors to exit codes and a command's return to its exit code."""
+    """The root group: maps errors to exit codes and a command's return to its exit code.
+
+    Its commands are ManualCommands, and its own --help ends with the manual's path too."""
+
+    command_class = ManualCommand
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _write_manual_path(ctx, formatter)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
