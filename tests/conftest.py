@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.kubeapi.fixtures", "tests.gitfixtures"]
+pytest_plugins = ["tests.kubeapi.fixtures", "tests.gitfixtures", "tests.controlplane.fixtures"]
