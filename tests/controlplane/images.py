@@ -37,7 +37,8 @@ def cache_root() -> Path:
 
 
 def cached_archive(name: str, key: str, make: Callable[[Path, Path], None]) -> Path:
-    """``<cache>/<name>-<key>.tar``, made by ``make(scratch_dir, archive)`` if missing."""
+    """``<cache>/<name>-<key>.tar``, made by ``make(scratch_dir, partial_archive)`` if
+    missing, and renamed into place only once ``make`` returned."""
     root = cache_root()
     archive = root / f"{name}-{key}.tar"
     if archive.is_file():
@@ -48,7 +49,9 @@ def cached_archive(name: str, key: str, make: Callable[[Path, Path], None]) -> P
         if not archive.is_file():
             scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
             try:
-                make(scratch, archive)
+                partial = scratch / "archive.tar"
+                make(scratch, partial)
+                partial.rename(archive)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
     return archive

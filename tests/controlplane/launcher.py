@@ -200,6 +200,8 @@ class ControlPlane:
                 f"--tls-cert-file={serving.cert}",
                 f"--tls-private-key-file={serving.key}",
                 f"--client-ca-file={self.pki.ca}",
+                # A node's name resolves nowhere here: reach kubelets at their InternalIP.
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
                 "--authorization-mode=RBAC",
                 "--allow-privileged=true",
                 "--service-cluster-ip-range=10.0.0.0/16",  # a /24 is full at 254 Services

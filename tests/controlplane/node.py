@@ -246,6 +246,14 @@ class RealNode:
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
         _wait(f"node {NODE_NAME} Ready", ready, START_TIMEOUT, self._check_alive)
+        # kubelet registers the node tainted not-ready; the node lifecycle controller,
+        # which is not run (it would evict the fake node's pods on the other control
+        # plane's tests), lifts the taint once the node is Ready: here, this does.
+        node = rest.get(f"/api/v1/nodes/{NODE_NAME}")
+        taints = [
+            t for t in node["spec"].get("taints") or [] if t["key"] != "node.kubernetes.io/not-ready"
+        ]
+        rest.patch(f"/api/v1/nodes/{NODE_NAME}", {"spec": {"taints": taints or None}})
 
     # -- stop --------------------------------------------------------------------
     def stop(self) -> None:

@@ -45,6 +45,11 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 
 [plugins."io.containerd.cri.v1.runtime"]
   netns_mounts_under_state_dir = true
+  # This machine's root lacks CAP_SYS_RESOURCE (not in the bounding set): no process
+  # may lower its oom_score_adj, which runc does for a pod's sandbox (-998). Scores
+  # below containerd's own are raised to it instead (the kernel's OOM kill of a
+  # container over its memory limit does not depend on them).
+  restrict_oom_score_adj = true
   enable_unprivileged_ports = true
   enable_unprivileged_icmp = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
