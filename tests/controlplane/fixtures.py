@@ -13,20 +13,40 @@ Registered by ``tests/conftest.py`` through ``pytest_plugins``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from .harness import RealCluster
 
+NODE_FIXTURES = frozenset({"real_node", "node_cluster"})
+
+
+def node_images() -> list[Path]:
+    """The images the node's tests run, built (or found cached) on first use."""
+    from .projectimage import project_archive
+    from .rootfs import training_archive
+
+    return [training_archive(), project_archive()]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the node's binaries and images before the first test that needs them, so
+    that a cold build (minutes) is not counted against that test's timeout."""
+    if any(NODE_FIXTURES & set(getattr(item, "fixturenames", ())) for item in session.items):
+        from .nodebuild import ensure_node_built
+
+        ensure_node_built()
+        node_images()
+
 
 @pytest.fixture(scope="session")
 def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
     from .node import real_node_cluster
-    from .rootfs import training_archive
 
     directory = tmp_path_factory.mktemp("realnode")
     with (
-        real_node_cluster(directory, images=[training_archive()]) as plane,
+        real_node_cluster(directory, images=node_images()) as plane,
         RealCluster(plane, directory / "kubeconfig", fake_node=False) as real,
     ):
         yield real

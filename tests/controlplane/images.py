@@ -52,6 +52,9 @@ def cached_archive(name: str, key: str, make: Callable[[Path, Path], None]) -> P
                 partial = scratch / "archive.tar"
                 make(scratch, partial)
                 partial.rename(archive)
+                for older in root.glob(f"{name}-*.tar"):  # an image's older builds: gone
+                    if older != archive:
+                        older.unlink()
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
     return archive

@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON_BASE = "localhost/mxgitops/python:3.11-slim-bookworm"
 PROJECT_IMAGE = "localhost/mxgitops/mxgitops:test"
 BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificates")
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+BUILD_CA = "/run/mxgitops-build-ca.crt"
 BASE_PIP = ("pip==24.3.1", "setuptools==75.6.0", "wheel==0.45.1")
 
 
@@ -84,6 +86,14 @@ def project_archive() -> Path:
     base = python_base_archive()
 
     def make(scratch: Path, archive: Path) -> None:
+        # The RUN steps reach PyPI through this machine's network, whose TLS may be
+        # signed by a CA only the host trusts: pip in the build is pointed at the
+        # host's bundle, mounted for the build's steps only (not in the image).
+        pip_conf = scratch / "pip.conf"
+        pip_conf.write_text(f"[global]\ncert = {BUILD_CA}\n")
+        mounts = [f"--volume={pip_conf}:/etc/pip.conf:ro"]
+        if HOST_CA.is_file():
+            mounts.append(f"--volume={HOST_CA}:{BUILD_CA}:ro")
         _buildah("tag", _buildah("pull", "--quiet", f"oci-archive:{base}"), PYTHON_BASE)
         _buildah(
             "bud",
@@ -91,11 +101,13 @@ def project_archive() -> Path:
             "--isolation=chroot",
             "--network=host",
             "--layers=false",
+            *mounts,
             f"--build-arg=PYTHON_IMAGE={PYTHON_BASE}",
             f"--tag={PROJECT_IMAGE}",
             f"--file={REPO / 'Dockerfile'}",
             str(REPO),
         )
         _buildah("push", "--quiet", PROJECT_IMAGE, f"oci-archive:{archive}:{PROJECT_IMAGE}")
+        _buildah("rmi", "--all", "--force")  # the archive is what is kept
 
     return cached_archive("mxgitops", _inputs_digest(base), make)

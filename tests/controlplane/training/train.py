@@ -63,24 +63,24 @@ def main():
             b[:] = b - RATE * summed_b / workers
         print(f"worker {rank} epoch {epoch} loss {loss_of(x, y, w, b):.6f}", flush=True)
     after = loss_of(x, y, w, b)
-    mine = mx.nd.concat(w, b, dim=0)
-    kv.push(2, mine)
-    mean = mx.nd.zeros((3, 1))
-    kv.pull(2, out=mean)
-    mean = mean / workers
+    mine = mx.nd.concat(w, b, dim=0).asnumpy()  # a copy: a push may reuse its buffer
+    kv.push(2, mx.nd.array(mine))
+    summed = mx.nd.zeros((3, 1))
+    kv.pull(2, out=summed)
+    mean = summed.asnumpy() / workers
     result = {
         "rank": rank,
         "workers": workers,
         "kvstore": kv.type,
         "loss_before": round(before, 6),
         "loss_after": round(after, 6),
-        "weights": [round(v, 4) for v in mine.asnumpy().ravel().tolist()],
-        "mean_weights": [round(v, 4) for v in mean.asnumpy().ravel().tolist()],
+        "weights": [round(v, 4) for v in mine.ravel().tolist()],
+        "mean_weights": [round(v, 4) for v in mean.ravel().tolist()],
     }
     print("training result: " + json.dumps(result, sort_keys=True), flush=True)
     assert after < before / 100, f"the loss did not fall: {before} -> {after}"
-    assert np.allclose(mine.asnumpy(), mean.asnumpy(), atol=1e-5), "workers' weights differ"
-    assert np.allclose(mine.asnumpy().ravel(), [*TRUE_W.ravel(), TRUE_B], atol=0.05), "not fit"
+    assert np.allclose(mine, mean, atol=1e-5), "workers' weights differ"
+    assert np.allclose(mine.ravel(), [*TRUE_W.ravel(), TRUE_B], atol=0.05), "not fit"
 
 
 if __name__ == "__main__":
