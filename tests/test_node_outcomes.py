@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitfixtures import GitRemote
@@ -34,13 +35,31 @@ from tests.test_node_training import (
 FINISH_TIMEOUT = 180.0
 
 
-def one_worker(command: list[str], **resources: Any) -> list[dict[str, Any]]:
-    worker = replica("WORKER", 1)
-    container = worker["template"]["spec"]["containers"][0]
+def kubeflow_worker(name: str, command: list[str], **resources: Any) -> str:
+    """A one-worker ``kubeflow.org/v1`` job: ``restartPolicy: ExitCode`` (exit codes
+    1-127 fail it at once, through the batch Job's pod failure policy) and
+    ``backoffLimit: 0`` (a signal, such as the OOM killer's, is not retried)."""
+    container = replica("WORKER", 1)["template"]["spec"]["containers"][0]
     container["command"] = command
     if resources:
         container["resources"] = resources
-    return [worker]
+    return yaml.safe_dump(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MXJob",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "runPolicy": {"backoffLimit": 0},
+                "mxReplicaSpecs": {
+                    "Worker": {
+                        "replicas": 1,
+                        "restartPolicy": "ExitCode",
+                        "template": {"spec": {"containers": [container]}},
+                    }
+                },
+            },
+        }
+    )
 
 
 def run_to_end(
@@ -48,10 +67,11 @@ def run_to_end(
     make_git_remote: Callable[..., GitRemote],
     tmp_path: Path,
     name: str,
-    replicas: list[dict[str, Any]],
+    job: str,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Sync the job, wait for its pod to end, sync again: its pod and its state."""
-    remote = make_git_remote("jobs", files={f"jobs/{name}.yaml": manifest(name, "local", replicas)})
+    """Sync the job, wait for its pod to end and the job controller to decide, sync
+    again: its pod and its state as ``mxgitops status`` reads it from the note."""
+    remote = make_git_remote("jobs", files={f"jobs/{name}.yaml": job})
     cache = tmp_path / "cache"
     cli("sync", *sync_args(remote, cluster, cache))
 
@@ -91,7 +111,11 @@ def test_a_local_job_trains_and_succeeds(
     node_cluster: RealCluster, make_git_remote: Callable[..., GitRemote], tmp_path: Path
 ) -> None:
     pod, state = run_to_end(
-        node_cluster, make_git_remote, tmp_path, "linreg-local", [replica("WORKER", 1)]
+        node_cluster,
+        make_git_remote,
+        tmp_path,
+        "linreg-local",
+        manifest("linreg-local", "local", [replica("WORKER", 1)]),
     )
     assert terminated(pod)["exitCode"] == 0
     log = log_of(node_cluster, pod)
@@ -104,9 +128,14 @@ def test_a_local_job_trains_and_succeeds(
 def test_a_worker_exiting_1_fails_the_job_with_its_exit_code_and_log(
     node_cluster: RealCluster, make_git_remote: Callable[..., GitRemote], tmp_path: Path
 ) -> None:
-    script = "echo epoch 1; echo epoch 2; echo 'loss is NaN' >&2; exit 1"
+    # One stream: stdout and stderr reach the log through two pipes, in arrival order.
+    script = "echo epoch 1; echo epoch 2; echo 'loss is NaN'; exit 1"
     pod, state = run_to_end(
-        node_cluster, make_git_remote, tmp_path, "nan-loss", one_worker(["sh", "-c", script])
+        node_cluster,
+        make_git_remote,
+        tmp_path,
+        "nan-loss",
+        kubeflow_worker("nan-loss", ["sh", "-c", script]),
     )
     assert terminated(pod)["exitCode"] == 1
     assert state["state"] == "Failed", state
@@ -114,6 +143,7 @@ def test_a_worker_exiting_1_fails_the_job_with_its_exit_code_and_log(
     assert (failure["replica"], failure["exit_code"]) == ("WORKER 0", 1), failure
     assert failure["log"].endswith("loss is NaN\n"), failure
     assert "epoch 2" in failure["log"], failure
+    assert "PodFailurePolicy" in failure["reason"], failure  # the batch Job's condition
 
 
 def test_a_container_over_its_memory_limit_is_oom_killed_by_the_kernel(
@@ -126,9 +156,12 @@ def test_a_container_over_its_memory_limit_is_oom_killed_by_the_kernel(
         make_git_remote,
         tmp_path,
         "memory-hog",
-        one_worker(["python3", "-c", hog], **memory),
+        kubeflow_worker("memory-hog", ["python3", "-c", hog], **memory),
     )
     ended = terminated(pod)
     assert (ended["reason"], ended["exitCode"]) == ("OOMKilled", 137), ended
     assert state["state"] == "Failed", state
-    assert "OOMKilled" in json.dumps(state["failure"]), state
+    failure = state["failure"]
+    assert (failure["exit_code"], failure["replica"]) == (137, "WORKER 0"), failure
+    assert "OOMKilled" in failure["reason"], failure
+    assert "BackoffLimitExceeded" in failure["reason"], failure
