@@ -48,6 +48,11 @@ CONTROLLERS = (
     "cronjob-controller",
     "endpoints-controller",
     "endpointslice-controller",
+    # A PersistentVolumeClaim (the CronJob's Git cache) bound to a PersistentVolume,
+    # and either deleted once no pod uses it.
+    "persistentvolume-binder-controller",
+    "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
     "garbage-collector-controller",
     "ttl-after-finished-controller",
     "namespace-controller",

@@ -250,9 +250,8 @@ class RealNode:
         # which is not run (it would evict the fake node's pods on the other control
         # plane's tests), lifts the taint once the node is Ready: here, this does.
         node = rest.get(f"/api/v1/nodes/{NODE_NAME}")
-        taints = [
-            t for t in node["spec"].get("taints") or [] if t["key"] != "node.kubernetes.io/not-ready"
-        ]
+        taints = node["spec"].get("taints") or []
+        taints = [t for t in taints if t["key"] != "node.kubernetes.io/not-ready"]
         rest.patch(f"/api/v1/nodes/{NODE_NAME}", {"spec": {"taints": taints or None}})
 
     # -- stop --------------------------------------------------------------------
