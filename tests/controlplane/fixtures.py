@@ -30,10 +30,26 @@ def node_images() -> list[Path]:
     return [training_archive(), project_archive()]
 
 
+def _uses_node(item: pytest.Item) -> bool:
+    return bool(NODE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--backend double`` (the fast path while developing) runs no real Kubernetes:
+    the node's tests are deselected with the real backend's, never skipped. CI runs
+    both backends, so it runs them."""
+    if config.getoption("--backend") != "double":
+        return
+    drop = [item for item in items if _uses_node(item)]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [item for item in items if not _uses_node(item)]
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the node's binaries and images before the first test that needs them, so
     that a cold build (minutes) is not counted against that test's timeout."""
-    if any(NODE_FIXTURES & set(getattr(item, "fixturenames", ())) for item in session.items):
+    if any(_uses_node(item) for item in session.items):
         from .nodebuild import ensure_node_built
 
         ensure_node_built()
