@@ -168,3 +168,5 @@ def test_a_dist_job_trains_across_three_workers_and_succeeds(
     cli("sync", *sync_args(remote, node_cluster, cache))  # the note records the end state
     state = job_state(remote, cache, "linreg")
     assert state["state"] == "Succeeded", state
+    note = remote.note(remote.rev())
+    assert note is not None and "linreg" in note and "Succeeded" in note, note

@@ -195,11 +195,16 @@ class RealCluster:
             )
         wait_for(
             f"for the default service account of {namespace}",
-            lambda: self.rest.get_or_none(
-                f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
-            ),
+            lambda: self._alive()
+            and self.rest.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"),
         )
         self._namespaces.add(namespace)
+
+    def _alive(self) -> bool:
+        """True, or the control plane's exit and log tail (a controller manager that
+        refused its flags makes no service account: say so, not a timeout)."""
+        self.plane.check_alive()
+        return True
 
     # -- request log -------------------------------------------------------------
     @property

@@ -262,7 +262,7 @@ class ControlPlane:
         deadline = time.monotonic() + START_TIMEOUT
         last = "no answer yet"
         while time.monotonic() < deadline:
-            self._check_alive()
+            self.check_alive()
             try:
                 with urllib.request.urlopen(f"{self.url}/readyz", context=context, timeout=5) as r:
                     if r.status == 200:
@@ -272,7 +272,7 @@ class ControlPlane:
             time.sleep(0.2)  # polling a starting process: nothing to wait on but the port
         raise RuntimeError(f"kube-apiserver not ready after {START_TIMEOUT:.0f} s: {last}")
 
-    def _check_alive(self) -> None:
+    def check_alive(self) -> None:
         for name, process in self.processes.items():
             if process.poll() is not None:
                 tail = (self.directory / f"{name}.log").read_text(errors="replace")[-3000:]
