@@ -12,7 +12,8 @@ are decided here. What it promises the planner and apply:
   ownership selector, read in pages of `LIST_PAGE_SIZE` objects (`limit` and
   `continue`); each page is decoded as it arrives, one item at a time, and each
   item trimmed to what planning reads before the next is decoded, so memory
-  grows with the objects kept, never with a page's body;
+  grows with the objects kept, never with a page's body; a LIST is bounded in
+  pages, items, restarts and time, whatever the server sends (`listing.py`);
 - writes run with bounded parallelism and are idempotent: AlreadyExists on
   create and NotFound on delete count as success, so a retried write (after a
   429, a 5xx or a dropped connection) never duplicates anything, and no GET is
@@ -31,14 +32,13 @@ are decided here. What it promises the planner and apply:
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import quote, urlencode
 
 import yaml
@@ -46,7 +46,16 @@ import yaml
 from mxgitops import kubehttp
 from mxgitops.errors import ClusterClientError, ClusterError, ClusterUnreachable, ConfigError
 from mxgitops.errors import ClusterServerError as ClusterServerError  # callers catch it here
-from mxgitops.listdecode import decode_list, interned
+from mxgitops.kubeconfig import NoClusterConfigured, cluster_configured, load_configuration
+from mxgitops.listing import (
+    LIST_PAGE_SIZE,
+    LIST_READ_SIZE,
+    LIST_RESTARTS,
+    METADATA_ONLY,
+    Progress,
+    Trim,
+    page_reader,
+)
 from mxgitops.objects import (
     Create,
     Delete,
@@ -66,19 +75,16 @@ DEFAULT_PARALLELISM = 8
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries included
 MAX_REQUEST_TIMEOUT = 3600.0
 STOP_GRACE = 2.0  # once stopping, a call (releasing the Lease) gets at most this long
-# Objects per LIST request. A page is decoded as it arrives, so its size costs no client
-# memory: 1,000 dist jobs (7,000 Jobs, 7,000 pods and their retries) are one page per kind.
-LIST_PAGE_SIZE = 10_000
-LIST_READ_SIZE = 64 * 1024  # bytes of a LIST's body read (and held undecoded) at a time
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-# A LIST of the objects' metadata alone (PartialObjectMetadataList), else the whole list
-# from a server that cannot (any since Kubernetes 1.15 can).
-METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
-
-
-class NoClusterConfigured(ConfigError):
-    """Neither a kubeconfig nor an in-cluster service account is available."""
+# Where they were defined before listing.py: callers and tests read them here.
+__all__ = [
+    "LIST_PAGE_SIZE",
+    "LIST_READ_SIZE",
+    "LIST_RESTARTS",
+    "METADATA_ONLY",
+    "NoClusterConfigured",
+    "cluster_configured",
+]
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,7 @@ _RESOURCES: dict[Kind, tuple[str, str]] = {
     Kind.POD: ("/api/v1", "pods"),
     Kind.CONFIG_MAP: ("/api/v1", "configmaps"),
     Kind.LEASE: ("/apis/coordination.k8s.io/v1", "leases"),
+    Kind.EVENT: ("/apis/events.k8s.io/v1", "events"),
 }
 # A kind's apiVersion: its group path without the leading /api/ or /apis/.
 _API_VERSIONS = {kind: group.split("/", 2)[2] for kind, (group, _) in _RESOURCES.items()}
@@ -165,7 +172,7 @@ class Cluster:
         selector: str,
         namespace: str | None = None,
         *,
-        unread: tuple[tuple[str, str], ...] = (),
+        unread: Trim = (),
         metadata_only: bool = False,
     ) -> list[KubeObject]:
         """One LIST of the objects matching `selector`, in `namespace` or in all, page by
@@ -173,20 +180,26 @@ class Cluster:
         and they are a good part of each object), nor the `unread` (section, field)
         pairs; with `metadata_only`, each is its metadata alone (kind and apiVersion
         still those of `kind`). A continuation the server no longer has (410 Expired:
-        the first page is older than its compaction) starts over."""
+        the first page is older than its compaction) starts over, a few times; the
+        LIST's pages and time are bounded (`listing.Progress`)."""
+        path = _path(kind, namespace)
         query = {"labelSelector": selector, "limit": str(self.page_size)}
+        progress = Progress(path, self.clock, self.timeout)
         items: list[KubeObject] = []
         while True:
+            budget = progress.budget(self.timeout)
             try:
-                page, more = self._page(kind, _path(kind, namespace), query, unread, metadata_only)
+                page, more = self._page(kind, path, query, unread, metadata_only, budget)
             except ClusterClientError as exc:
                 if exc.status != 410 or "continue" not in query:
                     raise
+                progress.restart()
                 query, items = {k: v for k, v in query.items() if k != "continue"}, []
                 continue
             items += page
             if not more:
                 return items
+            progress.next_page(more)
             query = {**query, "continue": more}
 
     def _page(
@@ -194,33 +207,16 @@ class Cluster:
         kind: Kind,
         path: str,
         query: dict[str, str],
-        unread: tuple[tuple[str, str], ...],
+        unread: Trim,
         metadata_only: bool = False,
+        budget: float | None = None,
     ) -> tuple[list[KubeObject], str]:
         """One page of a LIST, decoded as it is read, and its `continue` token ("" if it
         is the last); each item is trimmed before the next is decoded."""
-        unread = (("metadata", "managedFields"), *unread)
-        partial = "PartialObjectMetadata"  # an item's kind in a metadata-only list
-
-        def read(response: kubehttp.Response) -> tuple[list[KubeObject], str]:
-            page: list[KubeObject] = []  # of this attempt: a retried page starts empty
-
-            def keep(item: Any) -> None:
-                if not isinstance(item, dict):
-                    raise ValueError(f"a list item is not an object: {str(item)[:80]}")
-                if item.get("kind") in (None, partial):  # typed lists leave it off their items
-                    item["kind"], item["apiVersion"] = kind.value, _API_VERSIONS[kind]
-                for section, name in unread:
-                    (item.get(section) or {}).pop(name, None)
-                page.append(interned(item))
-
-            rest = decode_list(lambda: response.read(LIST_READ_SIZE), keep)
-            metadata = rest.get("metadata")
-            more = metadata.get("continue") if isinstance(metadata, dict) else None
-            return page, str(more or "")
-
+        limit = int(query["limit"])
+        read = page_reader(kind, limit, unread, metadata_only, _API_VERSIONS[kind])
         accept = METADATA_ONLY if metadata_only else None
-        return self._call("GET", path, query=query, read=read, accept=accept)
+        return self._call("GET", path, query=query, read=read, accept=accept, budget=budget)
 
     def pod_log(
         self, namespace: str, pod: str, *, container: str, tail_lines: int, limit_bytes: int
@@ -329,6 +325,10 @@ class Cluster:
             if isinstance(write, Delete) and exc.status == 404:
                 return WriteResult(write)
             if isinstance(write, Create) and exc.reason == "AlreadyExists":
+                if ref.kind is Kind.EVENT:
+                    # An Event's name is a digest of what it says: that was said. (No GET:
+                    # mxgitops may only create events.)
+                    return WriteResult(write)
                 return self._created_before(write)
             return WriteResult(write, exc)
         except ClusterError as exc:
@@ -369,10 +369,13 @@ class Cluster:
         body: KubeObject | None = None,
         warnings: list[str] | None = None,
         accept: str | None = None,
+        budget: float | None = None,
     ) -> T:
         """What `read` makes of the response's body, the request retried while the
-        call's timeout allows; the texts of its `Warning` headers go to `warnings`."""
-        budget = min(self.timeout, STOP_GRACE) if self.stopping.is_set() else self.timeout
+        call's timeout (or the `budget` left of a LIST's) allows; the texts of its
+        `Warning` headers go to `warnings`."""
+        budget = self.timeout if budget is None else budget
+        budget = min(budget, STOP_GRACE) if self.stopping.is_set() else budget
         deadline = self.clock() + budget
         # Built once for every attempt: the URL, the headers, the body encoded.
         url = f"{path}?{urlencode(query, quote_via=quote)}" if query else path
@@ -455,7 +458,7 @@ def connect(
 
     configuration = kubernetes.client.Configuration()
     try:
-        source = _load_configuration(configuration, kubeconfig, context)
+        source = load_configuration(configuration, kubeconfig, context)
     except (kubernetes.config.ConfigException, yaml.YAMLError, OSError, ValueError) as exc:
         # A kubeconfig that is not YAML, or not readable, is the user's to fix: no traceback.
         detail = " ".join(str(exc).split())
@@ -477,54 +480,6 @@ def connect(
         timeout=request_timeout,
         tenant_service_account=tenant_service_account or "",
     )
-
-
-def cluster_configured(kubeconfig: Path | None = None) -> bool:
-    """Whether `connect` would find a configuration (for a dry run without a cluster)."""
-    return any(_config_candidates(kubeconfig)) or _in_cluster()
-
-
-def _load_configuration(
-    configuration: Any, kubeconfig: Path | None, context: str | None
-) -> str | None:
-    """Which configuration was loaded into `configuration`, or None if there is none.
-
-    As kubectl does: a kubeconfig file if there is one (the flag, $KUBECONFIG,
-    ~/.kube/config), else the pod's service account.
-    """
-    import kubernetes
-
-    if kubeconfig is not None and not kubeconfig.is_file():
-        raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
-    for candidate in _config_candidates(kubeconfig):
-        kubernetes.config.load_kube_config(
-            config_file=str(candidate),
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
-        return str(candidate)
-    if _in_cluster():
-        if context is not None:
-            raise ConfigError(f"--context {context} needs a kubeconfig, and none was found")
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
-        return "in-cluster"
-    return None
-
-
-def _config_candidates(kubeconfig: Path | None) -> Iterator[Path]:
-    if kubeconfig is not None:
-        yield kubeconfig
-        return
-    paths = os.environ.get("KUBECONFIG", "")
-    for path in [*filter(None, paths.split(os.pathsep)), "~/.kube/config"]:
-        candidate = Path(path).expanduser()
-        if candidate.is_file():
-            yield candidate
-
-
-def _in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and IN_CLUSTER_TOKEN.is_file()
 
 
 def _raise_first(results: list[WriteResult]) -> None:

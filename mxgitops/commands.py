@@ -20,8 +20,9 @@ from mxgitops.spec import NAMESPACE
 from mxgitops.sync import repository_kind
 
 
-def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary | None, str]:
-    """The status note of `commit` (default: the synced ref's tip) and the commit's sha."""
+def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary | None, str, str]:
+    """The status note of `commit` (default: the synced ref's tip), the commit's sha,
+    and why the note there was set aside ("" if it was not: ill-typed, not JSON)."""
     if repository_kind(config.repo) == "directory":
         raise ConfigError(
             f"--repo {config.repo} is a plain directory; status notes live in a Git repository"
@@ -32,7 +33,8 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary 
         checkout = repository.sync(config.ref)
         sha = source.resolve(checkout.root, commit) if commit else checkout.commit
         note = repository.read_note(sha, notes_ref=config.notes_ref)
-    return (report.parse_note(note) if note else None), sha
+    summary, unreadable = report.read_note(note or "")
+    return summary, sha, unreadable
 
 
 def missing_note_hint(config: SyncConfig) -> str:

@@ -38,6 +38,8 @@ MAX_FAILURE_LOG_LINES = 1000  # of --failure-log-lines
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
 ACCELERATORS_FILE_SIZE = 64 * 1024
+DEFAULT_STATUS_TIMEOUT = 60.0
+MAX_STATUS_TIMEOUT = 600.0  # a CronJob's pod has activeDeadlineSeconds: 900
 
 
 def default_cache_dir() -> Path:
@@ -78,6 +80,16 @@ class SyncConfig:
     policy_file: Path | None = None  # the operator's policy
     repo_policy: Mapping[str, Any] = field(default_factory=dict)  # .mxgitops.yaml's, parsed
     tenant_service_account: str | None = None  # writes into N impersonate N's account
+    # Where results go besides the note (outputs.py); all the operator's.
+    status_provider: str = ""  # github, gitlab, gitea; "": no commit statuses
+    status_api_url: str = ""  # "": the provider's public API (Gitea: the --repo host's)
+    status_repository: str = ""  # OWNER/NAME on the forge; "": from --repo
+    status_url: str = ""  # the statuses' link, {commit} and {instance} filled in
+    status_token: str | None = field(default=None, repr=False)
+    status_token_file: Path | None = None
+    status_timeout: float = DEFAULT_STATUS_TIMEOUT  # seconds, rate-limit waits included
+    events: bool = True  # Kubernetes Events on the jobs a sync acts on
+    pushgateway: str = ""  # URL of a Pushgateway for the metrics; "": none
 
     def __post_init__(self) -> None:
         if not self.state_namespace:
@@ -93,6 +105,13 @@ class SyncConfig:
                 f"request-timeout must be more than 0 and at most {MAX_REQUEST_TIMEOUT:g} "
                 f"seconds, not {self.request_timeout}"
             )
+        if not 0 < self.status_timeout <= MAX_STATUS_TIMEOUT:
+            raise ConfigError(
+                f"status-timeout must be more than 0 and at most {MAX_STATUS_TIMEOUT:g} "
+                f"seconds, not {self.status_timeout}"
+            )
+        if self.status_token_file is not None and not self.status_token:
+            object.__setattr__(self, "status_token", read_token(self.status_token_file))
         if not 0 <= self.max_prune_share <= 1:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"
@@ -128,6 +147,17 @@ class SyncConfig:
                 f"instance {self.instance!r} must be lower-case letters, digits and '-', "
                 f"at most {MAX_INSTANCE_LENGTH} characters"
             )
+
+
+def read_token(path: Path) -> str:
+    """A token file (a mounted Secret's key): its text, without the trailing newline."""
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"status-token-file {path}: cannot be read ({exc})") from exc
+    if not token:
+        raise ConfigError(f"status-token-file {path}: is empty")
+    return token
 
 
 def read_accelerators(path: Path) -> dict[str, Any]:

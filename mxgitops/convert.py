@@ -17,10 +17,21 @@ field. What a version cannot express is refused with the reason, never dropped:
 the seed dialect has no run policy, success policy, ExitCode restart policy or
 scheduling policy.
 `kubectl get` output is cleaned (status and server-set metadata go).
+
+What runs is what validate and sync read, so the job is read as they read it:
+YAML 1.1 (PyYAML; `010` is 8), within their bounds (an alias bomb is refused
+before ruamel expands anything). ruamel's nodes only keep the layout. A pod
+template written once and aliased (`&tpl` / `*tpl`) is one node shared by
+several replicas: each replica gets a copy of its own before it is edited. And
+every result is proved before anything is written: the converted text, read
+back as validate reads it, must render the very objects the original renders
+(the runtime's names aside); where the spec hash changes, what changes in them
+is said, field by field; anything else is refused.
 """
 
 from __future__ import annotations
 
+import copy
 import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +42,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from mxgitops.convertcheck import as_validate_reads, cleaned, job_of, prove
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.errors import ManifestError
-from mxgitops.schema import schema_problems
 from mxgitops.spec import (
     DEFAULT_PS_ROOT_PORT,
     KUBEFLOW_PORT_NAME,
@@ -43,11 +54,8 @@ from mxgitops.spec import (
     ReplicaType,
     RestartPolicy,
     RunPolicy,
-    SpecError,
     SuccessPolicy,
     dump_fields,
-    format_path,
-    from_manifest,
 )
 from mxgitops.yamlcomments import Comments, plain, written_key
 
@@ -68,6 +76,7 @@ class ConvertedJob:
     name: str
     source: Dialect
     same_spec: bool  # the converted manifest gives the same spec hash (no replace on sync)
+    changes: tuple[str, ...] = ()  # what the rendered objects change, where the spec does
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,9 @@ class Converted:
             + (
                 ""
                 if job.same_spec
-                else " (the spec changes: a sync replaces this job once; see the diff)"
+                else " (the spec changes: a sync replaces this job once; see the diff"
+                + (f"; in its objects: {', '.join(job.changes)}" if job.changes else "")
+                + ")"
             )
             for job in self.jobs
         ]
@@ -113,20 +124,25 @@ def render(converted: Sequence[Converted]) -> str:
 
 
 def convert_text(text: str, target: Dialect, *, name: str = "<text>") -> Converted:
+    read = as_validate_reads(text, name)  # first: within validate's bounds
     yaml = _yaml()
     try:
-        documents = list(yaml.load_all(text))
+        nodes = list(yaml.load_all(text))
     except YAMLError as error:
         raise ManifestError(f"{name}: not YAML: {error}") from error
     jobs = []
-    for document in documents:
-        if isinstance(document, CommentedMap) and version_of(plain(document)) is not None:
-            jobs.append(_convert_document(document, target, name))
+    for document, data in zip(nodes, read, strict=True):
+        if isinstance(document, CommentedMap) and version_of(data) is not None:
+            jobs.append(_convert_document(document, data, target, name))
     out = io.StringIO()
-    yaml.dump_all(documents, out)
+    yaml.dump_all(nodes, out)
     converted = out.getvalue()
     if text.endswith("\n") and not converted.endswith("\n"):
         converted += "\n"  # ruamel ends a stream after a flow node's comment without one
+    proved = prove(text, converted, name=name)
+    jobs = [
+        ConvertedJob(job.name, job.source, job.same_spec, proved.get(job.name, ())) for job in jobs
+    ]
     return Converted(name, converted, jobs)
 
 
@@ -138,10 +154,13 @@ def _yaml() -> YAML:
     return yaml
 
 
-def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> ConvertedJob:
+def _convert_document(
+    doc: CommentedMap, manifest: dict[str, Any], target: Dialect, name: str
+) -> ConvertedJob:
+    """`doc` (ruamel's nodes) rewritten in `target`, from `manifest` (the same document
+    as validate reads it, which decides every value)."""
     _clean_dump(doc)
-    manifest = plain(doc)
-    job = _job(manifest, name)
+    job = job_of(cleaned(manifest), name)
     if target is Dialect.SEED:
         _refuse_for_seed(job, manifest, name)
     version = VERSIONS[target]
@@ -161,8 +180,14 @@ def _convert_document(doc: CommentedMap, target: Dialect, name: str) -> Converte
         else _kubeflow_spec(job, old_spec, comments)
     )
     comments.give(doc, doc["spec"])
-    converted = _job(plain(doc), name)
+    converted = job_of(as_validate_reads(_dumped(doc), name)[0], name)
     return ConvertedJob(job.name, job.dialect, converted.spec_hash == job.spec_hash)
+
+
+def _dumped(doc: CommentedMap) -> str:
+    out = io.StringIO()
+    _yaml().dump(doc, out)
+    return out.getvalue()
 
 
 def _clean_dump(doc: CommentedMap) -> None:
@@ -174,22 +199,6 @@ def _clean_dump(doc: CommentedMap) -> None:
             del doc["metadata"][dump_field.removeprefix("metadata.")]
     if doc.get("status") == {}:
         del doc["status"]
-
-
-def _job(manifest: dict[str, Any], name: str) -> MxJob:
-    version = version_of(manifest)
-    assert version is not None
-    problems = [(p.path, p.message) for p in schema_problems(version.dialect, manifest)]
-    if not problems:
-        try:
-            return from_manifest(manifest)
-        except SpecError as error:
-            problems = [(p.path, p.message) for p in error.problems]
-    job_name = (manifest.get("metadata") or {}).get("name", "?")
-    details = "; ".join(f"{format_path(tuple(path))}: {message}" for path, message in problems)
-    raise ManifestError(
-        f"{name}: job {job_name} is invalid, fix it first (mxgitops validate): {details}"
-    )
 
 
 def _refuse_for_seed(job: MxJob, manifest: Mapping[str, Any], name: str) -> None:
@@ -218,29 +227,53 @@ def _node(root: Any, path: Sequence[str | int]) -> Any:
     return node
 
 
-def _template(doc_spec: Any, replica_path: Sequence[str | int], wanted: Mapping[str, Any]) -> Any:
+def _template(
+    doc_spec: Any, replica_path: Sequence[str | int], wanted: Mapping[str, Any], seen: _Seen
+) -> Any:
     """The replica's template node, made equal to what the model runs, comments kept."""
     relative = list(replica_path[1:])  # ("spec", ...) -> within spec
     try:
         node = _node(doc_spec, [*relative, "template"])
     except (KeyError, IndexError, TypeError):
         return plain(wanted)
-    return _update(node, wanted)
+    return _update(node, wanted, seen)
 
 
-def _update(node: Any, wanted: Any) -> Any:
-    """`node` changed in place into `wanted`, keeping the nodes (and comments) that stay."""
+_Seen = dict[int, Any]  # id of a node already made into a value -> that value
+
+
+def _update(node: Any, wanted: Any, seen: _Seen) -> Any:
+    """`node` changed in place into `wanted`, keeping the nodes (and comments) that stay.
+
+    A node met again (an alias, `*tpl`, shares it between replicas) stays shared while
+    both want the same; else the second gets a copy of its own: edited in place, it
+    gave every replica the last one's edits."""
+    if isinstance(node, CommentedMap | CommentedSeq):
+        if id(node) in seen:
+            if seen[id(node)] == wanted:
+                return node
+            node = _unaliased(copy.deepcopy(node))
+        seen[id(node)] = wanted
     if isinstance(node, CommentedMap) and isinstance(wanted, Mapping):
         for key in [k for k in node if k not in wanted]:
             del node[key]
         for key, value in wanted.items():
-            node[key] = _update(node[key], value) if key in node else value
+            node[key] = _update(node[key], value, seen) if key in node else value
         return node
     if isinstance(node, CommentedSeq) and isinstance(wanted, list) and len(node) == len(wanted):
         for index, value in enumerate(wanted):
-            node[index] = _update(node[index], value)
+            node[index] = _update(node[index], value, seen)
         return node
     return node if plain(node) == wanted else wanted
+
+
+def _unaliased(node: Any) -> Any:
+    """`node` and what it holds without anchors: the copy is written out in full."""
+    if isinstance(node, CommentedMap | CommentedSeq):
+        node.anchor.value = None
+        for child in node.values() if isinstance(node, CommentedMap) else node:
+            _unaliased(child)
+    return node
 
 
 def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
@@ -268,6 +301,7 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMa
         spec["runPolicy"] = run_policy
         comments.carry(spec, "runPolicy", (old_spec, "runPolicy"))
     replicas = CommentedMap()
+    seen: _Seen = {}
     for replica in job.replica_specs:
         wanted = dict(replica.template)
         priority = plain(scheduling or {}).get("priorityClass")
@@ -277,7 +311,7 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMa
         entry = CommentedMap()
         entry["replicas"] = replica.replicas
         entry["restartPolicy"] = replica.restart_policy.value
-        entry["template"] = _template(old_spec, replica.path, wanted)
+        entry["template"] = _template(old_spec, replica.path, wanted, seen)
         type_name = replica.type.value.title()
         replicas[type_name] = entry
         parent, key, old = _replica_nodes(old_spec, replica.path)
@@ -331,6 +365,7 @@ def _seed_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
     spec["jobMode"] = job.mode.value
     comments.carry(spec, "jobMode", (old_spec, "jobMode"))
     replicas = CommentedSeq()
+    seen: _Seen = {}
     for replica in job.replica_specs:
         wanted = dict(replica.template)
         pod_spec = wanted.get("spec") or {}
@@ -341,7 +376,7 @@ def _seed_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMap:
         entry["replicas"] = replica.replicas
         if replica.ps_root_port != DEFAULT_PS_ROOT_PORT:
             entry["PsRootPort"] = replica.ps_root_port
-        entry["template"] = _template(old_spec, replica.path, wanted)
+        entry["template"] = _template(old_spec, replica.path, wanted, seen)
         parent, key, old = _replica_nodes(old_spec, replica.path)
         comments.carry(replicas, len(replicas), (parent, key))
         pod_spec_node = entry["template"].get("spec")

@@ -73,3 +73,11 @@ class StateDamagedError(MxGitOpsError):
 
 class CacheBusyError(MxGitOpsError):
     """Another mxgitops process kept the Git cache locked for longer than we wait."""
+
+
+class OutputError(MxGitOpsError):
+    """A commit status, an Event or a metrics push could not be delivered.
+
+    Never fatal: what the sync applied stands, and the failure is one line in the
+    summary and the log, like a note that cannot be pushed (`outputs.py`).
+    """

@@ -9,6 +9,7 @@ commands that need no cluster.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ class Direct:
         body: bytes | None,
         headers: dict[str, str],
         timeouts: tuple[float, float],
+        deadline: float,
     ) -> Iterator[Answer]:
         with self._lock:
             connection = self._idle.pop() if self._idle else Connection(self.pool)
@@ -64,7 +66,7 @@ class Direct:
             connection.prepare(*timeouts)
             head = _head(method, self.prefix + url, {"Host": self.host, **headers}, body)
             connection.sock.sendall(head + body if body is not None else head)
-            answer = Answer(connection.sock)
+            answer = Answer(connection.sock, deadline)
             yield answer
         finally:
             # Kept only after an answer read to its end (a refusal's too): the next
@@ -126,10 +128,13 @@ class Connection:
 class Answer:
     """An answer read from a socket as the caller asks for its body (`kubehttp.Response`):
     its status line and headers first, the body then in pieces of at most the size
-    asked for (a LIST's body is never held whole)."""
+    asked for (a LIST's body is never held whole). Every wait for the socket ends by
+    `deadline` (time.monotonic()): a server that sends a byte now and then, each wait
+    short, still cannot make the answer outlast its call's timeout."""
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: Any, deadline: float) -> None:
         self._sock = sock
+        self._deadline = deadline
         self._parser = httptools.HttpResponseParser(self)
         self._reason = bytearray()
         self._body = bytearray()
@@ -159,6 +164,10 @@ class Answer:
     def _receive(self) -> int:
         """Bytes received and parsed (0 at the end of an answer whose end is the
         connection's)."""
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer did not end within the call's timeout")
+        self._sock.settimeout(left)
         data = self._sock.recv(_RECEIVE_SIZE)
         if data:
             self._parser.feed_data(data)
@@ -212,6 +221,7 @@ class ThroughProxy:
         body: bytes | None,
         headers: dict[str, str],
         timeouts: tuple[float, float],
+        deadline: float,
     ) -> Iterator[Response]:
         response = self.manager.urlopen(
             method,
@@ -223,9 +233,24 @@ class ThroughProxy:
             redirect=False,
         )
         try:
-            yield response
+            yield _Deadlined(response, deadline)
         except BaseException:
             response.close()  # a body not read to its end: the connection is not reused
             raise
         finally:
             response.release_conn()
+
+
+class _Deadlined:
+    """urllib3's response, whose reads end by `deadline`: urllib3 bounds each wait for
+    the socket, not the answer, so the time is checked before every read."""
+
+    def __init__(self, response: Any, deadline: float) -> None:
+        self._response, self._deadline = response, deadline
+        self.status, self.reason, self.headers = response.status, response.reason, response.headers
+
+    def read(self, amount: int | None = None, /) -> bytes:
+        if time.monotonic() >= self._deadline:
+            raise TimeoutError("the answer did not end within the call's timeout")
+        data: bytes = self._response.read(amount)
+        return data

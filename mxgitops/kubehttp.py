@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -125,16 +126,20 @@ class Transport:
         read: Callable[[Response], T],
         warnings: list[str] | None = None,
     ) -> T:
-        """What `read` makes of a 2xx response, waiting at most `timeout` seconds to
-        connect and for each piece of the answer; raises `Refused` for any other answer,
-        `Unanswered` for none, and a `ClusterError` for a body `read` cannot read."""
+        """What `read` makes of a 2xx response, within `timeout` seconds: connecting,
+        sending and the whole answer, however slowly it comes (a LIST body that never
+        ends is no answer: `Unanswered`, timed out). Raises `Refused` for any other
+        answer, `Unanswered` for none, and a `ClusterError` for a body `read` cannot
+        read."""
         token = self.authorization()
         if token:
             headers = {**headers, "Authorization": token}
-        # Connect and read timeouts: a read timeout bounds each wait for data.
+        # Connect and read timeouts: a read timeout bounds each wait for data, the
+        # deadline the whole answer.
         timeouts = (max(0.001, min(CONNECT_TIMEOUT, timeout)), max(0.001, timeout))
+        deadline = time.monotonic() + max(0.001, timeout)
         try:
-            with self.way.exchange(method, url, body, headers, timeouts) as response:
+            with self.way.exchange(method, url, body, headers, timeouts, deadline) as response:
                 if not 200 <= response.status <= 299:
                     raise Refused(response)  # its body read whole: the connection is reusable
                 if warnings is not None:

@@ -32,6 +32,7 @@ class Kind(StrEnum):
     POD = "Pod"
     CONFIG_MAP = "ConfigMap"
     LEASE = "Lease"
+    EVENT = "Event"  # events.k8s.io/v1: what a sync did, for `kubectl events`
 
 
 _KINDS = {kind.value: kind for kind in Kind}

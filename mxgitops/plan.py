@@ -89,6 +89,7 @@ class Change:
     runtime_id: str = ""  # the live runtime once this change is applied
     failure: Failure | None = None  # why a Failed job failed, from its pods or the ledger
     patches: tuple[InPlace, ...] = ()  # in-place changes of live objects
+    commit: str = ""  # the commit that submitted the live objects (their annotation)
 
     @property
     def key(self) -> JobKey:
@@ -260,6 +261,7 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
         tuple(replicas),
         live.runtime_id or "",
         recorded or (live.failure() if state is State.FAILED else None),
+        live.commit or "",
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
     legacy = state in FINISHED and live.spec_hash == job.legacy_spec_hash
@@ -352,6 +354,7 @@ class _Base:
     replicas: tuple[MxReplicaStatus, ...] = ()
     runtime_id: str = ""
     failure: Failure | None = None
+    commit: str = ""
 
     def change(
         self,
@@ -377,6 +380,7 @@ class _Base:
             self.runtime_id,
             self.failure if state is State.FAILED else None,
             patches,
+            self.commit,
         )
 
 
@@ -487,6 +491,7 @@ def _orphan_changes(
             tuple(replicas),
             live.runtime_id or "",
             live.failure() if state is State.FAILED else None,
+            live.commit or "",
         )
         if live.key in invalid:
             change = base.change(

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from mxgitops import quantity
 from mxgitops.errors import ConfigError
 from mxgitops.model import MxJob
 from mxgitops.podsecurity import Level, check
@@ -183,11 +184,12 @@ def _limits(job: MxJob, policy: Policy) -> Iterator[Violation]:
         yield Violation(
             ("spec",), f"maxReplicasPerJob: {replicas} replicas in all, more than {most} ({source})"
         )
-    gpus = sum(r.replicas * _pod_gpus(r.template) for r in job.replica_specs)
+    gpus = sum((r.replicas * pod_gpus(r.template) for r in job.replica_specs), _NONE)
     most, source = policy.max_gpus_per_job
     if gpus > most:
         yield Violation(
-            ("spec",), f"maxGpusPerJob: {gpus:g} GPUs in all replicas, more than {most} ({source})"
+            ("spec",),
+            f"maxGpusPerJob: {_number(gpus)} GPUs in all replicas, more than {most} ({source})",
         )
 
 
@@ -201,8 +203,12 @@ def _templates(job: MxJob, policy: Policy) -> Iterator[Violation]:
         spec = template.get("spec") or {}
         yield from _service_account(at, spec, policy)
         yield from _priority_class(at, spec, policy)
+        yield from _image_volumes(at, spec, policy)
+        volumes = {v.get("name") for v in _mappings(spec.get("volumes"))}
         for path, container in _containers(spec):
             yield from _container((*at, *path), container, policy)
+            yield from _resources((*at, *path), container)
+            yield from _mounts((*at, *path), container, volumes)
 
 
 def _service_account(at: FieldPath, spec: Mapping[str, Any], policy: Policy) -> Iterator[Violation]:
@@ -235,16 +241,75 @@ def _priority_class(at: FieldPath, spec: Mapping[str, Any], policy: Policy) -> I
             return
 
 
-def _container(at: FieldPath, container: Mapping[str, Any], policy: Policy) -> Iterator[Violation]:
-    image = str(container.get("image") or "")
+def _image(at: FieldPath, image: str, policy: Policy) -> Iterator[Violation]:
     for allowed in policy.allowed_images:
         if allowed.values and not image.startswith(allowed.values):
             yield Violation(
-                (*at, "image"),
+                at,
                 f"allowedImages: image {image or '(none)'} is not from an allowed registry "
                 f"({allowed.source} allows {', '.join(allowed.values)})",
             )
-            break
+            return
+
+
+def _image_volumes(at: FieldPath, spec: Mapping[str, Any], policy: Policy) -> Iterator[Violation]:
+    """An image volume (`volumes[].image`) mounts an image's files: an image the pod
+    gets, as much as a container's."""
+    for index, volume in enumerate(spec.get("volumes") or []):
+        if isinstance(volume, Mapping) and isinstance(volume.get("image"), Mapping):
+            reference = str(volume["image"].get("reference") or "")
+            path = (*at, "spec", "volumes", index, "image", "reference")
+            yield from _image(path, reference, policy)
+
+
+def _mounts(at: FieldPath, container: Mapping[str, Any], volumes: set[Any]) -> Iterator[Violation]:
+    """A mount names one of the pod's own volumes. Kubernetes refuses one that names
+    none, but the renderer adds the accelerators' host-path driver volumes to the pod
+    of a container that uses one: a mount naming such a volume in the manifest would
+    reach the host's directory, from any container, at any path, writable."""
+    for index, mount in enumerate(container.get("volumeMounts") or []):
+        name = mount.get("name") if isinstance(mount, Mapping) else None
+        if name not in volumes:
+            yield Violation(
+                (*at, "volumeMounts", index, "name"),
+                f"volumeMounts: {name!s} names no volume of the pod; an accelerator's "
+                "driver volume is mounted by mxgitops alone, in the containers that use it",
+            )
+
+
+def _resources(at: FieldPath, container: Mapping[str, Any]) -> Iterator[Violation]:
+    """Quantities Kubernetes would refuse, refused here: read otherwise, an amount of
+    GPUs would count as something other than what the node reserves."""
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return
+    read: dict[str, dict[str, Decimal]] = {}
+    for kind in ("requests", "limits"):
+        amounts = resources.get(kind)
+        for name, value in amounts.items() if isinstance(amounts, Mapping) else ():
+            path = (*at, "resources", kind, str(name))
+            try:
+                amount = quantity.parse(value)
+            except quantity.QuantityError as error:
+                yield Violation(path, f"resources: {error}")
+                continue
+            if amount < 0:
+                yield Violation(path, f"resources: {name} {value} must not be negative")
+            elif _is_extended(str(name)) and amount != amount.to_integral_value():
+                yield Violation(path, f"resources: {name} {value} must be a whole number")
+            else:
+                read.setdefault(str(name), {})[kind] = amount
+    for name, both in read.items():
+        if _is_extended(name) and len(both) == 2 and both["requests"] != both["limits"]:
+            yield Violation(
+                (*at, "resources", "requests", name),
+                f"resources: {name} request {_number(both['requests'])} must equal its limit "
+                f"{_number(both['limits'])} (Kubernetes does not overcommit devices)",
+            )
+
+
+def _container(at: FieldPath, container: Mapping[str, Any], policy: Policy) -> Iterator[Violation]:
+    yield from _image((*at, "image"), str(container.get("image") or ""), policy)
     required, source = policy.require_resource_limits
     limits = (container.get("resources") or {}).get("limits") or {}
     missing = [r for r in ("cpu", "memory") if r not in limits]
@@ -257,10 +322,19 @@ def _container(at: FieldPath, container: Mapping[str, Any], policy: Policy) -> I
 
 
 def _containers(spec: Mapping[str, Any]) -> Iterator[tuple[FieldPath, Mapping[str, Any]]]:
-    for key in ("initContainers", "containers"):
+    """Every container list a pod has (an ephemeral container runs an image too)."""
+    for key in ("initContainers", "containers", "ephemeralContainers"):
         for index, container in enumerate(spec.get(key) or []):
             if isinstance(container, Mapping):
                 yield ("spec", key, index), container
+
+
+def _is_extended(resource: str) -> bool:
+    """An extended resource (a device: `nvidia.com/gpu`), which Kubernetes counts in
+    whole units and never overcommits; not the native `cpu`, `memory`, `hugepages-*`,
+    `ephemeral-storage` nor `*kubernetes.io/*`."""
+    domain, slash, _ = resource.partition("/")
+    return bool(slash) and not domain.endswith("kubernetes.io") and domain != "requests"
 
 
 def is_gpu(resource: str) -> bool:
@@ -269,51 +343,65 @@ def is_gpu(resource: str) -> bool:
     return bool(slash) and (item == "gpu" or "gpu" in domain.split("."))
 
 
-def _pod_gpus(template: Mapping[str, Any]) -> Decimal:
-    """GPUs one pod holds: its containers' together, or an init container's if more."""
+def pod_gpus(template: Mapping[str, Any]) -> Decimal:
+    """GPUs one pod holds, as the scheduler reserves them (Kubernetes' effective
+    requests): its containers and its native sidecars (init containers with
+    `restartPolicy: Always`) together, or, while a plain init container runs, that
+    one with the sidecars started before it, if more. Per resource, then summed."""
     spec = template.get("spec") or {}
-    main = sum(map(_container_gpus, _mappings(spec.get("containers"))), _NONE)
-    init = max(map(_container_gpus, _mappings(spec.get("initContainers"))), default=_NONE)
-    return max(main, init)
+    running: dict[str, Decimal] = {}  # the sidecars started so far
+    peak: dict[str, Decimal] = {}  # the most any init step held
+    for init in _mappings(spec.get("initContainers")):
+        held = _container_gpus(init)
+        if init.get("restartPolicy") == "Always":
+            running = _added(running, held)
+            step = running
+        else:
+            step = _added(running, held)
+        peak = {r: max(peak.get(r, _NONE), step.get(r, _NONE)) for r in {*peak, *step}}
+    steady = running
+    for container in _mappings(spec.get("containers")):
+        steady = _added(steady, _container_gpus(container))
+    resources = {*peak, *steady}
+    return sum((max(peak.get(r, _NONE), steady.get(r, _NONE)) for r in resources), _NONE)
 
 
-def _container_gpus(container: Mapping[str, Any]) -> Decimal:
+def _added(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    return {r: a.get(r, _NONE) + b.get(r, _NONE) for r in {*a, *b}}
+
+
+def _container_gpus(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    """Each GPU resource a container holds: its limit, else its request (a device's
+    request equals its limit, `_resources`). A quantity Kubernetes would refuse is a
+    violation of its own, and counts nothing here."""
     resources = container.get("resources") or {}
-    amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
-    # Most containers name no GPU: no quantity is read, nothing is added.
-    found = [value for name, value in amounts.items() if is_gpu(str(name))]
-    return sum(map(_quantity, found), _NONE) if found else _NONE
+    if not isinstance(resources, Mapping):
+        return {}
+    amounts = {**_mapping(resources.get("requests")), **_mapping(resources.get("limits"))}
+    held = {}
+    for name, value in amounts.items():
+        if is_gpu(str(name)):  # most containers name none: no quantity is read
+            try:
+                held[str(name)] = quantity.parse(value)
+            except quantity.QuantityError:
+                continue
+    return held
 
 
 _NONE = Decimal(0)
 
 
+def _number(amount: Decimal) -> str:
+    whole = amount == amount.to_integral_value()
+    return str(int(amount)) if whole else format(amount.normalize(), "f")
+
+
+def _mapping(value: Any) -> Mapping[Any, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _mappings(items: Any) -> Sequence[Mapping[str, Any]]:
     return [i for i in items or [] if isinstance(i, Mapping)]
-
-
-_SUFFIXES: dict[str, int | Decimal] = {
-    **{"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "m": Decimal("0.001")},
-    **{"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40},
-}
-_LONGEST_FIRST = sorted(_SUFFIXES, key=len, reverse=True)  # "Mi" before "M"
-
-
-def _quantity(value: Any) -> Decimal:
-    """A Kubernetes quantity (the schema has checked its form) as a number."""
-    if type(value) is int:  # a count of GPUs, as most manifests write it
-        return Decimal(value)
-    text = str(value).strip()
-    for suffix in _LONGEST_FIRST:
-        if text.endswith(suffix):
-            try:
-                return Decimal(text[: -len(suffix)]) * _SUFFIXES[suffix]
-            except InvalidOperation:
-                return Decimal(0)
-    try:
-        return Decimal(text)
-    except InvalidOperation:
-        return Decimal(0)
 
 
 def _quoted(value: Any, limit: int = 60) -> str:

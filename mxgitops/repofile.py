@@ -66,6 +66,17 @@ OPERATOR_SETTINGS: dict[str, str] = {
     # Host-path volumes and mounts in every container that requests a resource, exempt
     # from the policy (the node's driver libraries): a repository could mount any path.
     "accelerators": "--accelerators-file",
+    # Where results go, and the credential to post them: the operator's, or a pull
+    # request could send its statuses, Events or metrics elsewhere.
+    "statusProvider": "--status-provider",
+    "statusApiUrl": "--status-api-url",
+    "statusRepository": "--status-repository",
+    "statusUrl": "--status-url",
+    "statusToken": "",
+    "statusTokenFile": "--status-token-file",
+    "statusTimeout": "--status-timeout",
+    "events": "--events",
+    "pushgateway": "--pushgateway",
 }
 
 

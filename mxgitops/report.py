@@ -26,15 +26,19 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mxgitops import vouching
 from mxgitops.apply import ChangeResult, ChangeSet
 from mxgitops.ledger import JobKey
 from mxgitops.markdown import code, text, visible
+from mxgitops.notecheck import FAILURE, JOB, REPLICA, SUMMARY, NoteError, fields
 from mxgitops.plan import Action, Change, Plan
 from mxgitops.trainer import Failure, State
 
 NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"
 FORMAT_VERSION = 1
 NOTE_REFRESH = timedelta(hours=1)  # a note unchanged but for its time is rewritten this often
+# The actions whose objects the synced commit submits (the live ones are replaced).
+_SUBMITTING = frozenset({Action.CREATE, Action.REPLACE})
 _SYMBOLS = {
     Action.CREATE: "+",
     Action.REPLACE: "~",
@@ -76,6 +80,7 @@ class JobSummary:
     state_reason: str = ""  # why a Pending job waits: the scheduler's message
     failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
     warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
+    commit: str = ""  # that submitted its live objects: where its commit status goes
 
     @property
     def qualified_name(self) -> str:
@@ -121,30 +126,52 @@ class Summary:
         return {"version": FORMAT_VERSION, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
-        jobs = tuple(
-            JobSummary(
-                **{
-                    **job,
-                    "replicas": tuple(ReplicaSummary(**r) for r in job.get("replicas", ())),
-                    "objects": tuple(job.get("objects", ())),
-                    "errors": tuple(job.get("errors", ())),
-                    "warnings": tuple(job.get("warnings", ())),
-                }
-            )
-            for job in data.get("jobs", ())
-        )
+    def from_dict(cls, data: Any) -> Summary:
+        """The summary in `data` as `to_dict` wrote it; NoteError naming the first field of
+        the wrong type (a note is anyone's to write: nothing of it is trusted)."""
+        top = fields(data, "the note", SUMMARY)
         return cls(
-            commit=data.get("commit", ""),
-            instance=data.get("instance", ""),
-            jobs=jobs,
-            problems=tuple(data.get("problems", ())),
-            prune_refused=data.get("prune_refused"),
-            dry_run=bool(data.get("dry_run", False)),
-            warnings=tuple(data.get("warnings", ())),
-            synced_at=str(data.get("synced_at") or ""),
-            version=str(data.get("version") or ""),
+            commit=top.get("commit", ""),
+            instance=top.get("instance", ""),
+            jobs=tuple(_job(job, f"jobs[{n}]") for n, job in enumerate(top.get("jobs", ()))),
+            problems=tuple(top.get("problems", ())),
+            prune_refused=top.get("prune_refused"),
+            dry_run=top.get("dry_run", False),
+            warnings=tuple(top.get("warnings", ())),
+            synced_at=top.get("synced_at", ""),
+            version=str(top.get("version", "")),
         )
+
+
+def _job(data: Any, where: str) -> JobSummary:
+    job = fields(data, where, JOB)
+    for key in ("namespace", "name", "action", "reason"):
+        if key not in job:
+            raise NoteError(f"{where}.{key}: missing")
+    if job["action"] not in {a.value for a in Action}:
+        raise NoteError(f"{where}.action: {job['action'][:40]!r} is no action of mxgitops")
+    replicas = []
+    for n, raw in enumerate(job.get("replicas", ())):
+        replica = fields(raw, f"{where}.replicas[{n}]", REPLICA)
+        states = replica.get("states", {})
+        if not all(isinstance(k, str) and type(v) is int for k, v in states.items()):
+            raise NoteError(f"{where}.replicas[{n}].states: expected counts by state")
+        if not {"type", "state", "replicas"} <= replica.keys():
+            raise NoteError(f"{where}.replicas[{n}]: type, state and replicas are needed")
+        replicas.append(ReplicaSummary(**replica))
+    if job.get("failure") is not None:
+        fields(job["failure"], f"{where}.failure", FAILURE)
+        if "replica" not in job["failure"]:
+            raise NoteError(f"{where}.failure.replica: missing")
+    return JobSummary(
+        **{
+            **job,
+            "replicas": tuple(replicas),
+            "objects": tuple(job.get("objects", ())),
+            "errors": tuple(job.get("errors", ())),
+            "warnings": tuple(job.get("warnings", ())),
+        }
+    )
 
 
 def summarize(
@@ -160,7 +187,7 @@ def summarize(
     version: str = "",
 ) -> Summary:
     written = _results_by_job(changeset)
-    jobs = [_job_summary(change, written.get(change.key)) for change in plan.changes]
+    jobs = [_job_summary(change, written.get(change.key), commit) for change in plan.changes]
     if changeset is not None and changeset.ledger_error:
         problems = [*problems, changeset.ledger_error]
     return Summary(
@@ -189,7 +216,7 @@ def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _job_summary(change: Change, written: ChangeResult | None) -> JobSummary:
+def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> JobSummary:
     objects = [f"+{o['kind'].lower()}/{o['metadata']['name']}" for o in change.creates]
     objects = [f"-{r.kind.lower()}/{r.name}" for r in change.deletes] + objects
     objects += [f"~{p.describe()}" for p in change.patches]
@@ -218,6 +245,7 @@ def _job_summary(change: Change, written: ChangeResult | None) -> JobSummary:
         if change.state is State.PENDING
         else "",
         failure=asdict(change.failure) if change.failure is not None else None,
+        commit=synced if change.action in _SUBMITTING else change.commit,
     )
 
 
@@ -257,14 +285,18 @@ def _parse(stamp: str) -> datetime | None:
 
 def carry_forward(summary: Summary, previous: Summary | None) -> Summary:
     """Keep the last real action of jobs that are merely unchanged now, so that a
-    sync that changes nothing leaves the note as it was."""
-    if previous is None:
+    sync that changes nothing leaves the note as it was: the action of this
+    instance's note, where this sync confirms it (the job's live runtime, its
+    objects' names, the words mxgitops uses); nothing of a note it cannot vouch for."""
+    if previous is None or previous.instance != summary.instance:
         return summary
     before = {(j.namespace, j.name, j.spec_hash): j for j in previous.jobs}
     jobs = []
     for job in summary.jobs:
         old = before.get((job.namespace, job.name, job.spec_hash))
-        if job.action == Action.UNCHANGED.value and old is not None and not job.errors:
+        unchanged = job.action == Action.UNCHANGED.value and not job.errors
+        # Only what the cluster confirms: the note may be anyone's (vouching.py).
+        if unchanged and old is not None and vouching.carried(old, job):
             job = replace(job, action=old.action, reason=old.reason, objects=old.objects)
         jobs.append(job)
     return replace(summary, jobs=tuple(jobs))
@@ -392,19 +424,30 @@ def render_note(summary: Summary) -> str:
 
 
 def parse_note(note: str) -> Summary | None:
-    """The summary in a note written by `render_note`, or None if it has none.
+    """The summary in a note written by `render_note`, or None if it has none or it
+    cannot be read (`read_note` says why)."""
+    return read_note(note)[0]
+
+
+def read_note(note: str) -> tuple[Summary | None, str]:
+    """The summary in a note, and why it is set aside ("" if it is not): a note that
+    is not valid JSON, or whose fields have the wrong types, is as good as none.
 
     Read from the end: the last line is the JSON (which never spans lines) and the
     one before it must be the marker, so a marker quoted in the table above (a
-    field name, an error) changes nothing.
+    field name, an error) changes nothing. A note without the marker is no status
+    note at all (None, "").
     """
     *_, marker, machine = ["", "", *note.rstrip("\n").split("\n")]
     if marker != NOTE_MARKER:
-        return None
+        return None, ""
     try:
-        return Summary.from_dict(json.loads(machine))
-    except (ValueError, TypeError, KeyError, AttributeError):  # AttributeError: not an object
-        return None
+        return Summary.from_dict(json.loads(machine)), ""
+    except RecursionError:
+        return None, "ill-typed: nested too deep"
+    except ValueError as error:  # NoteError, and JSONDecodeError
+        what = str(error) if isinstance(error, NoteError) else "not valid JSON"
+        return None, f"ill-typed: {what}"
 
 
 def _past(action: str, dry_run: bool) -> str:

@@ -1,8 +1,11 @@
 """What a pull request does to the jobs: `mxgitops diff BASE HEAD`.
 
 Compares the manifests of two commits without a cluster: which jobs the
-change adds, changes (their spec hash moves, so a sync would replace them)
-and removes (a sync would prune them), and which manifests it breaks. The
+change adds, changes (their spec hash moves, so a sync would replace them),
+updates in place (fields outside the hash, such as `suspend` or
+`activeDeadlineSeconds`, which a sync patches onto the running job: they can
+pause or kill it, so each shows with its value before and after) and removes
+(a sync would prune them), and which manifests it breaks. The
 markdown rendering is meant for a pull-request comment: every name and
 message in it comes from the pull request, so each goes through `markdown`
 and cannot add a line, a heading or a link to the comment.
@@ -15,7 +18,10 @@ from dataclasses import dataclass, field
 
 from mxgitops.manifests import LoadResult, Problem
 from mxgitops.markdown import code, text, visible
+from mxgitops.objects import Kind
 from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
+from mxgitops.trainer import RenderContext, compare_in_place, render_job
+from mxgitops.trainer.inplace import Move, desired
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,7 @@ class JobChange:
     source: str
     detail: str = ""
     effect: str = ""  # what a sync does, when on-change: wait makes it wait
+    moves: tuple[Move, ...] = ()  # an in-place update: each field, before -> after
 
     @property
     def qualified_name(self) -> str:
@@ -35,6 +42,7 @@ class JobChange:
 class Review:
     added: list[JobChange] = field(default_factory=list)
     changed: list[JobChange] = field(default_factory=list)
+    updated: list[JobChange] = field(default_factory=list)  # patched in place, no restart
     removed: list[JobChange] = field(default_factory=list)
     unchanged: int = 0
     broken: list[Problem] = field(default_factory=list)  # problems HEAD has and BASE had not
@@ -65,19 +73,41 @@ def review(base: LoadResult, head: LoadResult, *, cancel: frozenset[str] = froze
             for k, j in sorted(after.items())
             if k in before and before[k].spec_hash != j.spec_hash
         ],
+        updated=[
+            JobChange(j.namespace, j.name, j.source_path, moves=moves)
+            for k, j in sorted(after.items())
+            if k in before and before[k].spec_hash == j.spec_hash
+            if (moves := in_place_moves(before[k], j))
+        ],
         removed=[
             _change(j, effect=_waits(j, WAIT_REMOVE, cancelled=f"{k[0]}/{k[1]}" in cancel))
             for k, j in sorted(before.items())
             if k not in after and k not in head.invalid_keys and k not in held
         ],
         unchanged=sum(
-            1 for k, j in after.items() if k in before and before[k].spec_hash == j.spec_hash
+            1
+            for k, j in after.items()
+            if k in before and before[k].spec_hash == j.spec_hash
+            if not in_place_moves(before[k], j)
         ),
         broken=[p for p in head.problems if (p.file, p.field, p.message) not in known_before],
         still_broken=[p for p in head.problems if (p.file, p.field, p.message) in known_before],
         warnings=[w for w in head.warnings if (w.file, w.field, w.message) not in warned_before],
     )
     return result
+
+
+def in_place_moves(old: MxJob, new: MxJob) -> tuple[Move, ...]:
+    """What a sync patches onto the live objects of `old` (running as merged before)
+    when `new` is merged: the planner's own comparison, run on `old`'s objects as
+    rendered, so that review shows exactly the fields and values the sync writes."""
+    if desired(old) == desired(new) and old.on_change is new.on_change:
+        return ()  # the common case, without rendering anything
+    rendered = render_job(old, RenderContext(instance="review"))
+    jobs = tuple(o for o in rendered if o["kind"] == Kind.JOB)
+    services = tuple(o for o in rendered if o["kind"] == Kind.SERVICE)
+    patches = compare_in_place(new, jobs, services)
+    return tuple(dict.fromkeys(m for p in patches for m in p.moves))
 
 
 def _change(job: MxJob, detail: str = "", effect: str = "") -> JobChange:
@@ -117,6 +147,7 @@ def _what_changed(old: MxJob, new: MxJob) -> str:
 def render_text(result: Review) -> str:
     lines = [
         f"{len(result.added)} added, {len(result.changed)} changed (replaced on sync), "
+        f"{len(result.updated)} updated in place, "
         f"{len(result.removed)} removed (pruned on sync), {result.unchanged} unchanged, "
         f"{len(result.broken)} new problems"
         + (f", {len(result.violations)} of them policy violations" if result.violations else "")
@@ -125,6 +156,11 @@ def render_text(result: Review) -> str:
     lines += [
         f"  ~ {c.qualified_name} ({c.source}): {c.detail}" + (f"; {c.effect}" if c.effect else "")
         for c in result.changed
+    ]
+    lines += [
+        f"  * {c.qualified_name} ({c.source}): patched in place, no restart: "
+        + ", ".join(str(m) for m in c.moves)
+        for c in result.updated
     ]
     lines += [
         f"  - {c.qualified_name} ({c.source})" + (f": {c.effect}" if c.effect else "")
@@ -137,33 +173,30 @@ def render_text(result: Review) -> str:
 
 
 def render_markdown(result: Review) -> str:
+    """The comment, most important first: a comment cut at the forge's size limit
+    (ci/pr-plan.py) keeps the policy violations and the jobs deleted, and loses
+    additions and warnings first."""
     lines = ["### mxgitops: what this change does to the training jobs", ""]
-    rows = [("added", c) for c in result.added] + [("changed", c) for c in result.changed]
-    rows += [("removed", c) for c in result.removed]
-    if rows:
-        lines += ["| | job | manifest | what happens on sync |", "|---|---|---|---|"]
-        effect = {"added": "created", "changed": "replaced (new runtime)", "removed": "deleted"}
-        for kind, c in rows:
-            what = text(c.effect, table=True) if c.effect else effect[kind]
-            detail = f"{what}: {text(c.detail, table=True)}" if c.detail else what
-            name, source = code(c.qualified_name, table=True), code(c.source, table=True)
-            lines.append(f"| {kind} | {name} | {source} | {detail} |")
-    else:
-        lines.append("No job is added, changed or removed.")
-    if result.violations:
+    violations = result.violations
+    if violations:
         lines += [
-            "",
-            f"**This change adds {len(result.violations)} policy violations**: a sync "
+            f"**This change adds {len(violations)} policy violations**: a sync "
             "neither creates nor changes those jobs.",
+            "",
         ]
-    if result.broken or result.still_broken:
+        lines += [f"- {code(str(p))}" for p in violations] + [""]
+    lines += _table(result)
+    others = [p for p in result.broken if p not in violations]
+    if others or result.still_broken:
         lines += [
             "",
             f"**{len(result.broken) + len(result.still_broken)} problems** "
-            "(invalid manifests are never applied):",
+            "(invalid manifests are never applied)"
+            + (", the policy violations above among them" if violations else "")
+            + ":",
             "",
         ]
-        lines += [f"- {code(str(p))}" for p in result.broken]
+        lines += [f"- {code(str(p))}" for p in others]
         lines += [f"- {code(str(p))} (already before this change)" for p in result.still_broken]
     if result.warnings:
         lines += ["", f"**{len(result.warnings)} new warnings** (valid, but worth a look):", ""]
@@ -171,8 +204,36 @@ def render_markdown(result: Review) -> str:
     return "\n".join(lines) + "\n"
 
 
+_EFFECT = {
+    "removed": "deleted",
+    "changed": "replaced (new runtime)",
+    "updated": "patched in place, no restart",
+    "added": "created",
+}
+
+
+def _table(result: Review) -> list[str]:
+    rows = [("removed", c) for c in result.removed] + [("changed", c) for c in result.changed]
+    rows += [("updated", c) for c in result.updated] + [("added", c) for c in result.added]
+    if not rows:
+        return ["No job is added, changed, updated in place or removed."]
+    lines = ["| | job | manifest | what happens on sync |", "|---|---|---|---|"]
+    for kind, c in rows:
+        what = text(c.effect, table=True) if c.effect else _EFFECT[kind]
+        detail = f"{what}: {text(c.detail, table=True)}" if c.detail else what
+        if c.moves:
+            detail += ": " + ", ".join(_markdown_move(m) for m in c.moves)
+        name, source = code(c.qualified_name, table=True), code(c.source, table=True)
+        lines.append(f"| {kind} | {name} | {source} | {detail} |")
+    return lines
+
+
+def _markdown_move(move: Move) -> str:
+    return text(str(move).replace(" -> ", " → ", 1), table=True)
+
+
 def render_json(result: Review) -> str:
-    def jobs(changes: list[JobChange]) -> list[dict[str, str]]:
+    def jobs(changes: list[JobChange]) -> list[dict[str, object]]:
         return [
             {
                 "namespace": c.namespace,
@@ -180,6 +241,7 @@ def render_json(result: Review) -> str:
                 "source": c.source,
                 "detail": c.detail,
                 **({"effect": c.effect} if c.effect else {}),
+                **({"fields": [_json_move(m) for m in c.moves]} if c.moves else {}),
             }
             for c in changes
         ]
@@ -194,6 +256,7 @@ def render_json(result: Review) -> str:
         {
             "added": jobs(result.added),
             "changed": jobs(result.changed),
+            "updated": jobs(result.updated),
             "removed": jobs(result.removed),
             "unchanged": result.unchanged,
             "broken": problems(result.broken),
@@ -203,3 +266,7 @@ def render_json(result: Review) -> str:
         },
         indent=2,
     )
+
+
+def _json_move(move: Move) -> dict[str, object]:
+    return {"field": move.field, "before": move.before, "after": move.after}

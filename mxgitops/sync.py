@@ -27,6 +27,7 @@ from mxgitops import (
     ledger,
     loadcache,
     manifests,
+    outputs,
     report,
     source,
 )
@@ -73,6 +74,7 @@ class SyncOutcome:
     notices: tuple[str, ...] = ()
     note_written: bool = False
     note_error: str = ""  # the note could not be written or pushed; the apply stands
+    undelivered: tuple[str, ...] = ()  # statuses, Events, metrics not delivered (outputs.py)
 
     @property
     def ok(self) -> bool:
@@ -86,14 +88,16 @@ def sync(
     connect: Callable[..., kube.Cluster] = kube.connect,
     progress: Progress | None = None,
     on_summary: Callable[[report.Summary, tuple[str, ...]], None] | None = None,
+    exit_code: outputs.ExitCode = outputs.plain_exit_code,
 ) -> SyncOutcome:
     """Run one sync. `explicit` names the settings given by flag or environment,
     which the jobs repository's .mxgitops.yaml must not override. `on_summary`
     hears what this sync did (and its notices) before the note is written, so a
-    note that cannot be pushed never hides it."""
+    note that cannot be pushed never hides it. `exit_code` is the CLI's mapping, for the
+    metrics to say how the sync ends."""
     progress = progress or Progress()
     # The Git cache stays locked until the note is written: other syncs sharing it wait.
-    with ExitStack() as cache:
+    with outputs.delivering(config, exit_code) as outlet, ExitStack() as cache:
         cache.enter_context(_fewer_collections())
         notices: list[str] = []
         progress.phase("fetching the jobs repository")
@@ -140,9 +144,19 @@ def sync(
         _log(summary, notices, the_plan)
         if on_summary is not None:
             on_summary(summary, tuple(notices))
-        written, note_error = _note(workspace, config, summary, progress)
+        written, note_error = _note(workspace, config, summary, progress, notices)
+        cache.close()  # the Git cache is the next sync's while the forge is asked
+        undelivered = outlet.deliver(summary, the_plan, changeset, cluster, note_error)
         return SyncOutcome(
-            config, summary, the_plan, changeset, workspace, tuple(notices), written, note_error
+            config,
+            summary,
+            the_plan,
+            changeset,
+            workspace,
+            tuple(notices),
+            written,
+            note_error,
+            undelivered,
         )
 
 
@@ -433,7 +447,11 @@ def _write_ledger(
 
 
 def _note(
-    workspace: Workspace, config: SyncConfig, summary: report.Summary, progress: Progress
+    workspace: Workspace,
+    config: SyncConfig,
+    summary: report.Summary,
+    progress: Progress,
+    notices: list[str],
 ) -> tuple[bool, str]:
     """Write the summary as a note on the synced commit, if it changed, and push it.
     Whether it was written, and why it could not be (a Git error, logged): what was
@@ -444,7 +462,14 @@ def _note(
     progress.phase("writing the status note")
     try:
         previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
-        note = report.for_note(summary, report.parse_note(previous or ""))
+        found, unreadable = report.read_note(previous or "")
+        if unreadable:  # anyone who can push can write a note: read as none, and said
+            notices.append(
+                f"the status note on {workspace.commit[:12]} ({config.notes_ref}) is "
+                f"{unreadable}; read as absent, and written anew"
+            )
+            log.warning(notices[-1])
+        note = report.for_note(summary, found)
         written = repository.write_note(
             workspace.commit, report.render_note(note), notes_ref=config.notes_ref
         )

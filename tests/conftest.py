@@ -1,1 +1,6 @@
-pytest_plugins = ["tests.kubeapi.fixtures", "tests.gitfixtures", "tests.controlplane.fixtures"]
+pytest_plugins = [
+    "tests.kubeapi.fixtures",
+    "tests.gitfixtures",
+    "tests.serverbuilds",
+    "tests.controlplane.fixtures",
+]

@@ -136,5 +136,5 @@ def test_status_takes_its_turn_in_the_cache_too(
     busy = pytest.raises(CacheBusyError, match="in use by another mxgitops process")
     with source.Repository(remote.url, cache_dir=cache).locked(), busy:
         read_status(config(remote, cache, kubeapi), None)
-    summary, sha = read_status(config(remote, cache, kubeapi), None)
+    summary, sha, _ = read_status(config(remote, cache, kubeapi), None)
     assert sha == remote.rev() and summary is not None

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from kubernetes.config import incluster_config
 
-from mxgitops import cluster
+from mxgitops import cluster, kubeconfig
 from mxgitops.errors import (
     ClusterClientError,
     ClusterError,
@@ -208,7 +208,7 @@ def test_kubeconfig_env_then_in_cluster_service_account(
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    monkeypatch.setattr(cluster, "IN_CLUSTER_TOKEN", token)
+    monkeypatch.setattr(kubeconfig, "IN_CLUSTER_TOKEN", token)
     monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
     in_pod = cluster.connect()

@@ -32,6 +32,7 @@ CLUSTER_WIDE = {
     ("", "services"): {"list", "get", "create", "patch", "delete"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
+    ("events.k8s.io", "events"): {"create"},  # events.py: what a sync did, on each job
 }
 IN_OWN_NAMESPACE = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
@@ -224,3 +225,44 @@ def test_two_instances_install_side_by_side(overlay: Docs, tmp_path: Path) -> No
                 assert doc["metadata"]["name"].endswith(f"-{instance}"), doc["metadata"]
     names = [(d["kind"], d["metadata"]["name"]) for d in overlay + other]
     assert len(names) == len(set(names))
+
+
+def test_the_monitoring_component_reads_only_what_a_sync_pushes(tmp_path: Path) -> None:
+    """The overlay with the monitoring component: the Pushgateway setting is an option of
+    sync, and every metric its alerts and dashboard read is one metrics.py pushes."""
+    import json
+
+    from mxgitops import metrics
+    from mxgitops.report import JobSummary, Summary
+
+    shutil.copytree(CRONJOB, tmp_path / "cronjob")
+    overlay = tmp_path / "cronjob/overlays/example/kustomization.yaml"
+    overlay.write_text(overlay.read_text() + "components:\n  - ../../components/monitoring\n")
+    docs = kustomize(overlay.parent)
+    config = next(d for d in docs if d["metadata"]["name"].startswith("mxgitops-config"))
+    envvars = {p.envvar for p in sync.params if getattr(p, "envvar", None)}
+    assert "MXGITOPS_PUSHGATEWAY" in config["data"] and set(config["data"]) <= envvars
+    rule = only(docs, "PrometheusRule")
+    alerts = {r["alert"]: r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert set(alerts) == {
+        "MxgitopsNoSuccessfulSync",
+        "MxgitopsSyncsFailing",
+        "MxgitopsJobFailed",
+        "MxgitopsMetricsStale",
+    }
+    dashboard = next(d for d in docs if d["metadata"]["name"].startswith("mxgitops-dashboard"))
+    panels = json.loads(dashboard["data"]["mxgitops.json"])["panels"]
+    queries = [t["expr"] for p in panels for t in p["targets"]]
+    pushed = metrics.registry_for(
+        metrics.SyncMetrics(
+            "i",
+            1.0,
+            2.0,
+            0,
+            Summary(commit="c", jobs=(JobSummary("n", "j", "create", "r", objects=("+job/j",)),)),
+        )
+    )
+    names = {s.name for family in pushed.collect() for s in family.samples}
+    read = {n for text in [*alerts.values(), *queries] for n in re.findall(r"\bmxgitops_\w+", text)}
+    assert read and read <= names, read - names
+    assert "push_time_seconds" in alerts["MxgitopsMetricsStale"]

@@ -214,12 +214,18 @@ def check_runs(cluster: RealCluster, remote: GitRemote, rendered: list[dict[str,
         if p["metadata"]["labels"].get("job-name") == first["metadata"]["name"]
     )
     assert "kube-api-access" in json.dumps(pod["spec"]["volumes"])  # the projected token
+    (container,) = pod["spec"]["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["spec"]["securityContext"]["runAsUser"] == 10001
+    namespace = cluster.rest.get(f"/api/v1/namespaces/{NAMESPACE}")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 
     cluster.clear_log()
     kubectl(cluster, "create", "job", "-n", NAMESPACE, f"--from=cronjob/{CRONJOB}", "run-now")
     wait_for("the second run", lambda: finished_run(cluster, "run-now"), timeout=120)
     log = kubectl(cluster, "logs", "-n", NAMESPACE, "job/run-now")
     print(log)
+    assert "1 unchanged" in log, log
     requests = [e for e in cluster.request_log if e["user"].startswith("system:serviceaccount:")]
     assert len(requests) == 4, json.dumps(requests, indent=1)  # a no-op sync: 4 requests
     assert {e["user"] for e in requests} == {f"system:serviceaccount:{NAMESPACE}:{CRONJOB}"}

@@ -3,7 +3,7 @@
 On the real control plane, where authorization is real: the teams overlay
 (cronjob/overlays/teams, with components/policy and components/tenancy) is
 installed, the sync runs with its ServiceAccount's own token (whose ClusterRole
-may only read and impersonate), team-a has granted its tenant account what
+may only read, impersonate and create Events), team-a has granted its tenant account what
 cronjob/components/tenancy/tenant.yaml grants, team-b has not. team-a's job is
 created; team-b's is refused with the API's 403, for that job only.
 """
@@ -61,7 +61,9 @@ def test_the_teams_overlay_shrinks_mxgitops_rights() -> None:
     docs = kustomize(TEAMS)
     (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
     verbs = {v for rule in role["rules"] for v in rule["verbs"]}
-    assert verbs == {"list", "watch", "impersonate"}
+    assert verbs == {"list", "watch", "impersonate", "create"}
+    (creates,) = [r for r in role["rules"] if "create" in r["verbs"]]
+    assert creates == {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}
     (impersonate,) = [r for r in role["rules"] if "impersonate" in r["verbs"]]
     assert impersonate["resourceNames"] == ["mxgitops-tenant"]
     config = only(

@@ -139,18 +139,95 @@ def test_both_ci_configurations_call_the_script_pinned() -> None:
     github = yaml.safe_load((EXAMPLE / ".github/workflows/mxgitops.yml").read_text())
     gitlab = yaml.safe_load((EXAMPLE / ".gitlab-ci.yml").read_text())
     runs = [s["run"] for job in github["jobs"].values() for s in job["steps"] if "run" in s]
-    runs += gitlab["mxgitops-plan"]["script"]
-    assert [r for r in runs if "ci/pr-plan.py --install" in r] and not [
+    runs += [
+        line for name in ("mxgitops-plan", "mxgitops-comment") for line in gitlab[name]["script"]
+    ]
+    assert [r for r in runs if "pr-plan.py --install" in r] and not [
         r for r in runs if "pip install" in r
     ]
     for job in github["jobs"].values():
         for step in job["steps"]:
             if "uses" in step:
                 assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), step
-    assert "@sha256:" in gitlab["mxgitops-plan"]["image"]
+    assert "@sha256:" in gitlab[".mxgitops"]["image"]
+
+
+def test_the_token_is_held_only_by_code_the_pull_request_cannot_change() -> None:
+    """Under `pull_request` the workflow and the script come from the pull request: it
+    could rewrite them to edit another pull request's comment. The job with the token
+    runs the base branch's script; the pull request's checkout is data."""
+    github = yaml.safe_load((EXAMPLE / ".github/workflows/mxgitops.yml").read_text())
+    assert set(github[True]) == {"pull_request_target", "push"}  # "on"
+    assert github["permissions"] == {"contents": "read"}
+    for job in github["jobs"].values():
+        writes = "write" in job.get("permissions", {}).values()
+        steps = job["steps"]
+        checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+        assert all(s["with"]["persist-credentials"] is False for s in checkouts)
+        if not writes:
+            continue
+        trusted, pr = checkouts
+        assert "ref" not in trusted["with"] and trusted["with"]["path"] == "trusted"
+        assert pr["with"]["path"] == "pr" and "head.sha" in pr["with"]["ref"]
+        runs = [s for s in steps if "run" in s]
+        assert all(s["working-directory"] == "pr" for s in runs)
+        commands = [line for s in runs for line in s["run"].splitlines()]
+        scripts = [c for c in commands if c.startswith("python")]
+        assert scripts == [
+            'python3 -I ../trusted/ci/pr-plan.py --install "$BASE_SHA" HEAD --post github'
+        ]
+        assert all(c.startswith(("git fetch", "python3 -I ../trusted/")) for c in commands)
+    gitlab = yaml.safe_load((EXAMPLE / ".gitlab-ci.yml").read_text())
+    comment = gitlab["mxgitops-comment"]
+    assert "$CI_CONFIG_PATH =~ /@/" in comment["rules"][0]["if"]
+    assert "$CI_CONFIG_PATH !~ /@/" in gitlab["mxgitops-plan"]["rules"][0]["if"]
+    fetch = gitlab[".mxgitops"]["before_script"]
+    assert any("git show" in line and ":ci/pr-plan.py" in line for line in fetch)
+    assert all(
+        line.startswith('python3 -I "$CI_BUILDS_DIR/pr-plan.py"') for line in comment["script"]
+    )
+
+
+def test_the_workflow_step_runs_the_base_script_on_the_pull_requests_tree(
+    pull_request: GitRemote, forge: ForgeAPI, tmp_path: Path
+) -> None:
+    """The plan job's own commands, run as the runner would (bash, the two checkouts
+    side by side): a pull request that rewrites ci/pr-plan.py runs none of it, and the
+    comment is the base script's plan of the pull request's tree."""
+    work = pull_request.work
+    marker = tmp_path / "pwned"
+    (work / "ci/pr-plan.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    pull_request.git("commit", "--quiet", "-am", "rewrite the script")
+    trusted = work.parent / "trusted"
+    subprocess.run(["git", "clone", "--quiet", pull_request.url, str(trusted)], check=True)
+    base = subprocess.run(
+        ["git", "-C", str(trusted), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    pr = work.parent / "pr"
+    work.rename(pr)
+    github = yaml.safe_load((EXAMPLE / ".github/workflows/mxgitops.yml").read_text())
+    (step,) = [s for s in github["jobs"]["plan"]["steps"] if "run" in s]
+    # Installing from the pinned source needs the network: the test's mxgitops stands in.
+    commands = step["run"].replace(" --install", "")
+    mxgitops = Path(sys.executable).parent / "mxgitops"
+    env = {
+        **github_env(forge, tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "BASE_SHA": base,
+        "MXGITOPS_COMMAND": str(mxgitops),
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", commands], cwd=pr, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists()
+    (comment,) = forge.comments
+    assert comment["body"].startswith(MARKER)
     assert (
-        "pull_request_target" not in github[True]
-    )  # "on": never untrusted code with a write token
+        "| removed | `ml-training/bert-gpu` | `jobs/nlp/bert-gpu.yaml` | deleted |"
+        in comment["body"]
+    )
 
 
 # -- posting -------------------------------------------------------------------------------
@@ -163,6 +240,8 @@ class ForgeAPI(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _ForgeHandler)
         self.comments: list[dict[str, Any]] = []
         self.writes: list[str] = []
+        self.max_body = 65536  # GitHub's limit: a longer comment is refused with 422
+        self.refuse: int | None = None  # every write answered with this status
 
     @property
     def url(self) -> str:
@@ -197,6 +276,18 @@ class _ForgeHandler(BaseHTTPRequestHandler):
         data: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         return data
 
+    def _refused(self, body: dict[str, Any]) -> bool:
+        status = self.server.refuse
+        if status is None and len(body["body"]) > self.server.max_body:
+            status = 422
+        if status is None:
+            return False
+        self.server.writes.append(f"refused {status}")
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         if path == "/api/v4/user":
@@ -205,15 +296,21 @@ class _ForgeHandler(BaseHTTPRequestHandler):
             self._reply(self.server.comments)
 
     def do_POST(self) -> None:
+        body = self._body()
+        if self._refused(body):
+            return
         self.server.writes.append("create")
         login = "github-actions[bot]" if "/repos/" in self.path else "plan-bot"
-        self._reply(self.server.add(self._body()["body"], login))
+        self._reply(self.server.add(body["body"], login))
 
     def _update(self) -> None:
+        body = self._body()
+        if self._refused(body):
+            return
         self.server.writes.append("update")
         number = int(urlsplit(self.path).path.rsplit("/", 1)[1])
         (comment,) = [c for c in self.server.comments if c["id"] == number]
-        comment["body"] = self._body()["body"]
+        comment["body"] = body["body"]
         self._reply(comment)
 
     do_PATCH = _update
@@ -263,3 +360,76 @@ def test_one_comment_is_posted_then_updated(
     ours = [c for c in forge.comments if c is not forged]
     assert [c["body"] for c in ours] == [MARKER + "\nsecond plan"]
     assert forged["body"] == MARKER + "\nlooks good to me"
+
+
+def github_env(forge: ForgeAPI, tmp_path: Path) -> dict[str, str]:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}))
+    return {
+        "GITHUB_API_URL": forge.url,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "org/jobs",
+        "GITHUB_TOKEN": "t0ken",
+    }
+
+
+def test_a_plan_over_the_comment_limit_keeps_removals_and_violations(
+    pull_request: GitRemote, forge: ForgeAPI, tmp_path: Path
+) -> None:
+    """Refused with 422, the new plan left the last push's comment, which did not
+    mention this push's removal: now the comment is cut to fit, what matters first."""
+    work = pull_request.work
+    for n in range(700):
+        name = f"bulk-{n:04d}-" + "x" * 30
+        (work / f"jobs/bulk/{name}.yaml").parent.mkdir(exist_ok=True)
+        (work / f"jobs/bulk/{name}.yaml").write_text(NEW_JOB.replace("mnist-local", name))
+    hostile = NEW_JOB.replace("mnist-local", "zz-host").replace(
+        "          containers:", "          hostPID: true\n          containers:"
+    )
+    (work / "jobs/vision/zz-host.yaml").write_text(hostile)
+    pull_request.git("add", "--all")
+    pull_request.git("commit", "--quiet", "-m", "many jobs")
+    done = run_script(work, "--post", "github", env=github_env(forge, tmp_path))
+    assert done.returncode == 1, done.stderr  # the policy violation fails the check
+    assert forge.writes == ["create"], (forge.writes, done.stderr)
+    (comment,) = forge.comments
+    body = comment["body"]
+    assert len(body) <= 65536 and body.startswith(MARKER)
+    assert "| removed | `ml-training/bert-gpu` | `jobs/nlp/bert-gpu.yaml` | deleted |" in body
+    assert "policy violations" in body and "zz-host" in body
+    assert "the full plan is in the job's log" in body
+    # The log has it all.
+    assert done.stdout.count("| added |") == 701
+
+
+@pytest.mark.parametrize("status", [422, 403, 500])
+def test_a_comment_that_cannot_be_posted_fails_the_check(
+    pull_request: GitRemote, forge: ForgeAPI, tmp_path: Path, status: int
+) -> None:
+    forge.refuse = status
+    done = run_script(pull_request.work, "--post", "github", env=github_env(forge, tmp_path))
+    assert done.returncode != 0, done.stderr
+    assert f"could not post the comment: HTTP {status}" in done.stderr
+    assert "stale" in done.stderr
+
+
+def test_installing_runs_no_code_of_the_pull_request(tmp_path: Path) -> None:
+    """The script runs in the pull request's tree: `python -m pip` there would import a
+    `pip` package the pull request adds, in a step that holds the token."""
+    tree = tmp_path / "pr"
+    (tree / "pip").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (tree / "pip/__init__.py").write_text("")
+    (tree / "pip/__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    source = f"mxgitops @ file://{tmp_path}/missing.whl#sha256=" + "0" * 64
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--install", "origin/main", "HEAD"],
+        cwd=tree,
+        env={"PATH": "/usr/bin:/bin", "MXGITOPS_PIP_SOURCE": source, "PIP_NO_INDEX": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0  # the wheel does not exist
+    assert not marker.exists(), done.stdout + done.stderr

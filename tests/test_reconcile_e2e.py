@@ -124,6 +124,9 @@ class Syncer:
             "instance": INSTANCE,
             "cache_dir": self.cache or self.repo.parent / "cache",
             "parallelism": self.parallelism,
+            # These tests count the writes of jobs' objects; the Events a sync writes
+            # have tests of their own (test_events_e2e.py).
+            "events": False,
             **overrides,
         }
         return SyncConfig(**values)

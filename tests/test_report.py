@@ -117,7 +117,9 @@ def test_render_markdown_is_a_table_with_escaped_cells() -> None:
 
 
 def unchanged(name: str, spec_hash: str = "h", errors: tuple[str, ...] = ()) -> JobSummary:
-    return JobSummary("ml", name, "unchanged", "in sync", "Running", spec_hash, errors=errors)
+    return JobSummary(
+        "ml", name, "unchanged", "in sync", "Running", spec_hash, errors=errors, runtime_id="x"
+    )
 
 
 def test_carry_forward_keeps_the_last_real_action_of_unchanged_jobs() -> None:
@@ -130,6 +132,7 @@ def test_carry_forward_keeps_the_last_real_action_of_unchanged_jobs() -> None:
         "h",
         objects=("+job/a-worker-x-0",),
         replicas=(ReplicaSummary("WORKER", "Unknown", 1),),
+        runtime_id="x",  # the live runtime: what the cluster confirms
     )
     previous = Summary(commit="c", jobs=(created, dataclasses.replace(created, name="b")))
     now = Summary(
@@ -145,6 +148,25 @@ def test_carry_forward_keeps_the_last_real_action_of_unchanged_jobs() -> None:
     assert report.carry_forward(now, None) == now
     failing = Summary(jobs=(unchanged("a", errors=("boom",)),))
     assert report.carry_forward(failing, previous) == failing
+    # What the cluster does not confirm, or mxgitops would not say, is not carried.
+    for forged in (
+        dataclasses.replace(created, runtime_id="y", objects=("+job/a-worker-y-0",)),
+        dataclasses.replace(created, reason="approved by @org/security"),
+        dataclasses.replace(created, objects=("+job/evil-worker-x-0",)),
+        dataclasses.replace(created, action="delete", reason="manifest removed"),
+    ):
+        alone = Summary(commit="c", jobs=(unchanged("a"),))
+        assert report.carry_forward(alone, Summary(commit="c", jobs=(forged,))) == alone
+    # A replace that went through: its deletes name the older runtime, its creates this one.
+    replaced = dataclasses.replace(
+        created,
+        action="replace",
+        reason="spec changed; replace under way (runtime w -> x)",
+        objects=("-job/a-worker-w-0", "+job/a-worker-x-0"),
+    )
+    alone = Summary(commit="c", jobs=(unchanged("a"),))
+    (kept,) = report.carry_forward(alone, Summary(commit="c", jobs=(replaced,))).jobs
+    assert (kept.action, kept.objects) == ("replace", replaced.objects)
     # A sync that changes nothing leaves the note as it was.
     note = report.render_note(report.carry_forward(now, previous))
     again = report.carry_forward(now, report.parse_note(note))

@@ -458,7 +458,10 @@ def test_accelerator_volumes_mounts_and_env_go_to_containers_using_the_resource(
         {"name": "nvidia-libs", "hostPath": {"path": "/usr/lib/nvidia"}}
     ]
     container = pod_spec(worker)["containers"][0]
-    assert container["volumeMounts"] == [{"name": "nvidia-libs", "mountPath": "/usr/local/nvidia"}]
+    # Read-only: the operator's accelerators file says `readOnly: false` for one to write.
+    assert container["volumeMounts"] == [
+        {"name": "nvidia-libs", "mountPath": "/usr/local/nvidia", "readOnly": True}
+    ]
     assert container["env"][-1] == {"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}
     server = by_name(rendered, "Job", f"mnist-server-{job.runtime_id}-0")
     assert "volumes" not in pod_spec(server)

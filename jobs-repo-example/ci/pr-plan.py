@@ -11,11 +11,21 @@
 2. `mxgitops diff BASE HEAD -o markdown`: which jobs the change adds, changes
    (replaced on sync), removes (pruned on sync), and what it breaks;
 3. one markdown comment of both (FILE, default mxgitops-plan.md, and stdout),
-   starting with a marker so that it can be found again;
+   starting with a marker so that it can be found again. The full plan goes to
+   FILE and stdout (the job's log); the comment is cut to fit the forge's limit
+   (65,536 characters on GitHub), keeping the policy violations and the jobs
+   removed, which the plan lists first, and saying where the rest is;
 4. with --post, that comment is posted on the pull request (GitHub) or merge
    request (GitLab), or the earlier one updated: one comment per pull request.
 
-Exits 1 when validate or diff found a problem (the check fails), after posting.
+Exits 1 when validate or diff found a problem (the check fails), after posting;
+exits 3 when the comment could not be posted: the pull request would go on
+showing the previous push's plan, which may not mention what this push does.
+
+The script runs in the pull request's tree, read as data: the workflows run
+the base branch's copy of this script, and mxgitops from a pinned source, in
+the one step that holds a token; nothing the pull request contains is run
+(pip runs isolated, so a `pip/` directory in the tree is not imported).
 Needs Python 3, git and mxgitops (MXGITOPS_COMMAND, default `mxgitops`); no
 other package. Posting reads the CI's own variables (see the two workflows).
 """
@@ -35,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "<!-- mxgitops-plan -->"
+COMMENT_LIMIT = 65536  # characters: GitHub's; GitLab's notes allow more
+POST_FAILED = 3
 PINNED = re.compile(r"^\S+ @ \S+(@[0-9a-f]{40}|#sha256=[0-9a-f]{64})$")
 
 
@@ -45,8 +57,11 @@ def install(source: str) -> None:
             "'mxgitops @ git+https://HOST/ORG/mxgitops@COMMIT' (40 hex digits) "
             "or to a wheel URL ending in #sha256=HASH"
         )
-    pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", source]
-    subprocess.run(pip, check=True)
+    # -I: neither the working directory (the pull request's tree) nor PYTHON*
+    # variables decide what `-m pip` imports.
+    pip = [sys.executable, "-I", "-m", "pip", "install", "--disable-pip-version-check", source]
+    if subprocess.run(pip, check=False).returncode != 0:
+        raise SystemExit(f"could not install mxgitops from {source!r} (pip failed, above)")
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -62,21 +77,50 @@ def fenced(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def compose(base: str, head: str) -> tuple[str, bool]:
-    """The comment's markdown, and whether everything passed."""
+def compose(base: str, head: str) -> tuple[str, str, bool]:
+    """The full plan, the comment (the plan cut to COMMENT_LIMIT), and whether
+    everything passed."""
     validated, validate_output = run("validate")
     diffed, diff_output = run("diff", base, head, "-o", "markdown")
-    parts = [MARKER]
     if diffed in (0, 1):  # 1: HEAD has invalid manifests, which the markdown shows
-        parts.append(diff_output)
+        plan = diff_output
     else:
-        parts.append(f"**mxgitops diff failed** (exit {diffed}):\n\n{fenced(diff_output)}")
+        plan = f"**mxgitops diff failed** (exit {diffed}):\n\n{fenced(diff_output)}"
     verdict = "passed" if validated == 0 else f"failed (exit {validated})"
-    parts.append(
-        f"<details><summary>mxgitops validate {verdict}</summary>\n\n"
-        f"{fenced(validate_output)}\n\n</details>"
-    )
-    return "\n\n".join(parts) + "\n", validated == 0 and diffed == 0
+    summary = f"<details><summary>mxgitops validate {verdict}</summary>\n\n"
+    details = f"{summary}{fenced(validate_output)}\n\n</details>"
+    full = "\n\n".join([MARKER, plan, details]) + "\n"
+    if len(full) <= COMMENT_LIMIT:
+        return full, full, validated == 0 and diffed == 0
+    short = f"{summary}Its output is in the job's log.\n\n</details>"
+    comment = "\n\n".join([MARKER, cut(plan, COMMENT_LIMIT - len(MARKER) - len(short) - 8), short])
+    return full, comment + "\n", validated == 0 and diffed == 0
+
+
+def cut(plan: str, limit: int) -> str:
+    """The first lines of `plan` that fit in `limit` characters with the line that
+    says so. Whole lines only, so a table row or a code span is never cut open; a
+    blank line before the note ends a table, and a code block cut open (diff's
+    own error output) is closed first, so the note is no code."""
+    lines = plan.splitlines()
+    kept: list[str] = []
+    size, fence = 0, ""
+    for number, line in enumerate(lines):
+        close = f"\n{fence}" if fence else ""
+        note = (
+            f"{close}\n\n**The plan is cut here** ({len(lines) - number} more lines, over "
+            f"the comment's {COMMENT_LIMIT:,} characters): the full plan is in the job's log."
+        )
+        if size + len(line) + 1 + len(note) > limit:
+            return "\n".join(kept) + note
+        kept.append(line)
+        size += len(line) + 1
+        if opened := re.match(r"^(`{3,})", line):
+            if not fence:
+                fence = opened.group(1)
+            elif line.strip() == fence:
+                fence = ""
+    return plan
 
 
 # -- posting ----------------------------------------------------------------------
@@ -152,20 +196,28 @@ def main() -> int:
     options = parser.parse_args()
     if options.install:
         install(os.environ.get("MXGITOPS_PIP_SOURCE", ""))
-    body, ok = compose(options.base, options.head)
-    Path(options.out).write_text(body)
-    print(body)
+    full, comment, ok = compose(options.base, options.head)
+    Path(options.out).write_text(full)
+    print(full)
     if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(summary, "a") as stream:
-            stream.write(body)
+            stream.write(comment)
     if options.post:
         post = post_github if options.post == "github" else post_gitlab
         try:
-            print(post(body), file=sys.stderr)
-        except urllib.error.HTTPError as error:
-            # A pull request from a fork gets a read-only token: the plan is in the
-            # job's log (and summary) instead.
-            print(f"could not post the comment: HTTP {error.code} {error.reason}", file=sys.stderr)
+            print(post(comment), file=sys.stderr)
+        except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
+            why = (
+                f"HTTP {error.code} {error.reason}"
+                if isinstance(error, urllib.error.HTTPError)
+                else f"{type(error).__name__}: {error}"
+            )
+            print(
+                f"could not post the comment: {why}; the pull request's plan comment is "
+                "stale (it shows an earlier push): the plan is in this job's log",
+                file=sys.stderr,
+            )
+            return POST_FAILED
     return 0 if ok else 1
 
 

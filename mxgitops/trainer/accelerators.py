@@ -25,6 +25,10 @@ class AcceleratorVolume:
     name: str
     host_path: str
     mount_path: str
+    # Driver libraries are read, not written: a training container that could write
+    # them would change what every later pod on the node loads. The operator's file
+    # may say `readOnly: false` for a path that must be written.
+    read_only: bool = True
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,10 @@ class AcceleratorConfig:
                 name=_dns_label(item, "name", f"{where}.volumes[{i}]"),
                 host_path=_absolute_path(item, "hostPath", f"{where}.volumes[{i}]"),
                 mount_path=_absolute_path(item, "mountPath", f"{where}.volumes[{i}]"),
+                read_only=_flag(item, "readOnly", f"{where}.volumes[{i}]", default=True),
             )
             for i, item in enumerate(
-                _entries(raw, "volumes", {"name", "hostPath", "mountPath"}, where)
+                _entries(raw, "volumes", {"name", "hostPath", "mountPath", "readOnly"}, where)
             )
         )
         env_vars = tuple(
@@ -117,7 +122,7 @@ def _add(pod_spec: dict[str, Any], container: dict[str, Any], config: Accelerato
         ):
             container["volumeMounts"] = [
                 *mounts,
-                {"name": volume.name, "mountPath": volume.mount_path},
+                {"name": volume.name, "mountPath": volume.mount_path, "readOnly": volume.read_only},
             ]
     for var in config.env_vars:
         env = container.get("env") or []
@@ -152,6 +157,13 @@ def _string(raw: Mapping[str, Any], key: str, where: str, *, allow_empty: bool) 
     value = raw.get(key)
     if not isinstance(value, str) or (not value and not allow_empty):
         raise ConfigError(f"{where}.{key}: expected a {'' if allow_empty else 'non-empty '}string")
+    return value
+
+
+def _flag(raw: Mapping[str, Any], key: str, where: str, *, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}.{key}: expected true or false, got {value!r}")
     return value
 
 

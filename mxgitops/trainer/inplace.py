@@ -52,13 +52,32 @@ def annotation(job: MxJob) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class Move:
+    """One field of a live object, from what it is to what the manifest wants."""
+
+    field: str  # `spec.<name>` of a batch Job, or the on-change annotation's key
+    before: Any  # None: unset
+    after: Any
+    set_back: bool = False  # the manifest did not change it: a hand did
+
+    def __str__(self) -> str:
+        shown = _shown if self.field.startswith("spec.") else str
+        moved = f"{self.field} {shown(self.before)} -> {shown(self.after)}"
+        return moved + (" (set back)" if self.set_back else "")
+
+
+@dataclass(frozen=True)
 class InPlace:
     """One object's patch, and what it changes (`drift`: set back after a hand edit)."""
 
     ref: ObjectRef
     patch: KubeObject
-    fields: tuple[str, ...]
+    moves: tuple[Move, ...]
     drift: bool
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(str(m) for m in self.moves) or ("its record of in-place values",)
 
     def describe(self) -> str:
         return f"{self.ref.kind.lower()}/{self.ref.name}: {', '.join(self.fields)}"
@@ -80,7 +99,8 @@ def _batch_job(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> In
     annotations = objects.annotations_of(obj)
     applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
     spec_patch: dict[str, Any] = {}
-    updated, drifted = [], []
+    updated: list[Move] = []
+    drifted: list[Move] = []
     # A field neither wanted nor recorded can only have drifted from its default: with
     # nothing set (most jobs), only those few fields are compared.
     for name in FIELDS if want or applied else _DEFAULTED:
@@ -90,10 +110,10 @@ def _batch_job(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> In
         if value != before:
             if live != target:
                 spec_patch[name] = value if value is not None else _DEFAULTS.get(name)
-                updated.append(f"spec.{name} {_shown(live)} -> {_shown(target)}")
+                updated.append(Move(f"spec.{name}", live, target))
         elif target is not None and live != target:
             spec_patch[name] = target
-            drifted.append(f"spec.{name} {_shown(live)} -> {_shown(target)} (set back)")
+            drifted.append(Move(f"spec.{name}", live, target, set_back=True))
     metadata: dict[str, Any] = {}
     if want != applied:
         metadata[IN_PLACE_ANNOTATION] = _encode(dict(want)) if want else None
@@ -107,8 +127,9 @@ def _batch_job(obj: KubeObject, want: Mapping[str, Any], wait: str | None) -> In
         patch["metadata"] = {"annotations": metadata}
     if spec_patch:
         patch["spec"] = spec_patch
-    fields = tuple(updated + drifted) or ("its record of in-place values",)
-    return InPlace(ObjectRef.of(obj), patch, fields, drift=bool(drifted) and not updated)
+    return InPlace(
+        ObjectRef.of(obj), patch, tuple(updated + drifted), bool(drifted) and not updated
+    )
 
 
 def _on_change_only(obj: KubeObject, wait: str | None) -> InPlace | None:
@@ -119,8 +140,8 @@ def _on_change_only(obj: KubeObject, wait: str | None) -> InPlace | None:
     return InPlace(ObjectRef.of(obj), patch, (_on_change_moved(current, wait),), drift=False)
 
 
-def _on_change_moved(before: str | None, after: str | None) -> str:
-    return f"{ON_CHANGE_ANNOTATION} {before or 'replace'} -> {after or 'replace'}"
+def _on_change_moved(before: str | None, after: str | None) -> Move:
+    return Move(ON_CHANGE_ANNOTATION, before or "replace", after or "replace")
 
 
 def _encode(values: Mapping[str, Any]) -> str:

@@ -105,6 +105,13 @@ class LiveJob:
             objects.annotations_of(o).get(objects.SOURCE_ANNOTATION) for o in self._owned()
         )
 
+    @cached_property
+    def commit(self) -> str | None:
+        """The commit that submitted the objects (their commit annotation), if all agree."""
+        return _agreed(
+            objects.annotations_of(o).get(objects.COMMIT_ANNOTATION) for o in self._owned()
+        )
+
     def refs(self) -> list[ObjectRef]:
         """What deleting the job deletes: its Jobs and Services, sorted.
 

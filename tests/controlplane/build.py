@@ -41,9 +41,13 @@ KUBERNETES_VERSION = pinned_version("k8s.io/kubernetes")
 ETCD_VERSION = pinned_version("go.etcd.io/etcd/server/v3")
 
 
+# Read once, when the test session imports this module: tests that move HOME (to keep
+# ~/.kube/config or ~/.gitconfig out) must still find the binaries already built.
+DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "controlplane"
+
+
 def cache_root() -> Path:
-    default = Path.home() / ".cache" / "mxgitops" / "controlplane"
-    return Path(os.environ.get(CACHE_ENV) or default)
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
 
 
 def build_key() -> str:

@@ -31,9 +31,13 @@ TOOLBOX_IMAGE = "localhost/mxgitops/toolbox:1"
 BUSYBOX = Path("/bin/busybox")
 
 
+# Read once, when the test session imports this module: tests that move HOME must
+# still find what was built (as build.py does).
+DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "images"
+
+
 def cache_root() -> Path:
-    default = Path.home() / ".cache" / "mxgitops" / "images"
-    return Path(os.environ.get(CACHE_ENV) or default)
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
 
 
 def cached_archive(name: str, key: str, make: Callable[[Path, Path], None]) -> Path:

@@ -100,9 +100,13 @@ COMPONENTS = (
 )
 
 
+# Read once, when the test session imports this module: tests that move HOME must
+# still find what was built (as build.py does).
+DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "node"
+
+
 def cache_root() -> Path:
-    default = Path.home() / ".cache" / "mxgitops" / "node"
-    return Path(os.environ.get(CACHE_ENV) or default)
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
 
 
 def _compile(component: Component, target: Path) -> None:

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 import requests
 
 from tests.kubeapi.errors import ApiError
-from tests.kubeapi.faults import Faults, RequestLog
+from tests.kubeapi.faults import Faults, RequestLog, list_status
 from tests.kubeapi.server import MethodHandler, log_entry
 
 from .pki import KeyPair
@@ -101,6 +101,12 @@ class Handler(MethodHandler):
                 if decision.error is not None:
                     entry["fault"] = str(decision.error.code)
                     self._answer_error(entry, decision.error)
+                    return
+                if decision.list_body and entry["verb"] == "list":
+                    status = list_status(decision.list_body, query)
+                    entry.update(fault=decision.list_body, status=status)
+                    self.server.log.append(entry)
+                    self.answer_list_fault(decision.list_body, query, self.server.faults.released())
                     return
                 if decision.lose:
                     entry.update(fault="lose", dropped=True)

@@ -16,6 +16,13 @@ separated list of ``VERBS[/RESOURCES]:ACTION=VALUE`` rules.
   and never answered until the server stops or :meth:`Faults.configure` is
   called again; :attr:`Faults.hanging` is set when one hangs) where ``P`` is a
   probability in [0, 1]; ``delay=Nms`` (always) or ``delay=Nms@P``.
+* A LIST answered by a server gone wrong, instead of the real page (``list`` rules;
+  ``=P`` as above): ``endless`` (a 200 whose items never end), ``trickle`` (a 200
+  whose body never ends, a space now and then: no read ever times out), ``loop``
+  (an empty page whose ``continue`` token is always the same), ``expire`` (a page
+  with a ``continue`` token, and 410 Expired for every continued page), ``deep``
+  (an item nested 2,000 levels deep), ``nometa`` (an item without ``metadata``).
+  Both backends write the same bodies (:func:`list_body`).
 
 An error action's ``P`` may end in ``xN``: the rule fires at most N times
 (``create/configmaps:lose=1x1``: the first create's answer is lost, its retry's
@@ -36,6 +43,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +53,8 @@ from .errors import ApiError
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 READ_VERBS = frozenset({"get", "list", "watch"})
 ALL_VERBS = WRITE_VERBS | READ_VERBS
-ACTIONS = ("500", "503", "429", "drop", "lose", "hang", "delay")
+LIST_BODIES = ("endless", "trickle", "loop", "expire", "deep", "nometa")
+ACTIONS = ("500", "503", "429", "drop", "lose", "hang", "delay", *LIST_BODIES)
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,7 @@ class Decision:
     drop: bool = False
     lose: bool = False
     hang: bool = False
+    list_body: str = ""  # one of LIST_BODIES: the answer is that body, not the real one
 
 
 def fault_error(action: str, retry_after: int) -> ApiError:
@@ -181,6 +191,12 @@ class Faults:
             self._release = threading.Event()
             self.hanging.clear()
 
+    def released(self) -> threading.Event:
+        """Set when hanging requests are let go (new rules, the server stopping): an
+        endless LIST body ends then too."""
+        with self._lock:
+            return self._release
+
     def hang(self) -> None:
         """Called by a request that hangs: block until released."""
         with self._lock:
@@ -201,7 +217,9 @@ class Faults:
                 if rule.action == "delay":
                     decision.delay_ms += rule.delay_ms
                 elif decision.error is None and not (decision.drop or decision.lose):
-                    if rule.action in ("drop", "lose", "hang"):
+                    if rule.action in LIST_BODIES:
+                        decision.list_body = decision.list_body or rule.action
+                    elif rule.action in ("drop", "lose", "hang"):
                         setattr(decision, rule.action, True)
                     else:
                         decision.error = fault_error(rule.action, self.retry_after)
@@ -237,3 +255,45 @@ class RequestLog:
             self.entries.clear()
             if self.path is not None:
                 self.path.write_text("")
+
+
+def expired() -> ApiError:
+    return ApiError(
+        410,
+        "Expired",
+        "The provided continue parameter is too old to display a consistent list result.",
+        {},
+    )
+
+
+def list_status(action: str, query: dict[str, str]) -> int:
+    """The status a LIST gone wrong is answered with: 410 for `expire`'s continued pages."""
+    return 410 if action == "expire" and "continue" in query else 200
+
+
+def list_body(action: str, stop: threading.Event) -> Iterator[bytes]:
+    """The chunks of a LIST answer gone wrong (`action`, one of LIST_BODIES; `expire`'s
+    first page). An endless body ends when `stop` is set or the client goes away."""
+    head = b'{"kind":"List","apiVersion":"v1","metadata":{%s},"items":['
+    if action in ("loop", "expire"):
+        yield head % b'"continue":"mxgitops-test-again"' + b"]}"
+    elif action == "deep":
+        depth = 2000
+        item = b'{"metadata":{"name":"deep","namespace":"ml"},"spec":'
+        yield head % b"" + item + b'{"a":' * depth + b"1" + b"}" * depth + b"}]}"
+    elif action == "nometa":
+        yield head % b"" + b'{"kind":"Job","apiVersion":"batch/v1","spec":{}}]}'
+    elif action == "trickle":
+        yield head % b""
+        while not stop.wait(0.05):  # the server's pace, not a test waiting
+            yield b" "
+    else:  # endless
+        yield head % b""
+        number = 0
+        while not stop.is_set():
+            batch = b"".join(
+                b'{"metadata":{"name":"stream-%d","namespace":"ml"}},' % (number + n)
+                for n in range(200)
+            )
+            number += 200
+            yield batch

@@ -61,6 +61,11 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property
+    def key(self) -> str:
+        """What the store files its objects under: core and events.k8s.io Events differ."""
+        return self.qualified
+
+    @property
     def group_kind(self) -> str:
         """Group-qualified kind, as in ``Job.batch "x" is invalid``."""
         return f"{self.kind}.{self.group}" if self.group else self.kind
@@ -95,11 +100,19 @@ RESOURCES: tuple[Resource, ...] = (
         default_propagation="Orphan",
     ),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", "lease", allow_create_on_update=True),
+    # What mxgitops writes (`kubectl events` reads both groups). The real server keeps one
+    # store for both versions of an Event; the double two: nothing reads one as the other.
+    Resource("events.k8s.io", "v1", "Event", "events", "event", allow_create_on_update=True),
 )
 
 BY_PATH: dict[tuple[str, str], Resource] = {(r.api_prefix, r.plural): r for r in RESOURCES}
-BY_PLURAL: dict[str, Resource] = {r.plural: r for r in RESOURCES}
-BY_KIND: dict[str, Resource] = {r.kind: r for r in RESOURCES}
+# The core group's Event wins a lookup by plural or kind: the first of the same name.
+BY_PLURAL: dict[str, Resource] = {}
+BY_KIND: dict[str, Resource] = {}
+for _res in RESOURCES:
+    BY_PLURAL.setdefault(_res.plural, _res)
+    BY_KIND.setdefault(_res.kind, _res)
+BY_QUALIFIED: dict[str, Resource] = {r.qualified: r for r in RESOURCES}
 
 
 def group_versions() -> list[str]:
@@ -113,6 +126,8 @@ def group_versions() -> list[str]:
 
 def resource(name: str) -> Resource:
     """Look a resource up by plural (``jobs``), qualified name or kind."""
+    if name in BY_QUALIFIED:
+        return BY_QUALIFIED[name]
     plural = name.split(".")[0]
     if plural in BY_PLURAL:
         return BY_PLURAL[plural]

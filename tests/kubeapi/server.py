@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from . import discovery, errors
+from . import faults as faults_module
 from .controlplane import ControlPlane
 from .errors import ApiError
 from .faults import Faults, RequestLog
@@ -235,6 +236,32 @@ class MethodHandler(BaseHTTPRequestHandler):
 
     raw_requestline: bytes
     _headers_buffer: list[bytes]
+
+    def answer_list_fault(self, action: str, query: dict[str, str], stop: threading.Event) -> int:
+        """Answer a LIST as a server gone wrong would (`faults.list_body`), chunked;
+        the status sent. An endless body ends when the client goes away."""
+        if faults_module.list_status(action, query) == 410:
+            error = faults_module.expired()
+            data = json.dumps(error.status()).encode()
+            head = (
+                f"HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n"
+            )
+            self.wfile.write(head.encode("latin-1") + data)
+            return 410
+        self.close_connection = True
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        try:
+            for chunk in faults_module.list_body(action, stop):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client gave up on the answer, as it should
+        return 200
 
     def parse_request(self) -> bool:
         """http.server's, with the headers read by `read_headers` instead of the email
@@ -451,6 +478,11 @@ class Handler(MethodHandler):
                 if decision.error is not None:
                     entry["fault"] = str(decision.error.code)
                     self._send_error(decision.error)
+                    return
+                if decision.list_body and route.verb == "list":
+                    entry["fault"] = decision.list_body
+                    self._record(faults_module.list_status(decision.list_body, query))
+                    self.answer_list_fault(decision.list_body, query, self.server.faults.released())
                     return
             self._handle(method, url.path, route, query, body)
         except ApiError as err:

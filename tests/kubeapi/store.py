@@ -59,7 +59,7 @@ class _Entry:
         return self.item
 
 
-_BY_PLURAL = {r.plural: r for r in RESOURCES}
+_BY_KEY = {r.key: r for r in RESOURCES}
 
 # json.dumps(value, separators=(",", ":")) without a new encoder per call. No check for
 # circular references: what is encoded is decoded JSON or built from it, never circular.
@@ -86,7 +86,7 @@ class Store:
         self.rng = random.Random(seed)
         self.clock_offset = timedelta()
         self._timestamp: tuple[int, timedelta, str] = (0, self.clock_offset, "")
-        self._objects: dict[str, dict[tuple[str, str], _Entry]] = {r.plural: {} for r in RESOURCES}
+        self._objects: dict[str, dict[tuple[str, str], _Entry]] = {r.key: {} for r in RESOURCES}
         self._history: deque[Event] = deque()
         self._next_ip = 10
         # uid -> the (plural, key) of the object with that uid, and of those it owns:
@@ -131,12 +131,12 @@ class Store:
 
     # -- reads ---------------------------------------------------------------
     def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
-        entry = self._objects[res.plural].get((namespace, name))
+        entry = self._objects[res.key].get((namespace, name))
         return entry.obj if entry else None
 
     def entries(self, res: Resource, namespace: str | None) -> list[_Entry]:
         with self.lock:
-            entries = self._objects[res.plural]
+            entries = self._objects[res.key]
             if namespace is None:
                 return list(entries.values())
             return [e for (ns, _), e in entries.items() if ns == namespace]
@@ -147,13 +147,13 @@ class Store:
     def ordered(self, res: Resource) -> tuple[list[tuple[str, str]], list[_Entry]]:
         """The kind's keys (namespace, name) in order, and their entries."""
         with self.lock:
-            writes = self._writes[res.plural]
-            cached = self._ordered.get(res.plural)
+            writes = self._writes[res.key]
+            cached = self._ordered.get(res.key)
             if cached is None or cached[0] != writes:
-                table = self._objects[res.plural]
+                table = self._objects[res.key]
                 keys = sorted(table)
                 cached = (writes, keys, [table[k] for k in keys])
-                self._ordered[res.plural] = cached
+                self._ordered[res.key] = cached
             return cached[1], cached[2]
 
     def exists(self, uid: str) -> bool:
@@ -163,7 +163,7 @@ class Store:
         """The objects whose ownerReferences name `uid`."""
         with self.lock:
             found = sorted(self._owned.get(uid, ()))
-            return [(_BY_PLURAL[plural], self._objects[plural][key].obj) for plural, key in found]
+            return [(_BY_KEY[plural], self._objects[plural][key].obj) for plural, key in found]
 
     def _index(self, plural: str, obj: dict[str, Any], add: bool) -> None:
         meta, where = obj["metadata"], (plural, key_of(obj))
@@ -183,7 +183,7 @@ class Store:
     def all_objects(self) -> Iterator[tuple[Resource, dict[str, Any]]]:
         with self.lock:
             for res in RESOURCES:
-                for entry in list(self._objects[res.plural].values()):
+                for entry in list(self._objects[res.key].values()):
                     yield res, entry.obj
 
     # -- writes --------------------------------------------------------------
@@ -201,22 +201,22 @@ class Store:
     def put(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` (which the caller hands over) as ADDED or MODIFIED."""
         with self.lock:
-            table, key = self._objects[res.plural], key_of(obj)
+            table, key = self._objects[res.key], key_of(obj)
             prev = table.get(key)
             self._record("MODIFIED" if prev else "ADDED", res, obj, prev.obj if prev else None)
-            self._writes[res.plural] += 1
+            self._writes[res.key] += 1
             if prev is not None:
-                self._index(res.plural, prev.obj, add=False)
-            self._index(res.plural, obj, add=True)
+                self._index(res.key, prev.obj, add=False)
+            self._index(res.key, obj, add=True)
             table[key] = _Entry(obj)
             return obj
 
     def remove(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         """Delete the object; the DELETED event carries a new resourceVersion."""
         with self.lock:
-            prev = self._objects[res.plural].pop(key_of(obj))
-            self._writes[res.plural] += 1
-            self._index(res.plural, prev.obj, add=False)
+            prev = self._objects[res.key].pop(key_of(obj))
+            self._writes[res.key] += 1
+            self._index(res.key, prev.obj, add=False)
             final = {**prev.obj, "metadata": dict(prev.obj["metadata"])}
             return self._record("DELETED", res, final, prev.obj)
 

@@ -1,0 +1,137 @@
+"""The root of the `mxgitops` command line: the group, exit codes and the one mapping
+from errors to them.
+
+A command parses its options, calls one function, renders the result and returns an
+`ExitCode`. Errors are `MxGitOpsError`s raised below the CLI; `Main.invoke` is the one
+place that turns them into `Error: message` on stderr and an exit code (with the
+traceback only under `--debug`).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+import click
+
+from mxgitops.errors import (
+    CacheBusyError,
+    ClusterError,
+    ConfigError,
+    GitError,
+    LeaseHeldError,
+    ManifestError,
+    MxGitOpsError,
+    StateDamagedError,
+)
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILED = 1  # a job failed to apply, or a manifest is invalid
+    USAGE = 2  # a usage or configuration error
+    GIT = 3  # git failed: clone, fetch, checkout, notes
+    CLUSTER = 4  # the cluster is unreachable or refused us
+    LEASE_HELD = 5  # another sync holds the lease (or the Git cache)
+    STATE_DAMAGED = 6  # mxgitops' own ledger or Lease cannot be read: repair it
+    INTERNAL = 70  # a bug in mxgitops (sysexits' EX_SOFTWARE); run with --debug
+
+
+# Most specific first: the first match wins.
+ERROR_CODES: tuple[tuple[type[MxGitOpsError], ExitCode], ...] = (
+    (ManifestError, ExitCode.FAILED),
+    (ConfigError, ExitCode.USAGE),
+    (GitError, ExitCode.GIT),
+    (ClusterError, ExitCode.CLUSTER),
+    (LeaseHeldError, ExitCode.LEASE_HELD),
+    (CacheBusyError, ExitCode.LEASE_HELD),
+    (StateDamagedError, ExitCode.STATE_DAMAGED),
+)
+
+
+def exit_code_for(error: BaseException) -> ExitCode:
+    """The exit code of an error: the one mapping from exceptions to codes."""
+    for error_type, code in ERROR_CODES:
+        if isinstance(error, error_type):
+            return code
+    if isinstance(error, click.UsageError):
+        return ExitCode.USAGE
+    if isinstance(error, click.ClickException):
+        return ExitCode.FAILED
+    return ExitCode.INTERNAL
+
+
+class Main(click.Group):
+    """The root group: maps errors to exit codes and a command's return to its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            result = super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # click prints these and knows their exit code
+        except Exception as error:
+            code = exit_code_for(error)
+            if ctx.params.get("debug"):
+                import traceback  # only under --debug: no command pays for it otherwise
+
+                traceback.print_exc()
+            message = str(error) or type(error).__name__
+            if code is ExitCode.INTERNAL:
+                message = f"unexpected {type(error).__name__}: {message} (run with --debug)"
+            click.echo(f"Error: {message}", err=True)
+            ctx.exit(code)
+        if isinstance(result, int) and result:
+            ctx.exit(result)
+        return result
+
+
+_HELP = """mxgitops runs MXNet training jobs on Kubernetes from a Git repository of
+job manifests.
+
+\b
+Examples:
+  mxgitops validate                      check the manifests under the current directory
+  mxgitops validate jobs/ extra.yaml     check some directories and files
+  mxgitops sync --dry-run                what a sync of this checkout would do, writing nothing
+  mxgitops sync --repo URL --kubeconfig ~/.kube/config --namespace ml
+                                         reconcile the cluster with the repository
+  mxgitops status --repo URL             the status note of the branch tip
+  mxgitops diff origin/main HEAD         what a pull request does to the jobs
+  mxgitops convert -w jobs/old.yaml      rewrite an older manifest as kubeflow.org/v1
+  mxgitops --debug sync ...              show a traceback if something unexpected breaks
+
+Each command has its own --help, with more examples.
+
+\b
+Exit codes:
+  0 OK   1 invalid manifest or failed job   2 usage or configuration error
+  3 git error (a sync that applied but could not push its note too)
+  4 cluster unreachable or forbidden   5 another sync holds the lease or the Git cache
+  6 mxgitops' ledger or Lease is damaged (the message says how to repair it)
+  70 a bug in mxgitops (run with --debug for the traceback)   143 stopped by SIGTERM
+"""
+
+
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--version: the installed version, read only when asked for (importlib.metadata
+    and the email package it loads cost every other command ~40 ms)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from mxgitops import __version__
+
+    click.echo(f"mxgitops, version {__version__}")
+    ctx.exit()
+
+
+@click.group(cls=Main, help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
+@click.option("--debug", is_flag=True, help="Print the traceback of an error.")
+def main(debug: bool) -> None:
+    del debug  # read by Main.invoke

@@ -1,0 +1,139 @@
+"""Prometheus metrics of the last sync, pushed to a Pushgateway.
+
+A CronJob's pod lives for one sync and cannot be scraped, so each sync pushes one
+group (`job="mxgitops"`, `instance=<--instance>`: no per-pod label, so a new pod
+replaces the last one's values instead of adding a series). The group is pushed with
+POST, which replaces only the metrics pushed: `mxgitops_last_success_timestamp_seconds`
+is pushed only by a sync that succeeded, so it keeps its value through failures, and
+an alert can say how long ago the last success was. The Pushgateway adds
+`push_time_seconds` itself: the alert that it was not updated reads that.
+
+The registry is this module's own: nothing of the process (its GC, its threads) is
+pushed, and pushing twice in one process (tests) starts from nothing each time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Gauge, Info, pushadd_to_gateway
+
+from mxgitops.errors import OutputError
+from mxgitops.plan import Action
+from mxgitops.report import Summary
+
+JOB = "mxgitops"
+PHASES = ("git", "validate", "read", "apply", "note", "status", "events")
+PUSH_TIMEOUT = 10.0
+_WRITING = frozenset(
+    {
+        Action.CREATE,
+        Action.REPLACE,
+        Action.REPAIR,
+        Action.UPDATE,
+        Action.DELETE,
+        Action.CLEAN,
+        Action.STOP,
+    }
+)
+STATES = ("Pending", "Running", "Succeeded", "Failed", "Suspended", "Waiting", "Deleting")
+
+
+@dataclass(frozen=True)
+class SyncMetrics:
+    """What one sync pushes."""
+
+    instance: str
+    started: float  # epoch seconds
+    finished: float
+    exit_code: int
+    summary: Summary | None = None  # None: the sync stopped before it had one
+    errors: Mapping[str, int] = field(default_factory=dict)  # phase -> errors
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exit_code == 0
+
+
+def registry_for(metrics: SyncMetrics) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=True)
+
+    def gauge(name: str, doc: str, value: float) -> None:
+        Gauge(name, doc, registry=registry).set(value)
+
+    gauge("mxgitops_sync_start_timestamp_seconds", "When the last sync started.", metrics.started)
+    gauge("mxgitops_sync_end_timestamp_seconds", "When the last sync ended.", metrics.finished)
+    gauge(
+        "mxgitops_sync_duration_seconds",
+        "How long the last sync took.",
+        max(0.0, metrics.finished - metrics.started),
+    )
+    gauge("mxgitops_sync_success", "1 if the last sync succeeded, else 0.", metrics.succeeded)
+    gauge("mxgitops_sync_exit_code", "The exit code of the last sync.", metrics.exit_code)
+    if metrics.succeeded:
+        gauge(
+            "mxgitops_last_success_timestamp_seconds",
+            "When the last successful sync ended.",
+            metrics.finished,
+        )
+    errors = Gauge(
+        "mxgitops_sync_errors", "Errors of the last sync, by phase.", ["phase"], registry=registry
+    )
+    for phase in PHASES:
+        errors.labels(phase).set(metrics.errors.get(phase, 0))
+    summary = metrics.summary
+    if summary is not None:
+        _jobs(summary, registry)
+        Info("mxgitops_sync_commit", "The commit the last sync synced.", registry=registry).info(
+            {"commit": summary.commit, "version": summary.version}
+        )
+    return registry
+
+
+def _jobs(summary: Summary, registry: CollectorRegistry) -> None:
+    # Every state and action has a value, 0 too: a series that the last sync did not
+    # push would keep the value of the one before (a push replaces whole families).
+    states: dict[str, int] = dict.fromkeys(STATES, 0)
+    actions: dict[str, int] = dict.fromkeys((a.value for a in Action), 0)
+    objects: dict[str, int] = dict.fromkeys((a.value for a in Action if a in _WRITING), 0)
+    for job in summary.jobs:
+        if job.state:
+            states[job.state] = states.get(job.state, 0) + 1
+        actions[job.action] = actions.get(job.action, 0) + 1
+        if job.objects and not job.errors:
+            objects[job.action] = objects.get(job.action, 0) + len(job.objects)
+    by_state = Gauge("mxgitops_jobs", "Jobs by state.", ["state"], registry=registry)
+    for state, count in states.items():
+        by_state.labels(state).set(count)
+    by_action = Gauge(
+        "mxgitops_sync_jobs", "Jobs of the last sync, by action.", ["action"], registry=registry
+    )
+    for action, count in actions.items():
+        by_action.labels(action).set(count)
+    written = Gauge(
+        "mxgitops_sync_objects_written",
+        "Objects the last sync wrote, by the action of their job.",
+        ["action"],
+        registry=registry,
+    )
+    for action, count in objects.items():
+        written.labels(action).set(count)
+    Gauge("mxgitops_invalid_manifests", "Invalid manifests.", registry=registry).set(
+        len(summary.problems)
+    )
+
+
+def push(gateway: str, metrics: SyncMetrics, *, timeout: float = PUSH_TIMEOUT) -> None:
+    """Push the group; an OutputError if the Pushgateway cannot take it."""
+
+    try:
+        pushadd_to_gateway(
+            gateway,
+            job=JOB,
+            registry=registry_for(metrics),
+            grouping_key={"instance": metrics.instance},
+            timeout=timeout,
+        )
+    except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+        raise OutputError(f"the metrics were not pushed to {gateway}: {exc}") from exc

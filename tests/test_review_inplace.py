@@ -1,0 +1,90 @@
+"""`mxgitops diff` shows every in-place update (issue 24): a pull request that sets
+`suspend` or `activeDeadlineSeconds` on a running job changes what runs without a new
+runtime, so the spec hash stays; the plan must still show each field before -> after,
+as the sync would patch it, in text, json and markdown."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mxgitops.cli import main
+from mxgitops.sync import sync
+from tests.gitfixtures import GitRemote
+from tests.kubeapi.harness import KubeAPI
+from tests.test_reconcile_e2e import NS, mxjob
+from tests.test_status_truth import files, git_config
+
+WAIT = {"mxgitops.io/on-change": "wait"}
+
+
+def diff(remote: GitRemote, base: str, *extra: str) -> str:
+    args = ["diff", base, "HEAD", "--repo", str(remote.work), "--path", "jobs", "-n", NS]
+    result = CliRunner().invoke(main, [*args, *extra], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_in_place_changes_show_in_every_diff_output(
+    make_git_remote: Callable[..., GitRemote],
+) -> None:
+    remote = make_git_remote(
+        "jobs", files=files(mxjob("victim", servers=0), mxjob("paused", servers=0), mxjob("same"))
+    )
+    base = remote.rev()
+    remote.commit(
+        files(
+            mxjob("victim", servers=0, runPolicy={"activeDeadlineSeconds": 1}, annotations=WAIT),
+            mxjob("paused", servers=0, runPolicy={"suspend": True, "backoffLimit": 0}),
+        ),
+        "hide a kill in place",
+    )
+    text = diff(remote, base)
+    assert text.splitlines()[0].startswith(
+        "0 added, 0 changed (replaced on sync), 2 updated in place"
+    )
+    lines = {line.split()[1]: line for line in text.splitlines()[1:]}
+    assert "spec.activeDeadlineSeconds unset -> 1" in lines["ml/victim"]
+    assert "mxgitops.io/on-change replace -> wait" in lines["ml/victim"]
+    assert "spec.suspend false -> true" in lines["ml/paused"]
+    assert "spec.backoffLimit unset -> 0" in lines["ml/paused"]
+    assert "ml/same" not in lines
+
+    markdown = diff(remote, base, "-o", "markdown")
+    assert "No job is added, changed or removed" not in markdown
+    assert "| updated | `ml/victim` |" in markdown
+    assert "spec.activeDeadlineSeconds unset → 1" in markdown
+    assert "spec.suspend false → true" in markdown
+
+    updated = {j["name"]: j for j in json.loads(diff(remote, base, "-o", "json"))["updated"]}
+    assert updated["victim"]["fields"] == [
+        {"field": "spec.activeDeadlineSeconds", "before": None, "after": 1},
+        {"field": "mxgitops.io/on-change", "before": "replace", "after": "wait"},
+    ]
+    assert {"field": "spec.suspend", "before": False, "after": True} in updated["paused"]["fields"]
+
+
+def test_diff_shows_the_fields_the_sync_then_patches(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    """What diff says a merge does is what the sync of that merge reports doing."""
+    remote = make_git_remote("jobs", files=files(mxjob("victim", servers=0)))
+    config = git_config(remote, kubeapi, tmp_path)
+    base = remote.rev()
+    sync(config)
+    remote.commit(
+        files(mxjob("victim", servers=0, runPolicy={"suspend": True, "activeDeadlineSeconds": 5})),
+        "in place",
+    )
+    shown = json.loads(diff(remote, base, "-o", "json"))["updated"][0]["fields"]
+    outcome = sync(config)
+    (job,) = [j for j in outcome.summary.jobs if j.name == "victim"]
+    assert job.action == "update", job
+    for field in shown:
+        before, after = (
+            json.dumps(field[k]) if field[k] is not None else "unset" for k in ("before", "after")
+        )
+        assert f"{field['field']} {before} -> {after}" in job.reason, (field, job.reason)
