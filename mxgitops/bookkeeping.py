@@ -27,7 +27,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from mxgitops.ledger import STATES, Finished, JobKey, Ledger
-from mxgitops.trainer import Failure, LiveJob, State
+from mxgitops.runtimes import Live
+from mxgitops.trainer import Failure, State
 
 DEFAULT_LEDGER_RETENTION = timedelta(days=90)
 
@@ -75,7 +76,7 @@ def ledger_changes(
     *,
     pruned: Collection[JobKey],
     invalid: Collection[JobKey],
-    live_jobs: Mapping[JobKey, LiveJob],
+    live_jobs: Mapping[JobKey, Live],
     now: datetime,
     retention: timedelta,
 ) -> tuple[LedgerChange, ...]:

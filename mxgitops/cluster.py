@@ -110,7 +110,13 @@ _RESOURCES: dict[Kind, tuple[str, str]] = {
     Kind.CONFIG_MAP: ("/api/v1", "configmaps"),
     Kind.LEASE: ("/apis/coordination.k8s.io/v1", "leases"),
     Kind.EVENT: ("/apis/events.k8s.io/v1", "events"),
+    Kind.JOBSET: ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
+    Kind.WORKLOAD: ("/apis/kueue.x-k8s.io/v1beta2", "workloads"),
+    Kind.WORKLOAD_PRIORITY_CLASS: ("/apis/kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"),
 }
+# The label Kueue reads a job's queue from (`scheduling.QUEUE_LABEL`): a JobSet with it
+# has a Workload, which says why it waits.
+_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # A kind's apiVersion: its group path without the leading /api/ or /apis/.
 _API_VERSIONS = {kind: group.split("/", 2)[2] for kind, (group, _) in _RESOURCES.items()}
 
@@ -122,6 +128,10 @@ _API_VERSIONS = {kind: group.split("/", 2)[2] for kind, (group, _) in _RESOURCES
 _LIVE_UNREAD: dict[Kind, tuple[tuple[str, str], ...]] = {
     Kind.JOB: (("spec", "template"),),
     Kind.POD: (("spec", "containers"), ("spec", "volumes"), ("spec", "initContainers")),
+    # Its replicatedJobs (pod templates, where Kueue injects what it admits with) are
+    # never read: its in-place fields, metadata and status are.
+    Kind.JOBSET: (("spec", "replicatedJobs"),),
+    Kind.WORKLOAD: (("spec", "podSets"),),
 }
 
 
@@ -160,11 +170,34 @@ class Cluster:
         """One LIST per kind, across namespaces, of the objects matching `selector`,
         each kept with what planning reads of it (`_LIVE_UNREAD`): memory grows with
         the number of jobs, not with the size of their pod templates."""
+        jobs = tuple(self.list_all(Kind.JOB, selector, unread=_LIVE_UNREAD[Kind.JOB]))
+        services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
+        pods = tuple(self.list_all(Kind.POD, selector, unread=_LIVE_UNREAD[Kind.POD]))
+        jobsets = tuple(self._list_if_served(Kind.JOBSET, selector))
+        queued = any(_QUEUE_LABEL in (o["metadata"].get("labels") or {}) for o in jobsets)
         return LiveObjects(
-            jobs=tuple(self.list_all(Kind.JOB, selector, unread=_LIVE_UNREAD[Kind.JOB])),
-            services=tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True)),
-            pods=tuple(self.list_all(Kind.POD, selector, unread=_LIVE_UNREAD[Kind.POD])),
+            jobs=jobs,
+            services=services,
+            pods=pods,
+            jobsets=jobsets,
+            # Kueue labels no Workload with ours: all of them, and only when one is needed.
+            workloads=tuple(self._list_if_served(Kind.WORKLOAD, "")) if queued else (),
         )
+
+    def workload_priority_classes(self) -> frozenset[str]:
+        """The names of Kueue's WorkloadPriorityClasses (none where Kueue is not served)."""
+        found = self._list_if_served(Kind.WORKLOAD_PRIORITY_CLASS, "")
+        return frozenset(str(o["metadata"]["name"]) for o in found)
+
+    def _list_if_served(self, kind: Kind, selector: str) -> list[KubeObject]:
+        """A LIST of a custom resource; none when the cluster does not serve it (404: its
+        CRD is not installed, so no object of that kind can exist)."""
+        try:
+            return self.list_all(kind, selector, unread=_LIVE_UNREAD.get(kind, ()))
+        except ClusterClientError as exc:
+            if exc.status == 404:
+                return []
+            raise
 
     def list_all(
         self,
@@ -434,7 +467,8 @@ class Cluster:
 
 # The objects a job is made of, namespaced: what tenancy writes (and reads back) as the tenant.
 _TENANT_PATH = re.compile(
-    r"^(?:/apis/batch/v1|/api/v1)/namespaces/([^/]+)/(?:jobs|services|pods)(?:/|$)"
+    r"^(?:/apis/batch/v1|/api/v1|/apis/jobset\.x-k8s\.io/v1alpha2)/namespaces/([^/]+)"
+    r"/(?:jobs|services|pods|jobsets)(?:/|$)"
 )
 
 

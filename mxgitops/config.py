@@ -26,6 +26,7 @@ from mxgitops import policy, repofile
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
 from mxgitops.manifests import LoadResult, Problem, read_section
+from mxgitops.model import Runtime
 from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 from mxgitops.trainer import parse_accelerators
@@ -34,6 +35,7 @@ from mxgitops.trainer import parse_accelerators
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 MAX_PARALLELISM = 256  # each write holds a connection of the client's pool
 FILE_SIZE_BOUNDS = (1 << 10, 64 << 20)  # of --max-file-size: 1 KiB to 64 MiB
+RUNTIMES = tuple(runtime.value for runtime in Runtime)  # of --default-runtime
 MAX_FAILURE_LOG_LINES = 1000  # of --failure-log-lines
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
@@ -90,6 +92,7 @@ class SyncConfig:
     status_timeout: float = DEFAULT_STATUS_TIMEOUT  # seconds, rate-limit waits included
     events: bool = True  # Kubernetes Events on the jobs a sync acts on
     pushgateway: str = ""  # URL of a Pushgateway for the metrics; "": none
+    default_runtime: str = "batch"  # the operator's: what a dist job naming no queue runs on
 
     def __post_init__(self) -> None:
         if not self.state_namespace:
@@ -134,6 +137,11 @@ class SyncConfig:
                     f"{what} {value!r} is not a valid namespace name "
                     "(lower-case letters, digits and '-', at most 63 characters)"
                 )
+        if self.default_runtime not in RUNTIMES:
+            raise ConfigError(
+                f"default runtime must be one of {', '.join(RUNTIMES)}, "
+                f"not {self.default_runtime!r}"
+            )
         account = self.tenant_service_account
         if account is not None and not is_dns1123_label(account):
             raise ConfigError(

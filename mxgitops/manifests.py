@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from mxgitops import policy as rules
 from mxgitops.dialects import VERSIONS, Version, version_of
 from mxgitops.errors import ConfigError
+from mxgitops.model import Runtime
 from mxgitops.schema import describe, schema_problems
 from mxgitops.spec import (
     KUBEFLOW_API_VERSION,
@@ -182,6 +183,7 @@ def load(
     max_file_size: int = MAX_FILE_SIZE,
     policy: rules.Policy | None = None,
     verdicts: Verdicts | None = None,
+    default_runtime: Runtime = Runtime.BATCH,
 ) -> LoadResult:
     """Validate every manifest under `paths` (files or directories), and, given a
     `policy`, check each valid job against it (a violation is a problem, and the job
@@ -193,7 +195,7 @@ def load(
     that does not exist; everything wrong inside the files is a Problem.
     """
     roots = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    loader = _Loader(default_namespace, max_file_size, policy, verdicts)
+    loader = _Loader(default_namespace, max_file_size, policy, verdicts, default_runtime)
     for root in roots:
         loader.load_root(Path(root))
     return loader.result()
@@ -373,6 +375,7 @@ class _Loader:
     max_file_size: int
     policy: rules.Policy | None = None
     verdicts: Verdicts | None = None
+    default_runtime: Runtime = Runtime.BATCH  # the operator's, for dist jobs naming no queue
     named: list[Named] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
@@ -410,7 +413,9 @@ class _Loader:
         self.unnamed_invalid += verdict.unnamed_invalid
 
     def _validate(self, name: str, text: str) -> FileVerdict:
-        alone = _Loader(self.default_namespace, self.max_file_size, self.policy)
+        alone = _Loader(
+            self.default_namespace, self.max_file_size, self.policy, None, self.default_runtime
+        )
         try:
             for document in documents(text):
                 alone.load_document(name, document)
@@ -450,7 +455,11 @@ class _Loader:
         if not problems:
             try:
                 job = read_manifest(
-                    data, version, default_namespace=self.default_namespace, source_path=name
+                    data,
+                    version,
+                    default_namespace=self.default_namespace,
+                    source_path=name,
+                    default_runtime=self.default_runtime,
                 )
             except SpecError as error:
                 problems = [Issue(p.path, p.message) for p in error.problems]

@@ -93,6 +93,13 @@ class OnChange(StrEnum):
     WAIT = "wait"  # a changed or removed job waits until it has finished
 
 
+class Runtime(StrEnum):
+    """How a job becomes Kubernetes objects (`mxgitops.runtimes`)."""
+
+    BATCH = "batch"  # one batch Job per replica and a scheduler Service (trainer/)
+    JOBSET = "jobset"  # one JobSet, admitted whole by Kueue when queued (jobset/)
+
+
 class SuccessPolicy(StrEnum):
     SCHEDULER = ""  # the seed's rule: a dist job succeeds with its scheduler
     ALL_WORKERS = "AllWorkers"
@@ -147,6 +154,9 @@ class MxJob:
     success_policy: SuccessPolicy = SuccessPolicy.SCHEDULER
     on_change: OnChange = OnChange.REPLACE
     dialect: Dialect = Dialect.SEED
+    runtime: Runtime = Runtime.BATCH
+    queue: str = ""  # Kueue's LocalQueue (schedulingPolicy.queue, the queue-name label)
+    priority_class: str = ""  # schedulingPolicy.priorityClass (already on the pods)
     source_path: str = field(default="", compare=False)
     # What is valid but deserves a word (an older API version, an overridden
     # restart policy...); never part of the spec hash.
@@ -196,6 +206,9 @@ class MxJob:
             success_policy=SuccessPolicy(data["success_policy"]),
             on_change=OnChange(data["on_change"]),
             dialect=Dialect(data["dialect"]),
+            runtime=Runtime(data.get("runtime", Runtime.BATCH.value)),
+            queue=data.get("queue", ""),
+            priority_class=data.get("priority_class", ""),
             source_path=data["source_path"],
             warnings=tuple(
                 FieldProblem(tuple(w["path"]), w["message"]) for w in data.get("warnings", ())
@@ -268,7 +281,7 @@ def mappings(items: Any) -> Iterator[Mapping[str, Any]]:
 def _canonical_json(job: MxJob, *, legacy: bool = False) -> str:
     """`legacy`: as mxgitops hashed before the in-place fields left the hash."""
     policy = job.run_policy
-    shape = {
+    shape: dict[str, Any] = {
         "name": job.name,
         "namespace": job.namespace,
         "mode": job.mode.value,
@@ -294,6 +307,16 @@ def _canonical_json(job: MxJob, *, legacy: bool = False) -> str:
         },
         "successPolicy": job.success_policy.value,
     }
+    if job.runtime is not Runtime.BATCH:  # a batch job hashes as it always did
+        shape["runtime"] = {
+            "name": job.runtime.value,
+            "queue": job.queue,
+            "priorityClass": job.priority_class,
+            # A JobSet's replicatedJobs and failure policy are immutable: where these
+            # land there (the child Jobs' deadline, maxRestarts), a change replaces.
+            "activeDeadlineSeconds": policy.active_deadline_seconds,
+            "backoffLimit": policy.backoff_limit,
+        }
     return json.dumps(shape, sort_keys=True, separators=(",", ":"), default=str)
 
 

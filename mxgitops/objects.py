@@ -33,6 +33,9 @@ class Kind(StrEnum):
     CONFIG_MAP = "ConfigMap"
     LEASE = "Lease"
     EVENT = "Event"  # events.k8s.io/v1: what a sync did, for `kubectl events`
+    JOBSET = "JobSet"  # jobset.x-k8s.io/v1alpha2: the JobSet runtime's one object per job
+    WORKLOAD = "Workload"  # kueue.x-k8s.io/v1beta2: Kueue's, read for why a job waits
+    WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"  # Kueue's, read by name
 
 
 _KINDS = {kind.value: kind for kind in Kind}
@@ -99,9 +102,12 @@ class LiveObjects:
     jobs: tuple[KubeObject, ...] = ()
     services: tuple[KubeObject, ...] = ()
     pods: tuple[KubeObject, ...] = ()
+    jobsets: tuple[KubeObject, ...] = ()
+    # Kueue's Workloads of queued JobSets (listed only when some JobSet is queued)
+    workloads: tuple[KubeObject, ...] = ()
 
     def all(self) -> tuple[KubeObject, ...]:
-        return self.jobs + self.services + self.pods
+        return self.jobs + self.services + self.pods + self.jobsets + self.workloads
 
     def versions(self) -> frozenset[tuple[str, str]]:
         """(uid, resourceVersion) of every object: equal sets mean nothing changed."""

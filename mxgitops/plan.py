@@ -41,21 +41,20 @@ from mxgitops.bookkeeping import (
     with_failure_logs,
 )
 from mxgitops.ledger import JobKey, Ledger
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef, annotations_of
+from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.runtimes import Live as LiveJob
+from mxgitops.runtimes import group_live
+from mxgitops.runtimes import refs as job_refs
+from mxgitops.runtimes import render as render_job
 from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
 from mxgitops.trainer import (
     AcceleratorConfig,
     Failure,
     InPlace,
-    LiveJob,
     MxReplicaStatus,
     RenderContext,
     ReplicaState,
     State,
-    compare_in_place,
-    group_live,
-    job_refs,
-    render_job,
 )
 
 DEFAULT_MAX_PRUNE_SHARE = 0.5
@@ -112,6 +111,7 @@ class PlanOptions:
     instance: str
     commit: str = ""
     accelerators: Mapping[str, AcceleratorConfig] = field(default_factory=dict)
+    workload_priority_classes: frozenset[str] = frozenset()  # Kueue's, in the cluster
     prune: bool = True
     max_prune_share: float = DEFAULT_MAX_PRUNE_SHARE
     force_prune: bool = False
@@ -124,6 +124,7 @@ class PlanOptions:
             instance=self.instance,
             commit=self.commit,
             accelerators=self.accelerators,
+            workload_priority_classes=self.workload_priority_classes,
         )
 
 
@@ -240,7 +241,7 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
         job.key, job.legacy_spec_hash
     )
     recorded = Failure.from_json(finished.failure) if finished and finished.failure else None
-    if finished is not None and live is not None and not (live.jobs or live.services):
+    if finished is not None and live is not None and not live.has_objects:
         live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
     if live is None:
         if finished is not None:
@@ -304,7 +305,7 @@ def _running_change(
     if job.run_policy.ttl_seconds_after_finished is not None:
         collected = [ref for ref in missing if ref.kind is Kind.JOB]
         missing -= set(collected)
-    patches = tuple(compare_in_place(job, live.jobs, live.services))
+    patches = tuple(live.compare_in_place(job))
     if missing:
         names = ", ".join(sorted(ref.name for ref in missing))
         return base.change(
@@ -534,8 +535,7 @@ def _waiting(base: _Base, state: State, what: str) -> Change:
 
 
 def _on_change(live: LiveJob) -> OnChange:
-    values = {annotations_of(o).get(ON_CHANGE_ANNOTATION) for o in live.jobs + live.services}
-    return OnChange.WAIT if OnChange.WAIT.value in values else OnChange.REPLACE
+    return live.on_change()
 
 
 def _prune_refusal(

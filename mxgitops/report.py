@@ -39,6 +39,8 @@ FORMAT_VERSION = 1
 NOTE_REFRESH = timedelta(hours=1)  # a note unchanged but for its time is rewritten this often
 # The actions whose objects the synced commit submits (the live ones are replaced).
 _SUBMITTING = frozenset({Action.CREATE, Action.REPLACE})
+# States whose row says why the job does not run: the scheduler's words, or Kueue's.
+WAITING_STATES = frozenset({State.PENDING, State.QUEUED, State.PREEMPTED, State.EVICTED})
 _SYMBOLS = {
     Action.CREATE: "+",
     Action.REPLACE: "~",
@@ -77,7 +79,7 @@ class JobSummary:
     objects: tuple[str, ...] = ()  # what the action creates or deletes, as kind/name
     errors: tuple[str, ...] = ()
     runtime_id: str = ""  # the live runtime (the new one during a replace)
-    state_reason: str = ""  # why a Pending job waits: the scheduler's message
+    state_reason: str = ""  # why a job waits: the scheduler's message, or Kueue's
     failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
     warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
     commit: str = ""  # that submitted its live objects: where its commit status goes
@@ -88,8 +90,9 @@ class JobSummary:
 
     def details(self) -> list[str]:
         """Lines under the job's row: why it waits or failed, and its log's last lines."""
+        waits = (self.state or "pending").lower()
         lines = (
-            [f"{self.qualified_name}: pending: {self.state_reason}"] if self.state_reason else []
+            [f"{self.qualified_name}: {waits}: {self.state_reason}"] if self.state_reason else []
         )
         if self.failure:
             failure = Failure.from_mapping(self.failure)
@@ -242,7 +245,7 @@ def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> J
         warnings=written.warnings if written is not None else (),
         runtime_id=change.runtime_id,
         state_reason=next((r.reason for r in change.replicas if r.reason), "")
-        if change.state is State.PENDING
+        if change.state in WAITING_STATES
         else "",
         failure=asdict(change.failure) if change.failure is not None else None,
         commit=synced if change.action in _SUBMITTING else change.commit,

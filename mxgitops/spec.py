@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
+from mxgitops import scheduling
 from mxgitops.dialects import Version, version_of
 from mxgitops.model import (
     CONTAINER_NAME,
@@ -49,6 +50,7 @@ from mxgitops.model import (
     ReplicaType,
     RestartPolicy,
     RunPolicy,
+    Runtime,
     SpecError,
     SuccessPolicy,
     format_path,
@@ -175,7 +177,11 @@ def dump_fields(doc: Mapping[str, Any]) -> list[str]:
 
 
 def from_manifest(
-    doc: Mapping[str, Any], *, default_namespace: str = NAMESPACE, source_path: str = ""
+    doc: Mapping[str, Any],
+    *,
+    default_namespace: str = NAMESPACE,
+    source_path: str = "",
+    default_runtime: Runtime = Runtime.BATCH,
 ) -> MxJob:
     """Convert a schema-valid manifest of any version; raise SpecError on rule breaks."""
     version = version_of(doc)
@@ -184,7 +190,13 @@ def from_manifest(
     problems = refusals(doc)
     if problems:
         raise SpecError(problems)
-    return read_manifest(doc, version, default_namespace=default_namespace, source_path=source_path)
+    return read_manifest(
+        doc,
+        version,
+        default_namespace=default_namespace,
+        source_path=source_path,
+        default_runtime=default_runtime,
+    )
 
 
 def read_manifest(
@@ -193,31 +205,41 @@ def read_manifest(
     *,
     default_namespace: str = NAMESPACE,
     source_path: str = "",
+    default_runtime: Runtime = Runtime.BATCH,
 ) -> MxJob:
     """`from_manifest` of a document known to be of `version` and refused by nothing
-    (`manifests` asks both before the schema, once per document)."""
+    (`manifests` asks both before the schema, once per document). `default_runtime` is
+    the operator's, for dist jobs that name no queue (`scheduling.runtime_for`)."""
     metadata: Mapping[str, Any] = doc.get("metadata") or {}
     reading = version.read(doc.get("spec") or {})
     on_change, on_change_problems = _on_change(metadata)
     replicas = reading.replicas
+    queue, queue_problems, queue_warnings = scheduling.queue_of(
+        metadata.get("labels") or {}, reading.scheduling, reading.scheduling_path
+    )
+    mode = reading.mode or _inferred_mode(replicas)
     job = MxJob(
         name=str(metadata.get("name", "")),
         namespace=str(metadata.get("namespace") or default_namespace),
-        mode=reading.mode or _inferred_mode(replicas),
+        mode=mode,
         replica_specs=tuple(sorted(replicas, key=lambda r: _REPLICA_ORDER[r.type])),
         run_policy=reading.run_policy,
         success_policy=reading.success_policy,
         on_change=on_change,
         dialect=version.dialect,
+        runtime=scheduling.runtime_for(mode, queue, default_runtime),
+        queue=queue,
+        priority_class=str(reading.scheduling.get("priorityClass") or ""),
         source_path=source_path,
     )
-    problems = reading.problems + on_change_problems
+    problems = reading.problems + on_change_problems + queue_problems
     if any(r.replicas > MAX_REPLICAS for r in job.replica_specs):
         raise SpecError(problems)  # counted already; the rules below work per replica
     problems += _semantic_problems(job, version)
     if problems:
         raise SpecError(problems)
-    warnings = _warnings(doc, version, job) + reading.warnings
+    warnings = _warnings(doc, version, job) + reading.warnings + queue_warnings
+    warnings += scheduling.scheduling_warnings(job, reading.scheduling, reading.scheduling_path)
     return replace(job, warnings=tuple(warnings)) if warnings else job
 
 
@@ -275,6 +297,8 @@ def _on_change(metadata: Mapping[str, Any]) -> tuple[OnChange, list[FieldProblem
 
 def _semantic_problems(job: MxJob, version: Version) -> list[FieldProblem]:
     problems = _mode_problems(job, ("spec", version.replicas_field)) + _name_problems(job)
+    if job.runtime is Runtime.JOBSET and not problems and is_dns1123_label(job.name):
+        problems += scheduling.jobset_name_problems(job)
     for replica in job.replica_specs:
         problems += _container_problems(replica)
     return problems
@@ -336,6 +360,8 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
         problems.append(
             FieldProblem(("metadata", "namespace"), f"{job.namespace!r} is not a valid namespace")
         )
+    if job.runtime is Runtime.JOBSET:
+        return problems  # its own limits: scheduling.jobset_name_problems
     if job.replica(ReplicaType.SCHEDULER) is not None and not _DNS1035_LABEL.match(job.name):
         problems.append(
             FieldProblem(
@@ -416,7 +442,10 @@ def _warnings(doc: Mapping[str, Any], version: Version, job: MxJob) -> list[Fiel
         found.append(FieldProblem(("status",), "an empty status is ignored; a manifest has none"))
     metadata: Mapping[str, Any] = doc.get("metadata") or {}
     found += _scheduling_keys(
-        metadata, ("metadata",), "mxgitops carries it onto none of the objects it creates"
+        metadata,
+        ("metadata",),
+        "mxgitops carries it onto none of the objects it creates",
+        frozenset({("labels", scheduling.QUEUE_LABEL)}),  # the job's queue: it is read
     )
     for replica in job.replica_specs:
         template_meta: Mapping[str, Any] = replica.template.get("metadata") or {}
@@ -430,11 +459,16 @@ def _warnings(doc: Mapping[str, Any], version: Version, job: MxJob) -> list[Fiel
     return found
 
 
-def _scheduling_keys(metadata: Mapping[str, Any], path: Path, carried: str) -> list[FieldProblem]:
+def _scheduling_keys(
+    metadata: Mapping[str, Any],
+    path: Path,
+    carried: str,
+    used: frozenset[tuple[str, str]] = frozenset(),
+) -> list[FieldProblem]:
     found = []
     for field_name in ("labels", "annotations"):
         for key in metadata.get(field_name) or {}:
-            if str(key).startswith(_SCHEDULING_PREFIXES):
+            if str(key).startswith(_SCHEDULING_PREFIXES) and (field_name, key) not in used:
                 found.append(
                     FieldProblem(
                         (*path, field_name, key),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -36,6 +36,7 @@ from mxgitops import config as settings
 from mxgitops.apply import ChangeSet, apply
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
+from mxgitops.model import MxJob, Runtime
 from mxgitops.objects import Kind, LiveObjects, WriteResult, ownership_selector
 from mxgitops.plan import Plan, PlanOptions, plan
 from mxgitops.trainer import parse_accelerators
@@ -118,6 +119,9 @@ def sync(
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)
         state = _read_state(cluster, config)
+        options = replace(
+            options, workload_priority_classes=_priority_classes(cluster, loaded.jobs)
+        )
 
         def planned(state: _State) -> Plan:
             # Logs of newly failed replicas are read before apply deletes anything.
@@ -274,6 +278,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
             max_file_size=config.max_file_size,
             policy=policy,
             verdicts=verdicts,
+            default_runtime=Runtime(config.default_runtime),
         )
 
     repository = workspace.repository
@@ -282,7 +287,13 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
         if repository is not None
         else loadcache.directory_cache(config.cache_dir, directory)
     )
-    shaping = (config.path, config.namespace, config.max_file_size, repr(policy))
+    shaping = (
+        config.path,
+        config.namespace,
+        config.max_file_size,
+        repr(policy),
+        config.default_runtime,
+    )
     return loadcache.load(kept, shaping, validate)
 
 
@@ -324,6 +335,14 @@ class _State:
         if self.known != before.known:
             return True
         return self.live is not before.live and self.live.versions() != before.live.versions()
+
+
+def _priority_classes(cluster: kube.Cluster | None, jobs: Sequence[MxJob]) -> frozenset[str]:
+    """Kueue's WorkloadPriorityClasses, read only when a queued job names a priority class
+    (which is given to Kueue by name where one of that name exists)."""
+    if cluster is None or not any(job.queue and job.priority_class for job in jobs):
+        return frozenset()
+    return cluster.workload_priority_classes()
 
 
 def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:

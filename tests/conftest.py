@@ -2,5 +2,6 @@ pytest_plugins = [
     "tests.kubeapi.fixtures",
     "tests.gitfixtures",
     "tests.serverbuilds",
+    "tests.ecosystem.fixtures",
     "tests.controlplane.fixtures",
 ]

@@ -7,6 +7,7 @@ CronJob's command against the API double.)"""
 from __future__ import annotations
 
 import copy
+import os
 import re
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ CLUSTER_WIDE = {
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
     ("events.k8s.io", "events"): {"create"},  # events.py: what a sync did, on each job
+    ("jobset.x-k8s.io", "jobsets"): {"list"},  # every sync's LIST (404 without JobSet)
 }
 IN_OWN_NAMESPACE = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
@@ -266,3 +268,37 @@ def test_the_monitoring_component_reads_only_what_a_sync_pushes(tmp_path: Path) 
     read = {n for text in [*alerts.values(), *queries] for n in re.findall(r"\bmxgitops_\w+", text)}
     assert read and read <= names, read - names
     assert "push_time_seconds" in alerts["MxgitopsMetricsStale"]
+
+
+def test_the_jobset_component_grants_what_the_jobset_runtime_writes(tmp_path: Path) -> None:
+    """components/jobset over the example overlay, and over tenancy after it."""
+    runtime = {
+        ("jobset.x-k8s.io", "jobsets"): {"list", "get", "create", "patch", "delete"},
+        ("kueue.x-k8s.io", "workloads"): {"list", "patch"},
+        ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list"},
+    }
+    for name, components in (
+        ("plain", ["jobset"]),
+        ("tenancy", ["tenancy", "jobset"]),
+    ):
+        overlay = tmp_path / name
+        overlay.mkdir()
+        (overlay / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                    "kind": "Kustomization",
+                    # kustomize takes relative paths only
+                    "resources": [os.path.relpath(OVERLAY, overlay)],
+                    "components": [
+                        os.path.relpath(ROOT / "cronjob/components" / c, overlay)
+                        for c in components
+                    ],
+                }
+            )
+        )
+        granted_here = granted(kustomize(overlay), "ClusterRole")
+        for key, verbs in runtime.items():
+            assert verbs <= granted_here[key], (name, key)
+        if name == "plain":
+            assert granted_here == {**CLUSTER_WIDE, **runtime}

@@ -365,7 +365,7 @@ def test_live_services_are_their_metadata(kubeapi: KubeAPI) -> None:
     assert meta["annotations"]["mxgitops.io/spec-hash"] == "abc"
     assert meta["uid"] and meta["resourceVersion"] and "managedFields" not in meta
     lists = [e for e in kubeapi.request_log if e["method"] == "GET"]
-    assert len(lists) == 3  # Jobs, Services, pods
+    assert len(lists) == 4  # Jobs, Services, pods, JobSets (none served here: 404, no CRD)
     # A LIST of anything else, or of Services not for planning, keeps the whole object.
     (whole,) = kube.list_all(Kind.SERVICE, ownership_selector("t1"))
     assert whole["spec"]["ports"][0]["port"] == 9091

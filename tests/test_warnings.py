@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner, Result
 
 from mxgitops import report
 from mxgitops.cli import main
 from mxgitops.ledger import Ledger
 from mxgitops.manifests import LoadResult, load
+from mxgitops.model import Runtime
 from mxgitops.plan import Plan
 from mxgitops.review import render_json, render_markdown, render_text, review
 from mxgitops.trainer.render import RenderContext, render_job
@@ -128,49 +129,67 @@ def test_an_invalid_older_manifest_still_says_what_it_was_read_as(tmp_path: Path
 # -- what mxgitops cannot honour ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("where", "carried"),
-    [
-        ("metadata", "but mxgitops carries it onto none of the objects it creates"),
-        ("template", "but mxgitops carries it onto the pods only, not onto the batch Jobs"),
-    ],
-)
-def test_scheduling_labels_are_not_silently_dropped(
-    tmp_path: Path, where: str, carried: str
-) -> None:
-    text = KUBEFLOW.format(name="queued")
-    label = "labels: {kueue.x-k8s.io/queue-name: team-a}"
-    if where == "metadata":
-        text = text.replace("  name: queued\n", f"  name: queued\n  {label}\n")
-    else:
-        text = text.replace(
-            "      template:\n", f"      template:\n        metadata: {{{label}}}\n"
-        )
+def test_a_scheduling_label_on_a_pod_template_is_not_silently_dropped(tmp_path: Path) -> None:
+    text = KUBEFLOW.format(name="queued").replace(
+        "      template:\n",
+        "      template:\n        metadata: {labels: {kueue.x-k8s.io/queue-name: team-a}}\n",
+    )
     write(tmp_path, "queued.yaml", text)
     warning = only_warning(load(tmp_path))
     assert "labels.kueue.x-k8s.io/queue-name: warning: a scheduling label, " in warning
-    assert carried in warning and "runs unqueued" in warning
+    assert "but mxgitops carries it onto the pods only" in warning and "runs unqueued" in warning
+
+
+def test_the_queue_label_on_the_job_queues_it_on_jobset(tmp_path: Path) -> None:
+    text = KUBEFLOW.format(name="queued").replace(
+        "  name: queued\n", "  name: queued\n  labels: {kueue.x-k8s.io/queue-name: team-a}\n"
+    )
+    write(tmp_path, "queued.yaml", text)
+    result = load(tmp_path)
+    assert result.ok and result.warnings == [], [str(w) for w in result.warnings]
+    (job,) = result.jobs
+    assert (job.runtime, job.queue) == (Runtime.JOBSET, "team-a")
 
 
 def test_scheduling_policy_priority_class_goes_onto_every_pod_gang_fields_warn(
     tmp_path: Path,
 ) -> None:
     text = KUBEFLOW.format(name="gang") + textwrap.indent(
-        "runPolicy:\n  schedulingPolicy: {minAvailable: 3, queue: research, priorityClass: high}\n",
+        "runPolicy:\n  schedulingPolicy: {minAvailable: 1, minResources: {cpu: 1}, queue: research,"
+        " priorityClass: high}\n",
         "  ",
     )
     write(tmp_path, "gang.yaml", text)
     result = load(tmp_path)
     assert result.ok, [str(p) for p in result.problems]
+    # Queued: the job runs on JobSet, which Kueue admits whole (minAvailable 1 is all of
+    # its one pod); minResources is not used, which is said with what happens instead.
     assert [(w.line, w.field) for w in result.warnings] == [
-        (12, "spec.runPolicy.schedulingPolicy.minAvailable"),
-        (12, "spec.runPolicy.schedulingPolicy.queue"),
+        (12, "spec.runPolicy.schedulingPolicy.minResources"),
+    ]
+    assert "Kueue admits the job by the resources its pods request" in result.warnings[0].message
+    (job,) = result.jobs
+    assert (job.runtime, job.queue, job.priority_class) == (Runtime.JOBSET, "research", "high")
+    job = replace(job, runtime=Runtime.BATCH)  # the pod templates are the runtime's input
+    pods = [obj["spec"]["template"]["spec"] for obj in render_job(job, RenderContext("prod"))]
+    assert [pod["priorityClassName"] for pod in pods] == ["high"]
+
+
+def test_gang_fields_of_an_unqueued_job_say_it_runs_without_a_gang_scheduler(
+    tmp_path: Path,
+) -> None:
+    text = KUBEFLOW.format(name="gang") + textwrap.indent(
+        "runPolicy:\n  schedulingPolicy: {minAvailable: 3, scheduleTimeoutSeconds: 60}\n", "  "
+    )
+    write(tmp_path, "gang.yaml", text)
+    result = load(tmp_path)
+    assert [w.field for w in result.warnings] == [
+        "spec.runPolicy.schedulingPolicy.minAvailable",
+        "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
     ]
     assert "minAvailable 3 is not enforced" in result.warnings[0].message
     assert "without a gang scheduler" in result.warnings[1].message
-    (job,) = result.jobs
-    pods = [obj["spec"]["template"]["spec"] for obj in render_job(job, RenderContext("prod"))]
-    assert [pod["priorityClassName"] for pod in pods] == ["high"]
+    assert result.jobs[0].runtime is Runtime.BATCH
 
 
 def test_the_older_inline_scheduling_policy_is_read_too(tmp_path: Path) -> None:

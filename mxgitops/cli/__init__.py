@@ -1,9 +1,9 @@
 """The `mxgitops` command line: click commands only, one module per family.
 
 `app` holds the group, the exit codes and the one mapping from errors to them;
-`options` the options several commands share; `checking` validate and convert (what
-runs on a laptop with no cluster), `syncing` sync, `reviewing` status and diff. Importing
-this package registers every command on `main`.
+`options` the options several commands share; `checking` validate and convert, and
+`rendering` render (what runs on a laptop with no cluster); `syncing` sync,
+`reviewing` status and diff. Importing this package registers every command on `main`.
 
 To add a command, put it in the module of its family (or a new one imported here):
 
@@ -18,6 +18,7 @@ To add a command, put it in the module of its family (or a new one imported here
 
 from mxgitops.cli.app import ERROR_CODES, ExitCode, Main, exit_code_for, main
 from mxgitops.cli.checking import CONVERT_TARGETS, convert_command, validate
+from mxgitops.cli.rendering import render
 from mxgitops.cli.reviewing import diff, status
 from mxgitops.cli.syncing import sync
 
@@ -30,6 +31,7 @@ __all__ = [
     "diff",
     "exit_code_for",
     "main",
+    "render",
     "status",
     "sync",
     "validate",

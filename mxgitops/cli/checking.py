@@ -14,13 +14,15 @@ import click
 
 from mxgitops.cli.app import ExitCode, main
 from mxgitops.cli.options import (
+    default_runtime_option,
     max_file_size_option,
     namespace_option,
     output_option,
     policy_file_option,
 )
 from mxgitops.config import SyncConfig, effective_policy, read_repo_settings, with_problems
-from mxgitops.manifests import load
+from mxgitops.manifests import LoadResult, load
+from mxgitops.model import Runtime
 from mxgitops.spec import NAMESPACE
 
 # `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
@@ -33,6 +35,7 @@ CONVERT_TARGETS = ("kubeflow", "seed")
 @namespace_option
 @max_file_size_option
 @policy_file_option
+@default_runtime_option
 @output_option
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 def validate(
@@ -40,6 +43,7 @@ def validate(
     namespace: str | None,
     max_file_size: int,
     policy_file: Path | None,
+    default_runtime: str,
     output: str,
     strict: bool,
 ) -> ExitCode:
@@ -63,17 +67,7 @@ def validate(
       mxgitops validate jobs/vision/resnet.yaml
       mxgitops validate --namespace ml-training -o json .
     """
-    # Like a sync of this repository: its .mxgitops.yaml names the default namespace,
-    # and what it may not set is reported with the manifests' problems.
-    repo_file = read_repo_settings(Path("."))
-    namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
-    policy = effective_policy(
-        SyncConfig(policy_file=policy_file, repo_policy=repo_file.values.get("repo_policy", {}))
-    )
-    loaded = load(
-        paths or ["."], default_namespace=namespace, max_file_size=max_file_size, policy=policy
-    )
-    result = with_problems(loaded, repo_file.refused)
+    result = load_like_sync(paths, namespace, max_file_size, policy_file, default_runtime)
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -83,6 +77,31 @@ def validate(
             click.echo(str(ignored))
         click.echo(result.summary())
     return ExitCode.OK if result.passes(strict=strict) else ExitCode.FAILED
+
+
+def load_like_sync(
+    paths: tuple[str, ...],
+    namespace: str | None,
+    max_file_size: int,
+    policy_file: Path | None,
+    default_runtime: str,
+) -> LoadResult:
+    """The manifests under PATHS read as a sync of this repository reads them: its
+    .mxgitops.yaml names the default namespace, and what it may not set is reported with
+    the manifests' problems."""
+    repo_file = read_repo_settings(Path("."))
+    namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
+    policy = effective_policy(
+        SyncConfig(policy_file=policy_file, repo_policy=repo_file.values.get("repo_policy", {}))
+    )
+    loaded = load(
+        paths or ["."],
+        default_namespace=namespace,
+        max_file_size=max_file_size,
+        policy=policy,
+        default_runtime=Runtime(default_runtime),
+    )
+    return with_problems(loaded, repo_file.refused)
 
 
 @main.command(name="convert")

@@ -42,6 +42,17 @@ def namespace_option(command: F) -> F:
     )(command)
 
 
+def default_runtime_option(command: F) -> F:
+    return click.option(
+        "--default-runtime",
+        type=click.Choice(["batch", "jobset"]),
+        default="batch",
+        show_default=True,
+        help="What a dist job that names no queue runs on, as the operator's sync setting "
+        "says (a job that names a queue runs on JobSet).",
+    )(command)
+
+
 if TYPE_CHECKING:
     _IntParamType = click.ParamType[int]
 else:  # ParamType is generic only since click 8.2

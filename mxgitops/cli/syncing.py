@@ -147,6 +147,13 @@ went well).
     "cannot set them.  [default: none]",
 )
 @setting(
+    "--default-runtime",
+    type=click.Choice(["batch", "jobset"]),
+    help="What a dist job that names no queue runs on: batch (a batch Job per replica and "
+    "a scheduler Service) or jobset (one JobSet; a job that names a queue always runs on "
+    "JobSet, admitted by Kueue).  [default: batch]",
+)
+@setting(
     "--tenant-service-account",
     metavar="NAME",
     help="Make every write into namespace N as the service account NAME of N "

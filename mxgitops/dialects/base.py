@@ -36,6 +36,10 @@ class Reading:
     mode: JobMode | None = None  # as declared (local|dist); None: inferred from the types
     run_policy: RunPolicy = field(default_factory=RunPolicy)
     success_policy: SuccessPolicy = SuccessPolicy.SCHEDULER
+    # schedulingPolicy as written, and where: the queue in it picks the runtime, and what
+    # the runtime cannot honour is warned about once the runtime is known (spec.py).
+    scheduling: Mapping[str, Any] = field(default_factory=dict)
+    scheduling_path: Path = ()
     problems: list[FieldProblem] = field(default_factory=list)
     warnings: list[FieldProblem] = field(default_factory=list)
 

@@ -4,9 +4,9 @@
 Kubeflow's semantics hold: the replica's `restartPolicy` (default Never) is what
 runs and overrides the pod template's, with a warning when the two differ. Run
 policy fields are read under the names and in the places each version had
-them. `schedulingPolicy` is understood: `priorityClass` goes onto every pod;
-the gang-scheduling fields, which need a scheduler mxgitops does not drive,
-are warned about rather than ignored.
+them. `schedulingPolicy` is understood: `priorityClass` goes onto every pod, and
+the policy is kept on the reading: a `queue` runs the job on JobSet under
+Kueue, and what neither runtime honours is warned about (spec.py).
 """
 
 from __future__ import annotations
@@ -37,13 +37,6 @@ RUN_POLICY_FIELDS = {
     "activeDeadlineSeconds": "active_deadline_seconds",
     "backoffLimit": "backoff_limit",
     "suspend": "suspend",
-}
-
-_GANG_FIELDS = {
-    "minAvailable": "minAvailable {value} is not enforced, pods start one by one",
-    "queue": "queue {value!r} is not used, no queue admits the job",
-    "minResources": "minResources are not reserved before the pods start",
-    "scheduleTimeoutSeconds": "scheduleTimeoutSeconds {value} is not enforced",
 }
 
 
@@ -160,7 +153,8 @@ def _one_of(
 
 
 def _scheduling_policy(spec: Mapping[str, Any], nested: bool, reading: Reading) -> str | None:
-    """Warnings for what needs a gang scheduler; the priority class for every pod."""
+    """The policy kept on the reading (its queue picks the runtime; spec.py warns about
+    what the runtime cannot honour); the priority class for every pod."""
     if not nested:
         return None
     policy = _one_of(spec, spec.get("runPolicy") or {}, "schedulingPolicy", reading.problems)
@@ -171,16 +165,7 @@ def _scheduling_policy(spec: Mapping[str, Any], nested: bool, reading: Reading) 
         if (spec.get("runPolicy") or {}).get("schedulingPolicy") is not None
         else ("spec", "schedulingPolicy")
     )
-    for name, message in _GANG_FIELDS.items():
-        if policy.get(name) is not None:
-            reading.warnings.append(
-                FieldProblem(
-                    (*where, name),
-                    message.format(value=policy[name])
-                    + ": mxgitops runs each replica as a batch Job, without a gang scheduler "
-                    "(no Volcano or scheduler-plugins PodGroup)",
-                )
-            )
+    reading.scheduling, reading.scheduling_path = dict(policy), where
     priority = policy.get("priorityClass")
     return str(priority) if priority else None
 

@@ -34,8 +34,10 @@ from typing import Any
 from mxgitops import objects
 from mxgitops.model import RUNTIME_ID_LENGTH, runtime_id_of
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
-from mxgitops.spec import JobMode, ReplicaType, SuccessPolicy
+from mxgitops.spec import ON_CHANGE_ANNOTATION, JobMode, MxJob, OnChange, ReplicaType, SuccessPolicy
 from mxgitops.trainer.failure import Failure, replica_failure
+from mxgitops.trainer.inplace import InPlace
+from mxgitops.trainer.inplace import compare as compare_in_place
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
     REPLICA_TYPES,
@@ -87,6 +89,20 @@ class LiveJob:
     @property
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
+
+    @property
+    def has_objects(self) -> bool:
+        """Whether any of its Jobs and Services is left (pods alone are no job)."""
+        return bool(self.jobs or self.services)
+
+    def on_change(self) -> OnChange:
+        """What its objects say a change waits for (a job whose manifest is gone too)."""
+        values = {objects.annotations_of(o).get(ON_CHANGE_ANNOTATION) for o in self._owned()}
+        return OnChange.WAIT if OnChange.WAIT.value in values else OnChange.REPLACE
+
+    def compare_in_place(self, job: MxJob) -> list[InPlace]:
+        """The patches that bring its live objects to `job`'s manifest (`inplace.py`)."""
+        return compare_in_place(job, self.jobs, self.services)
 
     @cached_property
     def spec_hash(self) -> str | None:

@@ -49,6 +49,9 @@ class RenderContext:
     instance: str
     commit: str = ""
     accelerators: Mapping[str, AcceleratorConfig] = field(default_factory=dict)
+    # Kueue's WorkloadPriorityClasses in the cluster: a queued job's priority class is
+    # given to Kueue by name only where one exists (else the pods' priorityClassName is).
+    workload_priority_classes: frozenset[str] = frozenset()
 
 
 def render_job(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
@@ -207,6 +210,11 @@ def _pod_template(
             container["env"] = [*(container.get("env") or []), *ours]
     apply_accelerators(pod_spec, ctx.accelerators)
     return {"metadata": metadata, "spec": pod_spec}
+
+
+def copied_template(value: Any) -> Any:
+    """A deep copy of a pod template (`_copied`), for the other runtimes."""
+    return _copied(value)
 
 
 def _copied(value: Any) -> Any:

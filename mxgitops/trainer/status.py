@@ -32,6 +32,10 @@ class State(StrEnum):
     SUSPENDED = "Suspended"  # its batch Jobs are suspended (runPolicy.suspend)
     WAITING = "Waiting"  # a change waits for it to finish (on-change: wait)
     DELETING = "Deleting"  # being pruned
+    # With queues (the JobSet runtime under Kueue):
+    QUEUED = "Queued"  # waits in its queue to be admitted whole (Kueue's reason says why)
+    PREEMPTED = "Preempted"  # stopped whole by Kueue for a higher priority; runs again
+    EVICTED = "Evicted"  # stopped whole by Kueue for another reason; runs again
 
 
 class ReplicaState(StrEnum):

@@ -1,0 +1,301 @@
+"""Render one MxJob as one JobSet (jobset.x-k8s.io/v1alpha2): a pure, deterministic function.
+
+One replicatedJob per role, in replica order (`scheduler`, `server`, `worker`), each
+one Indexed batch Job (replicas 1) of as many pods as the role has replicas. The
+scheduler is addressed by its pod's stable DNS name, `{jobset}-scheduler-0-0.{jobset}`
+(JobSet's headless Service of `network.subdomain`, not-ready addresses published), so
+no ClusterIP Service is made; servers and workers `dependsOn` the scheduler being Ready.
+The job succeeds when its deciding role succeeds (the scheduler, or the workers of a
+local or AllWorkers job), as the seed decided.
+
+Failure follows Kubeflow's semantics, the same as the batch runtime's: each child Job
+fails on its first failed pod (backoffLimit 0) unless its restart policy is OnFailure
+(the container restarts in place within the Job's backoffLimit); a failed `Never` or
+`OnFailure` replica fails the JobSet at once; under `ExitCode`, a permanent exit code
+(1-127, the pod failure policy's FailJob) fails it at once, and any other failure (a
+signal) restarts the whole gang, `runPolicy.backoffLimit` times at most
+(`failurePolicy.maxRestarts`: the budget is the job's, not each replica's).
+
+Every field JobSet's webhook or its CRD would default is written explicitly: its
+controller assumes them, and a GitOps diff against the live object stays clean.
+
+A queued job's JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended;
+from then on Kueue owns `spec.suspend` and what it injects into the pod templates at
+admission (node selectors, tolerations): mxgitops never reads them back as edits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mxgitops import scheduling
+from mxgitops.model import CONTAINER_NAME, JobMode, MxJob, ReplicaSpec, ReplicaType, RestartPolicy
+from mxgitops.model import SuccessPolicy as MxSuccessPolicy
+from mxgitops.objects import Kind, KubeObject, ObjectRef
+from mxgitops.trainer.accelerators import apply_accelerators
+from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION
+from mxgitops.trainer.labels import job_labels, replica_set_labels
+from mxgitops.trainer.mxconfig import MAX_LISTED_REPLICAS
+from mxgitops.trainer.render import (
+    PERMANENT_EXIT_CODES,
+    RenderContext,
+    copied_template,
+    object_annotations,
+)
+
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+TASK_INDEX_ENV = "MXGITOPS_TASK_INDEX"
+# The child Job's own default (batch/v1): what OnFailure restarts a container within.
+DEFAULT_BACKOFF_LIMIT = 6
+
+
+def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
+    """The job's one object: its JobSet."""
+    name = scheduling.jobset_name(job)
+    labels = dict(job_labels(job, ctx.instance))
+    if job.queue:
+        labels[scheduling.QUEUE_LABEL] = job.queue
+        if job.priority_class and job.priority_class in ctx.workload_priority_classes:
+            labels[PRIORITY_CLASS_LABEL] = job.priority_class
+        if job.run_policy.active_deadline_seconds is not None:
+            labels[MAX_EXEC_TIME_LABEL] = str(job.run_policy.active_deadline_seconds)
+    annotations = object_annotations(job, ctx)
+    annotations.update(in_place_annotation(job))
+    env = _dmlc_env(job, name)
+    spec: dict[str, Any] = {
+        # Queued: created suspended, and Kueue unsuspends it when it admits it whole.
+        "suspend": bool(job.queue) or job.run_policy.suspend,
+        "network": {
+            "enableDNSHostnames": True,
+            "subdomain": name,
+            "publishNotReadyAddresses": True,
+        },
+        "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
+        "successPolicy": {"operator": "All", "targetReplicatedJobs": [_deciding_role(job)]},
+        "failurePolicy": _failure_policy(job),
+        "replicatedJobs": [_replicated_job(job, r, ctx, env) for r in job.replica_specs],
+    }
+    if job.run_policy.ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
+    metadata = {"name": name, "namespace": job.namespace, "labels": labels}
+    metadata["annotations"] = annotations
+    return [
+        {"apiVersion": API_VERSION, "kind": Kind.JOBSET.value, "metadata": metadata, "spec": spec}
+    ]
+
+
+def jobset_refs(job: MxJob) -> list[ObjectRef]:
+    """The refs of `render_jobset`'s objects, without rendering them."""
+    return [ObjectRef(Kind.JOBSET, job.namespace, scheduling.jobset_name(job))]
+
+
+def in_place_values(job: MxJob) -> dict[str, Any]:
+    """What changes on a live JobSet without a restart, as its spec spells it. A queued
+    job's `suspend` is Kueue's, and its deadline is the max-exec-time label, not here."""
+    values: dict[str, Any] = {}
+    if not job.queue:
+        values["suspend"] = job.run_policy.suspend
+    if job.run_policy.ttl_seconds_after_finished is not None:
+        values["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
+    return values
+
+
+def recorded_in_place(job: MxJob) -> dict[str, Any]:
+    """What the in-place annotation records: the values set (a queued job's suspend too,
+    which stops it through its Kueue Workload, `inplace.py`), none of the defaults."""
+    values = {k: v for k, v in in_place_values(job).items() if v not in (None, False)}
+    if job.queue and job.run_policy.suspend:
+        values["suspend"] = True
+    return values
+
+
+def in_place_annotation(job: MxJob) -> dict[str, str]:
+    """The record of `in_place_values` (the batch runtime's annotation, the same format)."""
+    values = recorded_in_place(job)
+    if not values:
+        return {}
+    return {IN_PLACE_ANNOTATION: json.dumps(values, sort_keys=True, separators=(",", ":"))}
+
+
+def _deciding_role(job: MxJob) -> str:
+    """Whose success is the job's: the scheduler's (the seed's rule for a dist job), or
+    the workers' (a local job; AllWorkers, e.g. BytePS, whose scheduler never exits)."""
+    if job.mode is JobMode.DIST and job.success_policy is MxSuccessPolicy.SCHEDULER:
+        return ReplicaType.SCHEDULER.role
+    return ReplicaType.WORKER.role
+
+
+def _failure_policy(job: MxJob) -> dict[str, Any]:
+    """Fail at once on what is permanent; restart the gang on what is not, within the
+    job's backoffLimit (`maxRestarts`). Rules are tried in order; none matched restarts."""
+    by_policy: dict[RestartPolicy, list[str]] = {}
+    for replica in job.replica_specs:
+        by_policy.setdefault(replica.restart_policy, []).append(replica.type.role)
+    rules = []
+    exit_code = by_policy.get(RestartPolicy.EXIT_CODE, [])
+    if exit_code:
+        rules.append(
+            {
+                "name": "permanentExitCode",
+                "action": "FailJobSet",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+                "targetReplicatedJobs": exit_code,
+            }
+        )
+    at_once = by_policy.get(RestartPolicy.NEVER, []) + by_policy.get(RestartPolicy.ON_FAILURE, [])
+    if at_once:
+        rules.append(
+            {"name": "replicaFailed", "action": "FailJobSet", "targetReplicatedJobs": at_once}
+        )
+    if job.run_policy.active_deadline_seconds is not None and not job.queue:
+        rules.append(
+            {
+                "name": "deadlineExceeded",
+                "action": "FailJobSet",
+                "onJobFailureReasons": ["DeadlineExceeded"],
+            }
+        )
+    return {
+        "maxRestarts": job.run_policy.backoff_limit or 0,
+        "restartStrategy": "Recreate",
+        "rules": rules,
+    }
+
+
+def _replicated_job(
+    job: MxJob, replica: ReplicaSpec, ctx: RenderContext, env: Callable[[ReplicaType], list[Any]]
+) -> dict[str, Any]:
+    role = replica.type.role
+    restart = replica.restart_policy
+    job_spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": replica.replicas,
+        "parallelism": replica.replicas,
+        "backoffLimit": (
+            _or(job.run_policy.backoff_limit, DEFAULT_BACKOFF_LIMIT)
+            if restart is RestartPolicy.ON_FAILURE
+            else 0
+        ),
+    }
+    if job.run_policy.active_deadline_seconds is not None and not job.queue:
+        job_spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
+    if restart is RestartPolicy.EXIT_CODE:
+        job_spec["podFailurePolicy"] = {
+            "rules": [
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {
+                        "containerName": CONTAINER_NAME,
+                        "operator": "In",
+                        "values": list(PERMANENT_EXIT_CODES),
+                    },
+                }
+            ]
+        }
+    job_spec["template"] = _pod_template(job, replica, ctx, env(replica.type))
+    rjob: dict[str, Any] = {
+        "name": role,
+        "groupName": "default",
+        "replicas": 1,
+        "template": {"metadata": {}, "spec": job_spec},
+    }
+    if replica.type is not ReplicaType.SCHEDULER and job.replica(ReplicaType.SCHEDULER):
+        rjob["dependsOn"] = [{"name": ReplicaType.SCHEDULER.role, "status": "Ready"}]
+    return rjob
+
+
+def _pod_template(
+    job: MxJob, replica: ReplicaSpec, ctx: RenderContext, env: list[dict[str, Any]]
+) -> dict[str, Any]:
+    template: dict[str, Any] = copied_template(dict(replica.template))
+    metadata: dict[str, Any] = template.get("metadata") or {}
+    labels = replica_set_labels(job, ctx.instance, replica.type)
+    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        **object_annotations(job, ctx),
+    }
+    pod_spec: dict[str, Any] = template.get("spec") or {}
+    restart = replica.restart_policy
+    pod_spec["restartPolicy"] = (
+        RestartPolicy.NEVER.value if restart is RestartPolicy.EXIT_CODE else restart.value
+    )
+    for container in pod_spec.get("containers") or []:
+        if container.get("name") == CONTAINER_NAME and env:
+            container["env"] = [*(container.get("env") or []), *env]
+    apply_accelerators(pod_spec, ctx.accelerators)
+    for kind in ("initContainers", "containers"):
+        for container in pod_spec.get(kind) or []:
+            # What JobSet's webhook writes back (a Go struct without omitempty's effect).
+            container.setdefault("resources", {})
+    return {"metadata": metadata, "spec": pod_spec}
+
+
+def scheduler_address(jobset: str) -> str:
+    """The scheduler pod's stable DNS name, from any pod of the JobSet's namespace."""
+    return f"{jobset}-{ReplicaType.SCHEDULER.role}-0-0.{jobset}"
+
+
+def _dmlc_env(job: MxJob, jobset: str) -> Callable[[ReplicaType], list[dict[str, Any]]]:
+    """Each role's DMLC environment (one pod template per role): the task index comes from
+    the pod's completion index, through an env var MX_CONFIG refers to, `$(...)`."""
+    if job.mode is JobMode.LOCAL:
+        return lambda replica_type: []
+    scheduler = job.replica(ReplicaType.SCHEDULER)
+    servers = job.replica(ReplicaType.SERVER)
+    workers = job.replica(ReplicaType.WORKER)
+    port = scheduler.ps_root_port if scheduler else 0
+    shared = {
+        "DMLC_PS_ROOT_URI": scheduler_address(jobset),
+        "DMLC_PS_ROOT_PORT": str(port),
+        "DMLC_NUM_SERVER": str(servers.replicas if servers else 0),
+        "DMLC_NUM_WORKER": str(workers.replicas if workers else 0),
+    }
+    listed = sum(r.replicas for r in job.replica_specs) <= MAX_LISTED_REPLICAS
+    cluster: dict[str, list[dict[str, Any]]] = {}
+    for replica in job.replica_specs:
+        if replica.type is ReplicaType.SCHEDULER:
+            cluster[replica.type.role] = [{"port": port, "url": scheduler_address(jobset)}]
+        elif listed:
+            cluster[replica.type.role] = [
+                {
+                    "port": replica.ps_root_port,
+                    "url": f"{jobset}-{replica.type.role}-0-{i}.{jobset}",
+                }
+                for i in range(replica.replicas)
+            ]
+    head = json.dumps(
+        {"cluster": cluster, "labels": {r.type.role: "" for r in job.replica_specs}},
+        sort_keys=True,
+        separators=(",", ":"),
+    )[:-1]
+    index = {
+        "name": TASK_INDEX_ENV,
+        "valueFrom": {
+            "fieldRef": {
+                "apiVersion": "v1",
+                "fieldPath": f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']",
+            }
+        },
+    }
+
+    def env(replica_type: ReplicaType) -> list[dict[str, Any]]:
+        task = f'{{"index":$({TASK_INDEX_ENV}),"type":"{replica_type.role}"}}'
+        values = {
+            **shared,
+            "DMLC_ROLE": replica_type.role,
+            "DMLC_USE_KUBERNETES": "1",
+            "MX_CONFIG": f'{head},"task":{task}}}',
+        }
+        return [index, *({"name": k, "value": v} for k, v in values.items())]
+
+    return env
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value

@@ -1,0 +1,134 @@
+"""pytest fixtures: ``ecosystem``, the real control plane with the real JobSet controller and
+Kueue controller manager (``addons.py``), started once per session.
+
+The API double serves neither JobSet nor Kueue (their behaviour is their controllers'),
+so the tests of the JobSet runtime run here only; tests/controlplane/DIFFERENCES.md says
+so. Every object a test made (JobSets, Kueue's queues and flavors, the batch objects)
+is removed before the next. Registered by ``tests/conftest.py`` through
+``pytest_plugins``. If the controllers cannot start, the tests fail with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests.controlplane.harness import RealCluster, wait_for
+
+# Kueue's and JobSet's objects a test may make, cluster-scoped ones with namespace None;
+# removed in this order (a queue before what it names).
+KUEUE_GROUP = "/apis/kueue.x-k8s.io/v1beta2"
+WIPED = (
+    ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets", True),
+    (KUEUE_GROUP, "localqueues", True),
+    (KUEUE_GROUP, "clusterqueues", False),
+    (KUEUE_GROUP, "resourceflavors", False),
+    (KUEUE_GROUP, "workloadpriorityclasses", False),
+    ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
+)
+
+
+class Ecosystem:
+    """The tests' view: the real cluster (``real``) with JobSet and Kueue beside it."""
+
+    def __init__(self, real: RealCluster) -> None:
+        self.real = real
+        self.rest = real.rest
+        self.kubeconfig = real.kubeconfig
+
+    def settle(self) -> None:
+        self.real.settle()
+
+    def objects(self, group: str, plural: str, namespace: str | None = None) -> list[Any]:
+        where = f"/namespaces/{namespace}" if namespace else ""
+        items: list[Any] = self.rest.get(f"{group}{where}/{plural}")["items"]
+        return items
+
+    def jobsets(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.objects("/apis/jobset.x-k8s.io/v1alpha2", "jobsets", namespace)
+
+    def workloads(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.objects(KUEUE_GROUP, "workloads", namespace)
+
+    def pods(self, jobset: str, namespace: str) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in self.real.objects("pods", namespace)
+            if p["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name") == jobset
+        ]
+
+    def create(self, group: str, plural: str, body: dict[str, Any], namespace: str | None) -> Any:
+        where = f"/namespaces/{namespace}" if namespace else ""
+        return self.rest.create(f"{group}{where}/{plural}", body)
+
+    def served(self) -> bool:
+        try:
+            for group, plural, _ in WIPED:
+                self.objects(group, plural)
+        except requests.HTTPError:
+            return False
+        return True
+
+    def wipe(self) -> None:
+        for group, plural, namespaced in WIPED:
+            for obj in self.objects(group, plural):
+                meta = obj["metadata"]
+                if meta["name"].startswith("system-"):
+                    continue  # the server's own priority classes
+                where = f"/namespaces/{meta['namespace']}" if namespaced else ""
+                path = f"{group}{where}/{plural}/{meta['name']}"
+                self.real._ignore_missing(
+                    lambda p=path: self.rest.delete(p, {"propagationPolicy": "Foreground"})
+                )
+            wait_for(
+                f"for the {plural} of the last test to go",
+                lambda g=group, p=plural: (
+                    not [
+                        o
+                        for o in self.objects(g, p)
+                        if not o["metadata"]["name"].startswith("system-")
+                    ]
+                ),
+                timeout=120,
+            )
+        self.real.wipe()
+        self.real.clear_log()
+
+
+@pytest.fixture(scope="session")
+def ecosystem_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ecosystem]:
+    from tests.controlplane.launcher import ControlPlane
+
+    from .addons import Ecosystem as Controllers
+
+    directory = tmp_path_factory.mktemp("ecosystem")
+    with (
+        ControlPlane(directory / "plane") as plane,
+        RealCluster(plane, directory / "kubeconfig") as real,
+        Controllers(plane, directory / "controllers"),
+    ):
+        eco = Ecosystem(real)
+        # A CRD just established may answer 429 (its storage initializing) for a while.
+        wait_for("Kueue's and JobSet's resources to be served", eco.served, timeout=120)
+        yield eco
+
+
+@pytest.fixture
+def ecosystem(ecosystem_session: Ecosystem, tmp_path: Path) -> Ecosystem:
+    ecosystem_session.wipe()
+    return ecosystem_session
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--backend double`` (the fast path) deselects the tests on JobSet and Kueue, which
+    run on the real control plane only; CI runs both backends, so runs them."""
+    if config.getoption("--backend") != "double":
+        return
+    keep = [i for i in items if "ecosystem" not in getattr(i, "fixturenames", ())]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
