@@ -161,6 +161,17 @@ def route_of(method: str, path: str, query: dict[str, str]) -> Route | None:
     return Route(verb, res, namespace, name, sub)
 
 
+def _request_info(method: str, path: str) -> tuple[str, str]:
+    """(verb, resource) of an API path, served or not, as kube-apiserver names them."""
+    parts = [p for p in path.split("/") if p]
+    rest = parts[2:] if parts[:2] == ["api", "v1"] else parts[3:] if parts[:1] == ["apis"] else []
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    if not rest:
+        return "", ""
+    return _VERBS.get((method, len(rest) > 1), ""), rest[0]
+
+
 def _watch_frame(kind: str, obj: dict[str, Any]) -> bytes:
     return compact_json({"type": kind, "object": obj}) + b"\n"
 
@@ -352,13 +363,16 @@ def log_entry(method: str, path: str, query: dict[str, str]) -> dict[str, Any]:
 def routed_entry(
     method: str, path: str, query: dict[str, str], route: Route | None
 ) -> dict[str, Any]:
-    """`log_entry` of a request already routed (`route_of`'s answer)."""
+    """`log_entry` of a request already routed (`route_of`'s answer). A request for a
+    resource the double does not serve (a CRD's: JobSets) is logged with the verb and
+    resource kube-apiserver's audit log gives it, which it resolves from the path alone."""
+    verb, resource = (route.verb, route.res.plural) if route else _request_info(method, path)
     return {
         "method": method,
         "path": path,
         "query": query,
-        "verb": route.verb if route else "",
-        "resource": route.res.plural if route else "",
+        "verb": verb,
+        "resource": resource,
         "status": 0,
         "fault": None,
         "dropped": False,
