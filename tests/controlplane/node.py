@@ -33,9 +33,11 @@ from typing import Any
 
 import yaml
 
+from .images import pause_archive, toolbox_archive
 from .launcher import ControlPlane, die_with_parent, write_kubeconfig
 from .netns import NodeNetwork
 from .nodebuild import ensure_node_built
+from .nodeconfig import cni_config, containerd_config, corefile, kube_proxy_config, kubelet_config
 from .rest import Rest
 
 NODE_NAME = "mxgitops-node"
@@ -90,8 +92,6 @@ class RealNode:
 
     # -- start -------------------------------------------------------------------
     def start(self) -> RealNode:
-        from .images import pause_archive, toolbox_archive
-
         self.binaries = ensure_node_built()
         archives = [pause_archive(), toolbox_archive(), *self.images]
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -166,8 +166,6 @@ class RealNode:
                     (path / name).write_text(parent.read_text())
 
     def _start_containerd(self) -> None:
-        from .nodeconfig import cni_config, containerd_config
-
         state = self.directory / "containerd"
         (self.directory / "cni").mkdir(exist_ok=True)
         (self.directory / "cni" / "10-mxgitops.conflist").write_text(
@@ -189,8 +187,6 @@ class RealNode:
         )
 
     def _start_kubelet(self, kubeconfig: Path) -> None:
-        from .nodeconfig import kubelet_config
-
         assert self.plane.pki is not None
         resolv = self.directory / "resolv.conf"
         resolv.write_text("")  # no upstream resolver: pods get only the cluster's DNS
@@ -223,15 +219,11 @@ class RealNode:
         )
 
     def _start_kube_proxy(self, kubeconfig: Path) -> None:
-        from .nodeconfig import kube_proxy_config
-
         config = self.directory / "kube-proxy.yaml"
         config.write_text(yaml.safe_dump(kube_proxy_config(kubeconfig, NODE_NAME, CLUSTER_CIDR)))
         self._spawn("kube-proxy", [str(self.binaries["kube-proxy"]), f"--config={config}"])
 
     def _start_coredns(self, kubeconfig: Path) -> None:
-        from .nodeconfig import corefile
-
         config = self.directory / "Corefile"
         config.write_text(corefile(self.network.node_ip, kubeconfig))
         self._spawn("coredns", [str(self.binaries["coredns"]), "-conf", str(config)])
