@@ -126,11 +126,12 @@ def test_suspend_resume_replace_and_prune_a_running_job(
     # Job's pods in the background), so the two can overlap by a grace period.
     events = PodEvents(node_cluster)
     sync_commit({"jobs/sleeper.yaml": sleeper("v2")}, "change the command")
-    replaced = wait_for(
-        "the new runtime's pod to run",
-        lambda: (p := running_pod(node_cluster)) and runtime_of(p) != runtime and p,
-        timeout=90,
-    )
+
+    def new_runtime_runs() -> dict[str, Any] | None:
+        pod = running_pod(node_cluster)
+        return pod if pod is not None and runtime_of(pod) != runtime else None
+
+    replaced = wait_for("the new runtime's pod to run", new_runtime_runs, timeout=90)
     new_runtime = runtime_of(replaced)
     wait_for(
         "the old runtime's pod to go",

@@ -130,11 +130,11 @@ def test_a_dist_job_trains_across_three_workers_and_succeeds(
     started = time.monotonic()
     cli("sync", *sync_args(remote, node_cluster, cache))
 
-    pods = wait_for(
-        "six pods of linreg",
-        lambda: (p := pods_of(node_cluster, "linreg")) and len(p) == 6 and p,
-        timeout=60,
-    )
+    def six_pods() -> list[dict[str, Any]] | None:
+        pods = pods_of(node_cluster, "linreg")
+        return pods if len(pods) == 6 else None
+
+    pods = wait_for("six pods of linreg", six_pods, timeout=60)
     root = {env_of(p)["DMLC_PS_ROOT_URI"] for p in pods}
     assert len(root) == 1, root  # every replica was told the same scheduler address
 
