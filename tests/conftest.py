@@ -3,4 +3,5 @@ pytest_plugins = [
     "tests.gitfixtures",
     "tests.serverbuilds",
     "tests.ecosystem.fixtures",
+    "tests.controlplane.fixtures",
 ]

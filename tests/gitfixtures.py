@@ -158,6 +158,7 @@ class GitHttpServer:
 
     root: Path
     logins: set[tuple[str, str]] = field(default_factory=set)
+    host: str = "127.0.0.1"  # or an address pods reach (the real node's host end)
     authorizations: list[str] = field(default_factory=list)  # every Authorization seen
     paths: list[str] = field(default_factory=list)  # every request path, for assertions
     _server: ThreadingHTTPServer | None = None
@@ -169,11 +170,11 @@ class GitHttpServer:
 
     def url(self, name: str, userinfo: str = "") -> str:
         at = f"{userinfo}@" if userinfo else ""
-        return f"http://{at}127.0.0.1:{self.port}/{name}.git"
+        return f"http://{at}{self.host}:{self.port}/{name}.git"
 
     def start(self) -> None:
         # Bound to port 0 by the constructor: listening before the thread starts, no race.
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer((self.host, 0), _handler_for(self))
         serve = self._server.serve_forever
         threading.Thread(target=serve, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
@@ -267,8 +268,10 @@ def make_git_http_server(git_isolation: None) -> Iterator[Callable[..., GitHttpS
     """Factory: a started GitHttpServer over `root`; all are stopped at teardown."""
     started: list[GitHttpServer] = []
 
-    def make(root: Path, logins: set[tuple[str, str]] | None = None) -> GitHttpServer:
-        server = GitHttpServer(root=root, logins=logins or set())
+    def make(
+        root: Path, logins: set[tuple[str, str]] | None = None, host: str = "127.0.0.1"
+    ) -> GitHttpServer:
+        server = GitHttpServer(root=root, logins=logins or set(), host=host)
         server.start()
         started.append(server)
         return server

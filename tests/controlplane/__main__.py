@@ -1,9 +1,16 @@
-"""``python -m tests.controlplane --kubeconfig PATH [--audit-log PATH] [--dir DIR]``:
-run a real control plane until killed (SIGTERM or Ctrl-C).
+"""``python -m tests.controlplane --kubeconfig PATH [--audit-log PATH] [--dir DIR]
+[--node fake|real] [--image ARCHIVE ...]``: run a real control plane until killed
+(SIGTERM or Ctrl-C).
 
-Prints ``ready URL`` (flushed) once the API server is ready and the fake node is
-registered. The kubeconfig is cluster-admin; the audit log has one JSON line per
-request the API server served.
+Prints ``ready URL`` (flushed) once the API server is ready and the node is
+registered Ready. The kubeconfig is cluster-admin; the audit log has one JSON line
+per request the API server served.
+
+``--node fake`` (the default) is the fake kubelet: pods stay as the scheduler left
+them. ``--node real`` is the real node of ``node.py`` (kubelet, containerd, runc,
+CNI, kube-proxy, CoreDNS, in a network namespace of its own): pods run, and
+``kubectl run t --image=localhost/mxgitops/toolbox:1 -- sleep 600``, ``kubectl logs``
+and ``kubectl exec`` work. ``--image`` imports more OCI archives into it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from pathlib import Path
 
 from .harness import RealCluster
 from .launcher import ControlPlane
+from .node import real_node_cluster
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,13 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", type=Path, required=True)
     parser.add_argument("--audit-log", type=Path, default=None)
     parser.add_argument("--dir", type=Path, default=None, help="keep certificates and logs here")
+    parser.add_argument("--node", choices=("fake", "real"), default="fake")
+    parser.add_argument("--image", type=Path, action="append", default=[],
+                        help="an OCI archive to import into the real node (repeatable)")
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.ExitStack() as stack:
         directory = args.dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        plane = stack.enter_context(ControlPlane(directory, audit_log=args.audit_log))
-        stack.enter_context(RealCluster(plane, args.kubeconfig))
+        if args.node == "real":
+            plane = stack.enter_context(real_node_cluster(directory, args.audit_log, args.image))
+            plane.kubeconfig(args.kubeconfig)
+        else:
+            plane = stack.enter_context(ControlPlane(directory, audit_log=args.audit_log))
+            stack.enter_context(RealCluster(plane, args.kubeconfig))
         print(f"ready {plane.url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             stop.wait()

@@ -57,7 +57,7 @@ def build_key() -> str:
     return f"{KUBERNETES_VERSION}-etcd{ETCD_VERSION}-{digest.hexdigest()[:12]}"
 
 
-def _ldflags() -> str:
+def ldflags() -> str:
     major, minor, _ = KUBERNETES_VERSION.removeprefix("v").split(".")
     # What kube's own build stamps in: /version and kubectl see the real release.
     stamp = {
@@ -73,7 +73,7 @@ def _ldflags() -> str:
 
 def _compile(target: Path) -> None:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
-    command = ["go", "build", "-trimpath", f"-ldflags={_ldflags()}", "-o", str(target)]
+    command = ["go", "build", "-trimpath", f"-ldflags={ldflags()}", "-o", str(target)]
     subprocess.run([*command, "tool", "./etcd"], check=True, cwd=GOMOD_DIR, env=env)
 
 

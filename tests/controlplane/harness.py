@@ -117,14 +117,18 @@ class RealCluster:
 
     backend = "real"
 
-    def __init__(self, plane: ControlPlane, kubeconfig: Path) -> None:
+    def __init__(self, plane: ControlPlane, kubeconfig: Path, fake_node: bool = True) -> None:
         assert plane.pki is not None and plane.admin is not None and plane.audit_log
         self.plane = plane
         self.url = plane.url
         self.kubeconfig = plane.kubeconfig(kubeconfig)
         self.audit_log = plane.audit_log
         self.rest = Rest(plane.url, plane.pki.ca, plane.admin.cert, plane.admin.key)
-        self.node = FakeKubelet(self.rest, plane.pki.serving("kubelet")).start()
+        # Without the fake kubelet, a real node (node.py) runs the pods: kubelet()
+        # and container_log() are then refused, what the containers do is real.
+        self.node: FakeKubelet | None = None
+        if fake_node:
+            self.node = FakeKubelet(self.rest, plane.pki.serving("kubelet")).start()
         self._namespaces: set[str] = set()
         self._handed_out: set[str] = set()  # pods run_job_controller returned already
         for namespace in TEST_NAMESPACES:
@@ -138,7 +142,8 @@ class RealCluster:
     def stop(self) -> None:
         if self._proxy is not None:
             self._proxy.stop()
-        self.node.stop()
+        if self.node is not None:
+            self.node.stop()
 
     # -- faults ------------------------------------------------------------------
     def faults(self, spec: str = "", seed: int = 0, retry_after: int = 1) -> None:
@@ -190,11 +195,16 @@ class RealCluster:
             )
         wait_for(
             f"for the default service account of {namespace}",
-            lambda: self.rest.get_or_none(
-                f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
-            ),
+            lambda: self._alive()
+            and self.rest.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"),
         )
         self._namespaces.add(namespace)
+
+    def _alive(self) -> bool:
+        """True, or the control plane's exit and log tail (a controller manager that
+        refused its flags makes no service account: say so, not a timeout)."""
+        self.plane.check_alive()
+        return True
 
     # -- request log -------------------------------------------------------------
     @property
@@ -388,7 +398,8 @@ class RealCluster:
             pods = [p for p in pods if _phase(p) not in podstatus.TERMINAL]
         else:
             raise ValueError("kubelet needs a pod name or a job name")
-        updated = [self.node.step(self._bound(p), move) for p in pods]
+        node = self._fake_node()
+        updated = [node.step(self._bound(p), move) for p in pods]
         self.settle(namespace)
         return updated
 
@@ -397,7 +408,12 @@ class RealCluster:
     def container_log(self, *, job: str, namespace: str, text: str) -> None:
         """What every pod of the batch Job ``job`` serves as its log, through the real
         API server's ``pods/{name}/log``, which proxies it from the fake kubelet."""
-        self.node.logs.texts[(namespace, job)] = text
+        self._fake_node().logs.texts[(namespace, job)] = text
+
+    def _fake_node(self) -> FakeKubelet:
+        if self.node is None:
+            raise RuntimeError("this cluster's node is real: its containers decide how pods end")
+        return self.node
 
     def _bound(self, pod: dict[str, Any]) -> dict[str, Any]:
         meta = pod["metadata"]

@@ -40,9 +40,19 @@ ADMIN = "mxgitops-admin"  # the tests' own identity (system:masters): harness re
 CLIENT = "mxgitops-test"  # the identity mxgitops runs as in tests (system:masters)
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 5.0
-# Controllers a training job meets; the rest (nodes, endpoints, ...) are left out.
+# Controllers a training job meets, and the CronJob that syncs; the rest (nodes,
+# node IPAM, ...) are left out. The endpoint controllers give a Service its
+# endpoints, which kube-proxy and CoreDNS on the real node route and resolve.
 CONTROLLERS = (
     "job-controller",
+    "cronjob-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    # A PersistentVolumeClaim (the CronJob's Git cache) bound to a PersistentVolume,
+    # and either deleted once no pod uses it.
+    "persistentvolume-binder-controller",
+    "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
     "garbage-collector-controller",
     "ttl-after-finished-controller",
     "namespace-controller",
@@ -59,7 +69,7 @@ AUDIT_POLICY = {
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -101,6 +111,9 @@ class ControlPlane:
     # False: etcd and kube-apiserver only (benchmarks of API traffic, where the job
     # controller starting thousands of pods would only add noise).
     controllers: bool = True
+    # The real node's pods reach the API server at the host's end of the node's veth
+    # pair (netns.py): it listens there instead of on loopback.
+    bind_address: str = "127.0.0.1"
     url: str = ""
     pki: PKI | None = None
     admin: KeyPair | None = None
@@ -142,7 +155,7 @@ class ControlPlane:
             stdout=log,
             stderr=subprocess.STDOUT,
             process_group=self._group or 0,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         log.close()
         if self._group is None:
@@ -177,8 +190,8 @@ class ControlPlane:
     def _start_apiserver(self, bindir: Path, etcd: str) -> None:
         assert self.pki is not None and self.audit_log is not None
         port = free_port()
-        self.url = f"https://127.0.0.1:{port}"
-        serving = self.pki.serving()
+        self.url = f"https://{self.bind_address}:{port}"
+        serving = self.pki.serving(extra_ips=(self.bind_address,))
         policy = self.directory / "audit-policy.yaml"
         policy.write_text(yaml.safe_dump(AUDIT_POLICY))
         self._spawn(
@@ -186,12 +199,14 @@ class ControlPlane:
             [
                 str(bindir / "kube-apiserver"),
                 f"--etcd-servers={etcd}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.bind_address}",
+                f"--advertise-address={self.bind_address}",
                 f"--secure-port={port}",
                 f"--tls-cert-file={serving.cert}",
                 f"--tls-private-key-file={serving.key}",
                 f"--client-ca-file={self.pki.ca}",
+                # A node's name resolves nowhere here: reach kubelets at their InternalIP.
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
                 "--authorization-mode=RBAC",
                 "--allow-privileged=true",
                 "--service-cluster-ip-range=10.0.0.0/16",  # a /24 is full at 254 Services
@@ -247,7 +262,7 @@ class ControlPlane:
         deadline = time.monotonic() + START_TIMEOUT
         last = "no answer yet"
         while time.monotonic() < deadline:
-            self._check_alive()
+            self.check_alive()
             try:
                 with urllib.request.urlopen(f"{self.url}/readyz", context=context, timeout=5) as r:
                     if r.status == 200:
@@ -257,7 +272,7 @@ class ControlPlane:
             time.sleep(0.2)  # polling a starting process: nothing to wait on but the port
         raise RuntimeError(f"kube-apiserver not ready after {START_TIMEOUT:.0f} s: {last}")
 
-    def _check_alive(self) -> None:
+    def check_alive(self) -> None:
         for name, process in self.processes.items():
             if process.poll() is not None:
                 tail = (self.directory / f"{name}.log").read_text(errors="replace")[-3000:]

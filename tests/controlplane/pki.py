@@ -104,12 +104,13 @@ class PKI:
         pair.key.chmod(0o600)
         return pair
 
-    def serving(self, stem: str = "apiserver") -> KeyPair:
-        """The API server's certificate: valid for 127.0.0.1, localhost and the in-cluster names."""
+    def serving(self, stem: str = "apiserver", extra_ips: tuple[str, ...] = ()) -> KeyPair:
+        """The API server's certificate: valid for 127.0.0.1, localhost and the in-cluster
+        names (and ``extra_ips``: where it listens for the real node)."""
         key = _key()
+        ips = sorted({"127.0.0.1", "10.0.0.1", *extra_ips})
         names: list[x509.GeneralName] = [
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-            x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+            *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips),
             *(
                 x509.DNSName(name)
                 for name in (

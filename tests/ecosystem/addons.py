@@ -34,7 +34,7 @@ from typing import Any
 import requests
 import yaml
 
-from tests.controlplane.launcher import ControlPlane, _die_with_parent, free_port, write_kubeconfig
+from tests.controlplane.launcher import ControlPlane, die_with_parent, free_port, write_kubeconfig
 from tests.controlplane.rest import Rest
 
 from .build import JOBSET, KUEUE, Component, ensure_built, module_dir
@@ -313,7 +313,7 @@ class Ecosystem:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         log.close()
 

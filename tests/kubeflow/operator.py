@@ -38,7 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.controlplane.launcher import _die_with_parent, free_port, write_kubeconfig
+from tests.controlplane.launcher import die_with_parent, free_port, write_kubeconfig
 from tests.kubeflow.build import BINARY, CRD, ensure_built
 
 NAMESPACE = "kubeflow"
@@ -235,7 +235,7 @@ class TrainingOperator:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self._wait_serving()
 
