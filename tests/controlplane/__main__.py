@@ -34,8 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit-log", type=Path, default=None)
     parser.add_argument("--dir", type=Path, default=None, help="keep certificates and logs here")
     parser.add_argument("--node", choices=("fake", "real"), default="fake")
-    parser.add_argument("--image", type=Path, action="append", default=[],
-                        help="an OCI archive to import into the real node (repeatable)")
+    parser.add_argument(
+        "--image",
+        type=Path,
+        action="append",
+        default=[],
+        help="an OCI archive to import into the real node (repeatable)",
+    )
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

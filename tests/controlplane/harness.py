@@ -195,8 +195,10 @@ class RealCluster:
             )
         wait_for(
             f"for the default service account of {namespace}",
-            lambda: self._alive()
-            and self.rest.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"),
+            lambda: (
+                self._alive()
+                and self.rest.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+            ),
         )
         self._namespaces.add(namespace)
 

@@ -46,8 +46,16 @@ def python_base_archive() -> Path:
         # (Debian's own python3 has no ensurepip; its venv module has, for venvs.)
         site = rootfs / "usr/local/lib/python3.11/dist-packages"
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             f"--target={site}", *BASE_PIP],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                f"--target={site}",
+                *BASE_PIP,
+            ],
             check=True,
         )
         write_archive(rootfs, PYTHON_BASE, archive, cmd=["python3"], env={"LANG": "C.UTF-8"})

@@ -51,7 +51,7 @@ def main():
     summed_w, summed_b = mx.nd.zeros((2, 1)), mx.nd.zeros((1, 1))
     for epoch in range(EPOCHS):
         for start in range(0, SAMPLES, BATCH):
-            xb, yb = x[start:start + BATCH], y[start:start + BATCH]
+            xb, yb = x[start : start + BATCH], y[start : start + BATCH]
             with mx.autograd.record():
                 loss = ((mx.nd.dot(xb, w) + b - yb) ** 2).mean()
             loss.backward()
