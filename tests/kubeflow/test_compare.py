@@ -1,4 +1,4 @@
-"""The comparison itself, pure: what it resolves, what it tells apart, and the README's
+"""The comparison itself, pure: what it resolves, what it tells apart, and the manual's
 table it reads (without a cluster)."""
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ def test_an_environment_variable_one_side_lacks_is_a_difference() -> None:
     )
 
 
-def test_the_readme_table_is_read() -> None:
+def test_the_manuals_table_is_read() -> None:
     assert {"always-refused", "finished-stops", "priority-class", "exit-code-backoff"} <= KEPT
     text = (
-        "### Differences kept on purpose\n\n| id | x |\n| --- | --- |\n| `a-b` | y |\n"
+        "intro\n\n## Differences kept on purpose\n\n| id | x |\n| --- | --- |\n| `a-b` | y |\n"
         "\n## Next\n| `c` | z |"
     )
     assert kept_differences(text) == {"a-b"}

@@ -4,7 +4,7 @@ condition and mxgitops' state (a dry-run sync) are compared, and at the end a sy
 
 Each step says what the operator does, and the test waits for the operator to say
 it (a measurement: a step the operator does not take fails here, with what it said
-instead). mxgitops must say the same, or the step names the row of the README's
+instead). mxgitops must say the same, or the step names the row of the manual's
 table of differences kept on purpose that says why not.
 """
 
@@ -40,7 +40,7 @@ class Step:
     index: int
     how: dict[str, Any]
     operator: str  # the state the operator's MXJob reaches
-    kept: str = ""  # README row id when mxgitops' state differs
+    kept: str = ""  # the manual's row id when mxgitops' state differs
     mxgitops: str = ""  # mxgitops' state then (kept only)
 
 
@@ -253,7 +253,7 @@ def test_the_state_agrees_with_the_operators_after_each_outcome(
             ) from None
         cluster.settle(NS)
         expected = step.mxgitops if step.kept else step.operator
-        assert not step.kept or step.kept in KEPT, f"README has no row {step.kept}"
+        assert not step.kept or step.kept in KEPT, f"the manual has no row {step.kept}"
         state = states(run(dry_run=True), name)
         assert state[0] == expected, f"{where}: mxgitops says {state}, the operator {step.operator}"
     final = summary_of(run(), name)

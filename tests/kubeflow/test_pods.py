@@ -1,7 +1,7 @@
 """Every kubeflow.org/v1 MXJob of the published corpus and the examples, created both
 as an MXJob for Kubeflow's training operator v1.8.1 and through mxgitops, side by
 side on the same real kube-apiserver: their pods are compared replica by replica
-(`compare.py`), and any difference not in the README's table of differences kept on
+(`compare.py`), and any difference not in the manual's table of differences kept on
 purpose fails the test."""
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def test_the_pods_agree_with_the_operators(
 
 
 def kept(difference: Difference) -> str:
-    """The README row that keeps a difference on purpose ("" for none)."""
+    """The manual's row that keeps a difference on purpose ("" for none)."""
     if difference.field == "priorityClassName" and difference.operator is None:
         return "priority-class"
     return ""
