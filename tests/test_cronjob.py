@@ -1,5 +1,5 @@
 """cronjob/: the base and the example overlay build with the real kubectl, every object
-passes strict schema validation for the oldest and newest Kubernetes the README supports,
+passes strict schema validation for the oldest and newest Kubernetes the manual supports,
 the CronJob's pod passes the Pod Security `restricted` level, the RBAC is exactly what a
 sync uses, and two instances install side by side. (tests/test_cronjob_e2e.py runs the
 CronJob's command against the API double.)"""
@@ -76,9 +76,12 @@ def pod_template(docs: Docs) -> dict[str, Any]:
 
 
 def supported_versions() -> tuple[str, str]:
-    """The oldest and newest Kubernetes minor version README's install section names."""
-    found = re.search(r"Kubernetes (1\.\d+) to (1\.\d+)", (ROOT / "README.md").read_text())
-    assert found, "README names no supported Kubernetes versions"
+    """The oldest and newest Kubernetes minor version the manual's install page names."""
+    found = re.search(
+        r"Kubernetes (1\.\d+) to (1\.\d+)",
+        (ROOT / "docs" / "getting-started" / "cluster.md").read_text(),
+    )
+    assert found, "docs/getting-started/cluster.md names no supported Kubernetes versions"
     return found.group(1), found.group(2)
 
 

@@ -224,3 +224,27 @@ def test_a_link_to_a_repository_file_is_checked_and_shown_as_its_path(hooks: Mod
     assert shown == "[rbac](https://forge.example/org/mxgitops/blob/main/cronjob/base/rbac.yaml)"
     with pytest.raises(PluginError, match=r"guides/pull-requests.md: link to ../../gone.yaml"):
         hooks.on_page_markdown("[gone](../../gone.yaml)", _Page(), config, None)
+
+
+def test_the_readme_example_validates_and_plans_as_the_readme_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's example job, run as the README runs it: what it prints is the README's."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = section(readme, "An example")
+    manifest = re.search(r"```yaml\n(.*?)```", example, re.DOTALL)
+    session = re.search(r"```\n(\$ mxgitops validate\n.*?)```", example, re.DOTALL)
+    assert manifest and session, "the README's example has no manifest or no session"
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "cifar10-dist.yaml").write_text(manifest.group(1))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config: no cluster
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("MXGITOPS_CACHE_DIR", str(tmp_path / "cache"))
+    shown = []
+    for command in ("validate", "sync --dry-run"):
+        result = CliRunner().invoke(main, command.split(), prog_name="mxgitops")
+        assert result.exit_code == 0, result.output
+        shown += [f"$ mxgitops {command}", *result.stdout.rstrip("\n").splitlines()]
+    assert shown == session.group(1).rstrip("\n").splitlines()
