@@ -52,7 +52,8 @@ EXIT_CODES: dict[int, str] = {
     ExitCode.FAILED: "a job failed to apply, or a manifest is invalid",
     ExitCode.USAGE: "usage or configuration error",
     ExitCode.GIT: "git error (a sync that applied its plan but could not write or push its "
-    "note too: the summary is printed first)",
+    "note, post a commit status, write its Events or push its metrics too: the summary is "
+    "printed first)",
     ExitCode.CLUSTER: "cluster unreachable or forbidden",
     ExitCode.LEASE_HELD: "another sync holds the lease, or kept the Git cache longer than 300 s",
     ExitCode.STATE_DAMAGED: "mxgitops' ledger or Lease is damaged: the message names it and "
