@@ -20,6 +20,7 @@ from mxgitops.runtimes import render
 from mxgitops.trainer import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.kubeflow.compare import (
+    OPERATOR_JOB,
     Difference,
     Resolver,
     differences,
@@ -194,7 +195,15 @@ def test_the_pods_agree_with_the_operators(
     def both() -> tuple[Any, Any] | None:
         pods = cluster.objects("pods", NS)
         theirs, ours = operator_pods(pods, name), mxgitops_pods(pods, name)
-        return (theirs, ours) if len(theirs) == len(ours) == count else None
+        if not len(theirs) == len(ours) == count:
+            return None
+        # The operator creates each replica type's Services after its pods: until all
+        # are there, its addresses would not resolve.
+        return (theirs, ours) if len(operator_services(name)) == count else None
+
+    def operator_services(job: str) -> list[Any]:
+        services = cluster.objects("services", NS)
+        return [s for s in services if (s["metadata"].get("labels") or {}).get(OPERATOR_JOB) == job]
 
     try:
         theirs, ours = wait_for(f"for the pods of {name} both ways", both)
@@ -203,6 +212,7 @@ def test_the_pods_agree_with_the_operators(
         status = cluster.rest.get(f"{MXJOBS.format(namespace=NS)}/{name}").get("status")
         raise AssertionError(
             f"{count} replicas; operator's pods {sorted(operator_pods(pods, name))}, "
+            f"its Services {len(operator_services(name))}, "
             f"mxgitops' {sorted(mxgitops_pods(pods, name))}; MXJob status {status}"
         ) from None
     resolver = Resolver(cluster.objects("pods", NS), cluster.objects("services", NS))
