@@ -9,8 +9,9 @@ and that the weights agree across workers (the mean of every worker's weights,
 summed through the kvstore, equals its own), then prints one line
 ``training result: {...}`` and exits 0; any failed assertion exits 1.
 
-With ``MX_LOCAL=1`` (a ``local`` job: no scheduler) it trains the same model alone
-with a ``local`` kvstore.
+A ``local`` job (no scheduler: ``DMLC_NUM_SERVER=0``, as Kubeflow's operator and
+mxgitops set it, or ``MX_LOCAL=1``) trains the same model alone with a ``local``
+kvstore: its ``DMLC_ROLE`` is worker, but there is no parameter server to reach.
 """
 
 import json
@@ -37,7 +38,8 @@ def loss_of(x, y, w, b):
 
 
 def main():
-    local = os.environ.get("MX_LOCAL") == "1" or "DMLC_ROLE" not in os.environ
+    servers = os.environ.get("DMLC_NUM_SERVER", "0")
+    local = os.environ.get("MX_LOCAL") == "1" or "DMLC_ROLE" not in os.environ or servers == "0"
     kv = mx.kv.create("local" if local else "dist_sync")
     rank, workers = kv.rank, kv.num_workers
     x, y = shard(rank)
