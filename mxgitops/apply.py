@@ -1,9 +1,13 @@
 """Apply: execute a Plan against the cluster, and nothing the plan does not say.
 
-Deletions run first (a replace frees its old runtime before the new one
-starts), together with in-place patches (`Change.patches`: independent of
-anything else), then the creations a change needs first (`Change.first`),
-then the others, each phase with the cluster's bounded parallelism.
+Deletions run first, together with in-place patches (`Change.patches`:
+independent of anything else). A replace (`Change.starts_after_deletes`)
+deletes in the foreground and its creates wait, within `OLD_RUNTIME_WAIT`,
+until the old objects are gone with their pods; a replace whose old pods are
+still terminating then is not started by this sync (`ChangeResult.waiting`)
+and the next sync, which finds them being deleted, starts it. Then the
+creations a change needs first (`Change.first`), then the others, each phase
+with the cluster's bounded parallelism.
 A failed write does not stop the others: the change set records, per job,
 what was done and what failed, so a partial apply is reported honestly and
 the next sync finishes the work (every write is idempotent). A refused write
@@ -37,6 +41,13 @@ class WriteAPI(Protocol):
         """One result per write, in the order of `writes`."""
         ...
 
+    def wait_gone(
+        self, refs: Sequence[ObjectRef], *, timeout: float, tick: Callable[[], None]
+    ) -> list[ObjectRef]:
+        """Those of `refs` still there after waiting up to `timeout` seconds for them
+        to be deleted; `tick` is called while waiting."""
+        ...
+
 
 @dataclass(frozen=True)
 class ChangeResult:
@@ -46,6 +57,7 @@ class ChangeResult:
     errors: tuple[str, ...] = ()
     patched: tuple[ObjectRef, ...] = ()
     warnings: tuple[str, ...] = ()  # of its successful writes, but Pod Security's (errors)
+    waiting: str = ""  # why its creates were left for the next sync (not an error)
 
     @property
     def ok(self) -> bool:
@@ -77,35 +89,67 @@ class _Outcome:
     patched: list[ObjectRef] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     refused_pods: list[str] = field(default_factory=list)  # Pod Security's warnings
+    waiting: str = ""
+
+
+# How long a sync waits for a replaced runtime's pods to stop (their grace period is
+# 30 s by default) before it leaves the new runtime's start to the next sync.
+OLD_RUNTIME_WAIT = 120.0
+WAITING_FOR_OLD_PODS = "waiting for the old runtime's pods to go; the next sync starts it"
 
 
 def apply(
-    plan: Plan, cluster: WriteAPI, *, on_done: Callable[[WriteResult], None] | None = None
+    plan: Plan,
+    cluster: WriteAPI,
+    *,
+    on_done: Callable[[WriteResult], None] | None = None,
+    while_waiting: Callable[[], None] = lambda: None,
 ) -> ChangeSet:
     """Run the plan's writes; report per job what was created, deleted and failed.
-    `on_done` hears of every write as it finishes (for a progress display)."""
+    `on_done` hears of every write as it finishes (for a progress display);
+    `while_waiting` is called while a replace waits for its old runtime's pods."""
     writing = [c for c in plan.changes if c.writes]
     outcomes: dict[JobKey, _Outcome] = defaultdict(_Outcome)
     deletes: list[_Write] = []
     firsts: list[_Write] = []
     creates: list[_Write] = []
     for change in writing:
-        deletes += (_Write(Delete(ref), ref, change.key) for ref in change.deletes)
+        foreground = change.starts_after_deletes
+        deletes += (_Write(Delete(ref, foreground), ref, change.key) for ref in change.deletes)
         deletes += (_Write(Patch(p.ref, p.patch), p.ref, change.key) for p in change.patches)
         goes_first = set(change.first)  # worked out once per job, not once per object
         for obj in change.creates:
             ref = ObjectRef.of(obj)
             (firsts if ref in goes_first else creates).append(_Write(Create(obj), ref, change.key))
-    # A job whose old objects could not all be deleted is not started anew, so it
-    # never has two live runtimes. (The pods of deleted Jobs may still be terminating
-    # while the new ones start: the API server deletes them in the background.)
+    # A job whose old objects could not all be deleted, or are not gone yet with their
+    # pods, is not started anew, so it never has two live runtimes.
     starting = {c.key for c in writing if c.creates}
     deleted = _run(cluster, deletes, on_done)
     blocked = _failed(deleted, outcomes, Delete, starting, NOT_STARTED_ANEW)
+    blocked |= _still_going(writing, blocked, cluster, outcomes, while_waiting)
     first = _run(cluster, _unblocked(firsts, blocked), on_done)
     unready = _failed(first, outcomes, Create, starting, NOT_STARTED) - blocked
     _record(_run(cluster, _unblocked(creates, blocked | unready), on_done), outcomes)
     return ChangeSet(tuple(_result(c, outcomes[c.key]) for c in writing))
+
+
+def _still_going(
+    writing: list[Change],
+    blocked: set[JobKey],
+    cluster: WriteAPI,
+    outcomes: dict[JobKey, _Outcome],
+    while_waiting: Callable[[], None],
+) -> set[JobKey]:
+    """The replaces whose old objects (with their pods) are not gone within the wait."""
+    waiting = [c for c in writing if c.starts_after_deletes and c.creates and c.key not in blocked]
+    if not waiting:
+        return set()
+    doomed = [ref for change in waiting for ref in change.deletes]
+    left = set(cluster.wait_gone(doomed, timeout=OLD_RUNTIME_WAIT, tick=while_waiting))
+    going = {c.key for c in waiting if left.intersection(c.deletes)}
+    for key in going:
+        outcomes[key].waiting = WAITING_FOR_OLD_PODS
+    return going
 
 
 class _Write(NamedTuple):
@@ -208,4 +252,5 @@ def _result(change: Change, outcome: _Outcome) -> ChangeResult:
         (*outcome.errors, *_pods_refused(outcome.refused_pods)),
         tuple(outcome.patched),
         tuple(dict.fromkeys(outcome.warnings)),
+        outcome.waiting,
     )

@@ -117,6 +117,7 @@ _RESOURCES: dict[Kind, tuple[str, str]] = {
 # The label Kueue reads a job's queue from (`scheduling.QUEUE_LABEL`): a JobSet with it
 # has a Workload, which says why it waits.
 _QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+_GONE_POLL = 0.5  # seconds between reads of objects being deleted
 # A kind's apiVersion: its group path without the leading /api/ or /apis/.
 _API_VERSIONS = {kind: group.split("/", 2)[2] for kind, (group, _) in _RESOURCES.items()}
 
@@ -264,6 +265,21 @@ class Cluster:
         log = self._call("GET", path, query=query, read=kubehttp.read_bytes)
         return log.decode("utf-8", "replace")
 
+    def wait_gone(
+        self, refs: Sequence[ObjectRef], *, timeout: float, tick: Callable[[], None]
+    ) -> list[ObjectRef]:
+        """Those of `refs` still there after up to `timeout` seconds; each is read until
+        the API server answers 404 (an object deleted in the foreground is there until
+        its dependents are gone)."""
+        deadline = time.monotonic() + timeout
+        left = list(refs)
+        while True:
+            left = [ref for ref in left if self.get(ref) is not None]
+            if not left or time.monotonic() >= deadline:
+                return left
+            tick()
+            time.sleep(_GONE_POLL)
+
     def get(self, ref: ObjectRef) -> KubeObject | None:
         try:
             return self._request("GET", _path(ref.kind, ref.namespace, ref.name))
@@ -351,8 +367,10 @@ class Cluster:
                 path, method, body = _path(ref.kind, ref.namespace, ref.name), "PATCH", write.body
             else:
                 # Background: the Job goes at once, the garbage collector takes its pods.
+                # Foreground: the Job stays, being deleted, until its pods are gone.
                 path, method = _path(ref.kind, ref.namespace, ref.name), "DELETE"
-                body = {"propagationPolicy": "Background"}
+                policy = "Foreground" if write.foreground else "Background"
+                body = {"propagationPolicy": policy}
             self._call(method, path, body=body, warnings=said, read=kubehttp.read_bytes)
         except ClusterClientError as exc:
             if isinstance(write, Delete) and exc.status == 404:

@@ -128,7 +128,11 @@ class Create:
 
 @dataclass(frozen=True)
 class Delete:
+    """`foreground`: the object stays (being deleted) until the garbage collector has
+    removed its dependents, so its absence means its pods are gone too."""
+
     ref: ObjectRef
+    foreground: bool = False
 
 
 @dataclass(frozen=True)

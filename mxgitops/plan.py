@@ -89,6 +89,10 @@ class Change:
     failure: Failure | None = None  # why a Failed job failed, from its pods or the ledger
     patches: tuple[InPlace, ...] = ()  # in-place changes of live objects
     commit: str = ""  # the commit that submitted the live objects (their annotation)
+    # A replace: its deletes are in the foreground and its creates wait until they are
+    # gone, so the old runtime's pods have stopped before the new runtime's start (two
+    # runtimes at once would hold twice the GPUs, and ps-lite peers could cross).
+    starts_after_deletes: bool = False
 
     @property
     def key(self) -> JobKey:
@@ -421,13 +425,14 @@ def _changed_spec(
     elif waits and leftover is not None:
         reason += f"; not held: {leftover}, which is no running job"
     # The row shows the new runtime, starting: the old one's replicas are going.
-    return _starting(base, job).change(
+    change = _starting(base, job).change(
         Action.REPLACE,
         reason,
         state=State.PENDING,
         deletes=tuple(ref for ref in live.refs() if ref not in current),
         creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) not in current),
     )
+    return replace(change, starts_after_deletes=bool(change.deletes))
 
 
 def _left_alone(base: _Base, live: LiveJob, why: str = "") -> Change:

@@ -227,7 +227,10 @@ def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> J
         namespace=change.namespace,
         name=change.name,
         action=change.action.value,
-        reason=change.reason,
+        # A replace whose old pods are still stopping says so: it starts next sync.
+        reason=f"{change.reason}; {written.waiting}"
+        if written and written.waiting
+        else change.reason,
         state=str(change.state or ""),
         spec_hash=change.spec_hash or "",
         source=change.source,

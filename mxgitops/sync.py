@@ -412,7 +412,7 @@ def _apply_under_lease(
         )
         holding.writes_unrecorded = True
         try:
-            changeset = apply(fresh, cluster, on_done=written)
+            changeset = apply(fresh, cluster, on_done=written, while_waiting=holding.renew_if_due)
             if fresh.ledger_changed:
                 changeset = _write_ledger(cluster, config, fresh, changeset)
         except (SystemExit, KeyboardInterrupt):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops.apply import apply
+from mxgitops.apply import WAITING_FOR_OLD_PODS, apply
 from mxgitops.errors import ClusterForbidden, ClusterServerError
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Create, Delete, LiveObjects, ObjectRef, Write, WriteResult
@@ -43,6 +43,11 @@ class Recorder:
             if on_done is not None:
                 on_done(result)
         return results
+
+    def wait_gone(
+        self, refs: Sequence[ObjectRef], *, timeout: float, tick: Callable[[], None]
+    ) -> list[ObjectRef]:
+        return []  # deleted at once
 
 
 def test_apply_does_the_plan_deletes_first() -> None:
@@ -171,3 +176,69 @@ def test_each_object_created_is_addressed_once(monkeypatch: pytest.MonkeyPatch) 
     changeset = apply(the_plan, Recorder())
     assert changeset.ok and sum(len(r.created) for r in changeset.results) == creates
     assert len(derived) <= creates + len(jobs)  # each object, and each job's Service first
+
+
+class Lingering(Recorder):
+    """A Recorder whose deleted objects stay (their pods terminating) for `polls` waits,
+    or for good when `polls` is None."""
+
+    def __init__(self, polls: int | None) -> None:
+        super().__init__()
+        self.polls = polls
+        self.waited: list[list[ObjectRef]] = []
+
+    def wait_gone(
+        self, refs: Sequence[ObjectRef], *, timeout: float, tick: Callable[[], None]
+    ) -> list[ObjectRef]:
+        self.waited.append(list(refs))
+        self.batches_before_wait = len(self.batches)
+        tick()
+        return [] if self.polls is not None else list(refs)
+
+
+def test_a_replace_deletes_in_the_foreground_and_starts_once_the_old_runtime_is_gone() -> None:
+    b_old, b_new, a = job("b"), job("b", workers=3), job("a")
+    the_plan = plan([a, b_new], live(b_old), Ledger(), OPTIONS)
+    replace = next(ch for ch in the_plan.changes if ch.name == "b")
+    assert replace.starts_after_deletes
+    api = Lingering(polls=1)
+    ticks: list[None] = []
+    changeset = apply(the_plan, api, while_waiting=lambda: ticks.append(None))
+    deletes, *_ = api.batches
+    assert all(isinstance(w, Delete) and w.foreground for w in deletes)
+    assert api.waited == [list(replace.deletes)]
+    assert api.batches_before_wait == 1  # after the deletes, before any create
+    assert ticks  # the Lease is kept while waiting
+    assert changeset.ok
+    result = changeset.for_job(("ml", "b"))
+    assert result is not None
+    assert sorted(result.created) == sorted(ObjectRef.of(o) for o in replace.creates)
+
+
+def test_a_replace_whose_old_pods_linger_is_started_by_a_later_sync() -> None:
+    b_old, b_new, a = job("b"), job("b", workers=3), job("a")
+    the_plan = plan([a, b_new], live(b_old), Ledger(), OPTIONS)
+    api = Lingering(polls=None)
+    changeset = apply(the_plan, api)
+    created = {
+        ObjectRef.of(w.obj).name.split("-")[0]
+        for b in api.batches
+        for w in b
+        if isinstance(w, Create)
+    }
+    assert created == {"a"}  # b's new runtime waits; a new job does not wait for it
+    result = changeset.for_job(("ml", "b"))
+    assert result is not None and result.ok and not result.created
+    assert result.waiting == WAITING_FOR_OLD_PODS
+    assert len(result.deleted) == len(the_plan.changes[1].deletes)
+
+
+def test_a_prune_deletes_in_the_background_and_waits_for_nothing() -> None:
+    old = job("b")
+    the_plan = plan([job("a"), job("c")], live(old, job("a"), job("c")), Ledger(), OPTIONS)
+    api = Lingering(polls=None)
+    apply(the_plan, api)
+    deletes, *creates = api.batches
+    assert not any(creates)
+    assert deletes and all(isinstance(w, Delete) and not w.foreground for w in deletes)
+    assert api.waited == []

@@ -1,6 +1,6 @@
 """A running job's life on the real node, driven by commits: suspended and resumed in
 place (its pods go and come back under the same runtime id), replaced by a changed
-spec (the old runtime's pod is deleted before the new runtime's pod runs), pruned by
+spec (the old runtime's pod is gone before any pod of the new runtime exists), pruned by
 a removed manifest (every object and pod of it gone; two other jobs stay, so the
 prune guards, which refuse to empty a repository's jobs, let it through).
 
@@ -120,10 +120,9 @@ def test_suspend_resume_replace_and_prune_a_running_job(
     assert resumed["metadata"]["uid"] != first["metadata"]["uid"]
     assert {j["metadata"]["name"] for j in batch_jobs(node_cluster)} == names
 
-    # Replace: a changed command is a new runtime. The old runtime's pod is told to
-    # stop (deleted, Terminating) before the new runtime's pod runs; it may still be
-    # terminating while the new one starts (apply.py: the garbage collector deletes a
-    # Job's pods in the background), so the two can overlap by a grace period.
+    # Replace: a changed command is a new runtime. The old runtime's pod is gone (its
+    # DELETED event) before any pod of the new runtime exists: the sync deletes the old
+    # batch Jobs in the foreground and creates the new ones once they are gone.
     events = PodEvents(node_cluster)
     sync_commit({"jobs/sleeper.yaml": sleeper("v2")}, "change the command")
 
@@ -133,10 +132,7 @@ def test_suspend_resume_replace_and_prune_a_running_job(
 
     replaced = wait_for("the new runtime's pod to run", new_runtime_runs, timeout=90)
     new_runtime = runtime_of(replaced)
-    wait_for(
-        "the old runtime's pod to go",
-        lambda: all(runtime_of(p) == new_runtime for p in pods_of(node_cluster, "sleeper")),
-    )
+    assert all(runtime_of(p) == new_runtime for p in pods_of(node_cluster, "sleeper"))
     events.stop()
     order = [
         (
@@ -147,17 +143,16 @@ def test_suspend_resume_replace_and_prune_a_running_job(
         )
         for kind, pod in events.events
     ]
-    told_to_stop = min(
-        i
-        for i, (_, pod) in enumerate(events.events)
-        if runtime_of(pod) == runtime and pod["metadata"].get("deletionTimestamp")
+    sleeper_events = [
+        (i, kind, pod)
+        for i, (kind, pod) in enumerate(events.events)
+        if pod["metadata"].get("labels", {}).get("job-name", "").startswith("sleeper-")
+    ]
+    old_gone = max(
+        i for i, kind, pod in sleeper_events if runtime_of(pod) == runtime and kind == "DELETED"
     )
-    new_runs = min(
-        i
-        for i, (_, pod) in enumerate(events.events)
-        if runtime_of(pod) == new_runtime and pod["status"].get("phase") == "Running"
-    )
-    assert told_to_stop < new_runs, order
+    new_exists = min(i for i, _, pod in sleeper_events if runtime_of(pod) == new_runtime)
+    assert old_gone < new_exists, order
     assert all(runtime_of(j) == new_runtime for j in batch_jobs(node_cluster))
     log = node_cluster.raw(
         "GET", f"/api/v1/namespaces/{NS}/pods/{replaced['metadata']['name']}/log"
