@@ -137,7 +137,8 @@ Each command has its own --help, with more examples.
 \b
 Exit codes:
   0 OK   1 invalid manifest or failed job   2 usage or configuration error
-  3 git error (a sync that applied but could not push its note too)
+  3 git error (also: a sync that applied but could not push its note, post a
+    commit status, write its Events or push its metrics)
   4 cluster unreachable or forbidden   5 another sync holds the lease or the Git cache
   6 mxgitops' ledger or Lease is damaged (the message says how to repair it)
   70 a bug in mxgitops (run with --debug for the traceback)   143 stopped by SIGTERM
