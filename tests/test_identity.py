@@ -176,6 +176,9 @@ def test_an_interrupted_replace_of_a_waiting_job_is_finished_by_the_next_sync(
     interrupted = run()
     assert summary_of(interrupted, "patient").action == "replace"
     assert summary_of(interrupted, "patient").errors
+    # A replace deletes in the foreground: on the real server a Job stays, being
+    # deleted, until the garbage collector has taken its pods.
+    kubeapi.settle()
     assert not names_of(kubeapi, "patient") and names_of(kubeapi, "patient", "services")
 
     kubeapi.faults("")
