@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from mxgitops import config as settings
-from mxgitops import manifests, report, source
+from mxgitops import gittree, manifests, report, source
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ConfigError
 from mxgitops.review import Review, review
@@ -31,7 +31,7 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary 
     repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
     with repository.locked():  # a sync sharing the cache must not see it fetched under it
         checkout = repository.sync(config.ref)
-        sha = source.resolve(checkout.root, commit) if commit else checkout.commit
+        sha = gittree.resolve(checkout.root, commit) if commit else checkout.commit
         note = repository.read_note(sha, notes_ref=config.notes_ref)
     summary, unreadable = report.read_note(note or "")
     return summary, sha, unreadable
@@ -66,7 +66,7 @@ def diff_commits(
         tree = Path(scratch) / "tree"
         for rev in (base, head):
             shutil.rmtree(tree, ignore_errors=True)
-            source.export_tree(repo, rev, tree)
+            gittree.export_tree(repo, rev, tree)
             repo_file = settings.read_repo_settings(tree)
             cancel = repo_file.values.get("cancel", ())  # HEAD's, the last read
             directory = path or repo_file.values.get("path", ".")

@@ -2,8 +2,10 @@
 
 Every other module works on plain files and values. Talking to a remote is where a
 GitOps reconciler fails in the field (credentials, force-pushes, half-written caches,
-concurrent writers of notes), so all of it lives here, behind a small typed API, and this
-is the only module that imports GitPython (an import-linter contract keeps it so).
+concurrent writers of notes), so all of it lives here, behind a small typed API. Each git
+command runs through `gitcommand.py`, the only module that imports GitPython (an
+import-linter contract keeps it so); `gittree.py` reads a commit's files without a
+checkout.
 
 What callers can rely on:
 
@@ -28,25 +30,20 @@ What callers can rely on:
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from types import ModuleType
-from typing import TYPE_CHECKING, BinaryIO
+from pathlib import Path
 
 from mxgitops import cachelock
 from mxgitops.errors import GitError
-from mxgitops.gitauth import GIT_IDENTITY, Remote, git_environment
 from mxgitops.gitauth import Credentials as Credentials  # re-exported: part of this API
+from mxgitops.gitauth import Remote, git_environment
 from mxgitops.gitauth import redact as redact
-
-if TYPE_CHECKING:
-    import git
+from mxgitops.gitcommand import CommandFailed, Runner, push_refusal
+from mxgitops.gittree import clean_subpath, follow_links, require_directory
 
 NOTES_REF = "refs/notes/mxgitops"
 PUSH_ATTEMPTS = 5
@@ -64,8 +61,6 @@ _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch firs
 # $GIT_DIR/info/attributes outranks every .gitattributes in the tree: with these, a
 # checkout writes each blob byte for byte, as `export_tree` does.
 _VERBATIM = "* -text -eol -crlf -ident -filter -working-tree-encoding\n"
-_SYMLINK_MODE = b"120000"
-_MAX_SYMLINK_HOPS = 40
 
 
 @dataclass(frozen=True)
@@ -85,83 +80,6 @@ class Checkout:
     def path(self) -> Path:
         """The directory the caller reads manifests from: `root / subpath`."""
         return self.root / self.subpath if self.subpath else self.root
-
-
-def resolve(repo_path: Path, rev: str) -> str:
-    """The full sha of the commit `rev` names in the repository at `repo_path`."""
-    # Any revision expression is fine (HEAD~1, origin/main), as long as it is no option.
-    sha = None if rev.startswith("-") else _local_git(repo_path).commit_of(rev)
-    if sha is None:
-        raise GitError(f"{rev!r} does not name a commit in {repo_path}")
-    return sha
-
-
-def export_tree(repo_path: Path, commit: str, dest: Path, *, subpath: str = "") -> Path:
-    """Write the files of `commit` (only `subpath`, if given) under `dest`; return the dir.
-
-    Used to compare two commits of a checkout without touching its work tree. Every
-    blob is written from Git's objects as stored, the way a sync's checkout has it (no
-    attribute applies: export-ignore hides nothing); symlinks are written as symlinks,
-    whatever they point to (the manifest loader does not follow one out of the
-    directory it reads, and reports it); submodules are left out. Nothing is written
-    outside `dest`.
-    """
-    runner = _local_git(repo_path)
-    sha = resolve(repo_path, commit)
-    sub = _clean_subpath(subpath)
-    _require_directory(runner, sha, sub, where=str(repo_path))
-    listing = runner.raw("ls-tree", "-r", "-z", "--full-tree", sha, *(["--", sub] if sub else []))
-    entries = [_tree_entry(record) for record in listing.split(b"\0") if record]
-    blobs = [(mode, oid, name) for mode, kind, oid, name in entries if kind == b"blob"]
-    contents = _read_blobs(runner, {oid for _, oid, _ in blobs})
-    dest.mkdir(parents=True, exist_ok=True)
-    top = Path(os.path.realpath(dest))
-    for mode, oid, name in blobs:
-        target = _beneath(top, name)
-        if mode == _SYMLINK_MODE:
-            os.symlink(os.fsdecode(contents[oid]), target)
-        else:
-            target.write_bytes(contents[oid])
-    return dest / sub if sub else dest
-
-
-def _tree_entry(record: bytes) -> tuple[bytes, bytes, str, str]:
-    """(mode, type, oid, path) of one `ls-tree -z` record."""
-    meta, _, name = record.partition(b"\t")
-    mode, kind, oid = meta.split()
-    return mode, kind, oid.decode(), os.fsdecode(name)
-
-
-def _read_blobs(runner: _Runner, oids: set[str]) -> dict[str, bytes]:
-    """The contents of `oids`, through one `git cat-file --batch`."""
-    if not oids:
-        return {}
-    ordered = sorted(oids)
-    output = runner.raw("cat-file", "--batch", stdin=("\n".join(ordered) + "\n").encode())
-    contents: dict[str, bytes] = {}
-    position = 0
-    for oid in ordered:
-        end = output.index(b"\n", position)
-        header = output[position:end].split()
-        if len(header) != 3 or header[1] != b"blob":
-            raise GitError(f"git cat-file: object {oid} is not a blob")
-        size = int(header[2])
-        contents[oid] = output[end + 1 : end + 1 + size]
-        position = end + 1 + size + 1
-    return contents
-
-
-def _beneath(top: Path, name: str) -> Path:
-    """`top / name`, its directories created; refused unless it stays under `top`
-    without passing through a symlink (a crafted tree can hold any path)."""
-    parts = PurePosixPath(name).parts
-    if not parts or PurePosixPath(name).is_absolute() or {"..", ".", ".git"} & set(parts):
-        raise GitError(f"refusing to write {name!r}: not a plain path inside the repository")
-    target = top.joinpath(*parts)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if Path(os.path.realpath(target.parent)) != target.parent or target.is_symlink():
-        raise GitError(f"refusing to write {name!r}: it would pass through a symlink")
-    return target
 
 
 class Repository:
@@ -193,7 +111,7 @@ class Repository:
         `ref` is a branch, a tag or a (possibly abbreviated) commit sha. `subpath` must be
         a directory of that commit. Clones when there is no usable cache, fetches otherwise.
         """
-        sub = _clean_subpath(subpath)
+        sub = clean_subpath(subpath)
         reason = self._cache_problem() if self.path.exists() else None
         if self.path.exists() and reason is None:
             try:
@@ -213,7 +131,7 @@ class Repository:
         None when the path leads out of the commit or to nothing.
         """
         runner = self._git()
-        resolved = _follow_links(runner, commit, _clean_subpath(subpath))
+        resolved = follow_links(runner, commit, clean_subpath(subpath))
         if resolved is None:
             return None
         status, sha = runner.attempt("rev-parse", "--verify", "--quiet", f"{commit}:{resolved}")
@@ -266,7 +184,7 @@ class Repository:
                 return
             try:
                 runner("push", "--quiet", _REMOTE, f"{ref}:{ref}")
-            except _CommandFailed as exc:
+            except CommandFailed as exc:
                 if not any(marker in exc.stderr for marker in _PUSH_RACE):
                     raise
                 last_rejection = push_refusal(exc.stderr)
@@ -281,12 +199,12 @@ class Repository:
 
     # -- cache life cycle -------------------------------------------------------------
 
-    def _git(self, path: Path | None = None) -> _Runner:
+    def _git(self, path: Path | None = None) -> Runner:
         work_tree = path or self.path
         located = {"GIT_DIR": str(work_tree / ".git"), "GIT_WORK_TREE": str(work_tree)}
-        return _Runner(work_tree, {**self._env, **located}, self._remote.secrets)
+        return Runner(work_tree, {**self._env, **located}, self._remote.secrets)
 
-    def _synced_git(self) -> _Runner:
+    def _synced_git(self) -> Runner:
         if not (self.path / ".git").is_dir():
             raise GitError(f"no cache of {self.url} yet: sync before reading or writing notes")
         return self._git()
@@ -330,7 +248,7 @@ class Repository:
         _remove(self.path)
         partial.rename(self.path)
 
-    def _fetch(self, runner: _Runner, *, fresh: bool = False) -> None:
+    def _fetch(self, runner: Runner, *, fresh: bool = False) -> None:
         args = ("fetch", "--quiet", "--prune", "--no-tags", _REMOTE, _BRANCHES, _TAGS, _NOTES)
         try:
             runner(*args)
@@ -352,7 +270,7 @@ class Repository:
                 runner("clean", "-ffdxq")
             except GitError as exc:
                 raise _BrokenCache(f"checkout of {commit[:7]} failed: {exc}") from exc
-        _require_directory(runner, commit, sub, where=self.url)
+        require_directory(runner, commit, sub, where=self.url)
         if branch is not None:
             runner("update-ref", _LAST_SYNCED + branch, commit)
         return Checkout(
@@ -368,7 +286,7 @@ class Repository:
 
     # -- revisions ----------------------------------------------------------------------
 
-    def _target(self, runner: _Runner, ref: str | None) -> tuple[str, str | None]:
+    def _target(self, runner: Runner, ref: str | None) -> tuple[str, str | None]:
         """The commit `ref` names on the remote, and its branch name when it is a branch."""
         if ref is None:
             branch = self._default_branch(runner)
@@ -385,7 +303,7 @@ class Repository:
             raise GitError(f"{ref!r} is not a branch, tag or commit of {self.url}")
         return sha, None
 
-    def _default_branch(self, runner: _Runner) -> str:
+    def _default_branch(self, runner: Runner) -> str:
         head = f"refs/remotes/{_REMOTE}/HEAD"
         status, target = runner.attempt("symbolic-ref", "--quiet", head)
         if status != 0 or runner.commit_of(target) is None:
@@ -394,13 +312,13 @@ class Repository:
             target = runner("symbolic-ref", head)
         return target.removeprefix(f"refs/remotes/{_REMOTE}/")
 
-    def _refresh_default_branch(self, runner: _Runner) -> None:
+    def _refresh_default_branch(self, runner: Runner) -> None:
         try:
             runner("remote", "set-head", _REMOTE, "--auto")
         except GitError as exc:
             raise GitError(f"{self.url} has no default branch (empty repository?)") from exc
 
-    def _commit(self, runner: _Runner, rev: str) -> str:
+    def _commit(self, runner: Runner, rev: str) -> str:
         _check_rev(rev)
         sha = runner.commit_of(rev)
         if sha is None:
@@ -409,14 +327,14 @@ class Repository:
 
     # -- notes --------------------------------------------------------------------------
 
-    def _merge_remote_notes(self, runner: _Runner, ref: str) -> None:
+    def _merge_remote_notes(self, runner: Runner, ref: str) -> None:
         """Fold the fetched remote notes into ours: other commits' notes kept, ours win."""
         tracking = _tracking(ref)
         if runner.commit_of(tracking) is not None:
             runner("notes", f"--ref={ref}", "merge", "--quiet", "--strategy=ours", tracking)
 
 
-def _forced_update(runner: _Runner, branch: str | None, commit: str) -> str | None:
+def _forced_update(runner: Runner, branch: str | None, commit: str) -> str | None:
     """A message when the branch's new tip does not descend from the last synced one."""
     if branch is None:
         return None
@@ -429,7 +347,7 @@ def _forced_update(runner: _Runner, branch: str | None, commit: str) -> str | No
     return f"branch {branch} was force-pushed: {previous[:7]}...{commit[:7]} (history rewritten)"
 
 
-def _note_in(runner: _Runner, notes_commit: str | None, sha: str) -> str | None:
+def _note_in(runner: Runner, notes_commit: str | None, sha: str) -> str | None:
     """The note on `sha` in one notes commit, looked up at every fan-out depth git uses."""
     if notes_commit is None:
         return None
@@ -465,57 +383,11 @@ def _cache_name(url: str) -> str:
 # -- small helpers ------------------------------------------------------------------
 
 
-def _clean_subpath(subpath: str) -> str:
-    """`subpath` normalised to a relative POSIX path ("" for the whole tree)."""
-    pure = PurePosixPath(subpath.strip() or ".")
-    if pure.is_absolute() or ".." in pure.parts:
-        raise GitError(f"sub-path {subpath!r} must stay inside the repository")
-    return "" if str(pure) == "." else str(pure)
-
-
-def _follow_links(runner: _Runner, commit: str, path: str) -> str | None:
-    """`path` in `commit` with every symlink along it followed (relative targets only,
-    at most 40): what the file system does in a checkout. None when it leaves the
-    commit, goes nowhere or loops."""
-    pending = list(PurePosixPath(path).parts) if path else []
-    done: list[str] = []
-    hops = 0
-    while pending:
-        part = pending.pop(0)
-        if part == "..":
-            if not done:
-                return None
-            done.pop()
-            continue
-        if part == ".":
-            continue
-        candidate = "/".join([*done, part])
-        listing = runner.raw("ls-tree", "-z", "--full-tree", commit, "--", candidate)
-        if not listing:
-            return None
-        mode, _, oid, _ = _tree_entry(listing.rstrip(b"\0"))
-        if mode != _SYMLINK_MODE:
-            done.append(part)
-            continue
-        hops += 1
-        target = PurePosixPath(os.fsdecode(_read_blobs(runner, {oid})[oid]))
-        if hops > _MAX_SYMLINK_HOPS or target.is_absolute():
-            return None
-        pending = [*target.parts, *pending]
-    return "/".join(done)
-
-
 def _read_file(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def _require_directory(runner: _Runner, commit: str, sub: str, *, where: str) -> None:
-    # Tree lookups do not follow symlinks, so a directory found here is inside the repo.
-    if sub and runner.attempt("cat-file", "-t", f"{commit}:{sub}") != (0, "tree"):
-        raise GitError(f"sub-path {sub!r} is not a directory in {commit[:7]} of {where}")
 
 
 def _check_rev(rev: str) -> None:
@@ -530,138 +402,5 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _locate(path: Path) -> dict[str, str] | None:
-    """GIT_DIR (and GIT_WORK_TREE unless bare) of the repository holding `path`, or None."""
-    git = _gitpython()
-    try:
-        with git.Repo(path, search_parent_directories=True) as repo:
-            located = {"GIT_DIR": str(repo.git_dir)}
-            if repo.working_tree_dir is not None:
-                located["GIT_WORK_TREE"] = str(repo.working_tree_dir)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
-    return located
-
-
-def _local_git(repo_path: Path) -> _Runner:
-    # Naming the repository explicitly beats discovery: an inherited GIT_DIR (git hooks,
-    # CI) would otherwise point every command somewhere else.
-    located = _locate(repo_path)
-    if located is None:
-        raise GitError(f"{repo_path} is not a git repository")
-    cwd = Path(located.get("GIT_WORK_TREE", located["GIT_DIR"]))  # pathspecs are cwd-relative
-    return _Runner(cwd, {**GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0", **located})
-
-
-class _CommandFailed(GitError):
-    """A git command exited non-zero; `stderr` is already redacted."""
-
-    def __init__(self, message: str, *, status: int, stderr: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.stderr = stderr
-
-
 class _BrokenCache(GitError):
     """The cache, not the remote, is at fault: the caller clones again."""
-
-
-class _Runner:
-    """Runs git in one repository with our environment; failures become redacted errors."""
-
-    def __init__(self, cwd: Path, env: Mapping[str, str], secrets: tuple[str, ...] = ()) -> None:
-        self._git: git.Git = _gitpython().Git(cwd)
-        self._git.update_environment(**env)
-        self._secrets = secrets
-
-    def __call__(self, *args: str, stdin: BinaryIO | None = None) -> str:
-        with self._failures(args):
-            return self._git.execute([_executable(), *args], istream=stdin)
-
-    def raw(self, *args: str, stdin: bytes | None = None) -> bytes:
-        """Stdout as bytes, exactly as git wrote it."""
-        with tempfile.TemporaryFile() as stream, self._failures(args):
-            if stdin is not None:
-                stream.write(stdin)
-                stream.seek(0)
-            return self._git.execute(
-                [_executable(), *args],
-                istream=stream if stdin is not None else None,
-                stdout_as_string=False,
-                strip_newline_in_stdout=False,
-            )
-
-    def attempt(self, *args: str) -> tuple[int, str]:
-        """(exit status, stdout on success else stderr), never raising for git's exit."""
-        try:
-            return 0, self(*args)
-        except _CommandFailed as exc:
-            return exc.status, exc.stderr
-
-    def commit_of(self, rev: str) -> str | None:
-        status, sha = self.attempt("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-        return sha if status == 0 and sha else None
-
-    def merge_base(self, a: str, b: str) -> str | None:
-        status, sha = self.attempt("merge-base", a, b)
-        return sha if status == 0 and sha else None
-
-    def store_blob(self, data: bytes) -> str:
-        with tempfile.TemporaryFile() as stdin:
-            stdin.write(data)
-            stdin.seek(0)
-            return self("hash-object", "-w", "--stdin", stdin=stdin)
-
-    @contextmanager
-    def _failures(self, args: tuple[str, ...]) -> Iterator[None]:
-        try:
-            yield
-        except _gitpython().CommandError as exc:
-            stderr = redact(_stderr_text(exc), self._secrets)
-            status = exc.status if isinstance(exc.status, int) else -1
-            message = f"git {args[0]} failed: {meaningful_line(stderr) or f'exit status {status}'}"
-            raise _CommandFailed(message, status=status, stderr=stderr) from exc
-
-
-def _executable() -> str:
-    return str(_gitpython().Git.GIT_PYTHON_GIT_EXECUTABLE or "git")
-
-
-def _gitpython() -> ModuleType:
-    """GitPython, imported on first use: validate and convert of a plain directory
-    never run git, and should not pay for loading it."""
-    import git
-
-    return git
-
-
-# What git adds to a failure without saying anything about it.
-_GENERIC = re.compile(
-    r"Could not read from remote repository|Please make sure you have the correct access"
-    r"|and the repository exists"
-)
-
-
-def meaningful_line(stderr: str) -> str:
-    """git's last line that says what went wrong (its `fatal:` or `error:` lines first,
-    its boilerplate last): an error message is one line."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    told = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines
-    return next(
-        (line for line in reversed(told) if not _GENERIC.search(line)), told[-1] if told else ""
-    )
-
-
-def push_refusal(stderr: str) -> str:
-    """A refused push in one line: the refused ref's line of git's report, then what the
-    remote said about it (a hook's words), without git's "To URL" and closing lines."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    refused = [line.removeprefix("! ") for line in lines if "rejected]" in line]
-    remote = [line for line in lines if line.startswith("remote:")]
-    return "; ".join(refused + remote) or meaningful_line(stderr)
-
-
-def _stderr_text(exc: git.CommandError) -> str:
-    # GitPython stores stderr pre-formatted as "\n  stderr: '...'"; keep the message only.
-    text = str(exc.stderr).strip()
-    return text.removeprefix("stderr: '").removesuffix("'").strip()

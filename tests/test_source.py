@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mxgitops.errors import GitError
+from mxgitops.gittree import export_tree, resolve
 from mxgitops.source import (
     NOTES_REF,
     Credentials,
     Repository,
-    export_tree,
     redact,
-    resolve,
 )
 
 if TYPE_CHECKING:  # imported for real by pytest_plugins, so that its asserts are rewritten
