@@ -25,7 +25,8 @@ from typing import Any
 from mxgitops import policy, repofile
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import LoadResult, Problem, read_section
+from mxgitops.manifestfiles import read_section
+from mxgitops.manifests import LoadResult, Problem
 from mxgitops.model import Runtime
 from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label

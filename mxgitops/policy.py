@@ -20,6 +20,7 @@ from typing import Any
 
 from mxgitops import quantity
 from mxgitops.errors import ConfigError
+from mxgitops.manifestfiles import read_section
 from mxgitops.model import MxJob
 from mxgitops.podsecurity import Level, check
 from mxgitops.yamldoc import FieldPath
@@ -138,7 +139,6 @@ def _stricter(name: str, current: Any, new: Any) -> Any:
 
 def read_file(path: Path) -> dict[str, Any]:
     """The operator's policy file: YAML with one `policy` section, as in .mxgitops.yaml."""
-    from mxgitops.manifests import read_section  # manifests imports this module
 
     section = read_section(path, "policy", MAX_FILE_SIZE, "policy file")
     return parse(section, where=f"policy file {path}: policy", source=OPERATOR)

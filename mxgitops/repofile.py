@@ -25,7 +25,7 @@ from typing import Any
 
 from mxgitops import policy
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import Problem, read_text
+from mxgitops.manifestfiles import Problem, read_text
 from mxgitops.yamldoc import Document, YamlError, documents
 
 REPO_CONFIG_FILE = ".mxgitops.yaml"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops import loadcache, manifests
+from mxgitops import loadcache, manifestfiles, manifests
 from mxgitops.config import SyncConfig
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
@@ -84,7 +84,7 @@ def test_other_settings_or_a_damaged_entry_validate_again(
     tmp_path: Path, parsed: list[int]
 ) -> None:
     cache = tmp_path / "manifests.json"
-    files = len(manifests.manifest_files(EXAMPLE)[0])
+    files = len(manifestfiles.manifest_files(EXAMPLE)[0])
     load(cache, EXAMPLE)
     load(cache, EXAMPLE, namespace="other-ns")
     assert len(parsed) == 2 * files
@@ -118,7 +118,7 @@ def test_a_sync_without_a_new_commit_validates_no_file_again(
 
 def test_a_plain_directory_is_validated_once_too(tmp_path: Path, parsed: list[int]) -> None:
     root = Path(shutil.copytree(EXAMPLE / "jobs", tmp_path / "jobs"))
-    files = len(manifests.manifest_files(root)[0])
+    files = len(manifestfiles.manifest_files(root)[0])
     config = SyncConfig(repo=str(root), dry_run=True, cache_dir=tmp_path / "cache")
     first, second = sync(config), sync(config)
     assert len(parsed) == files

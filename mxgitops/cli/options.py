@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import click
 
 from mxgitops.config import FILE_SIZE_BOUNDS
-from mxgitops.manifests import MAX_FILE_SIZE
+from mxgitops.manifestfiles import MAX_FILE_SIZE
 
 F = TypeVar("F", bound=Callable[..., Any])
 
