@@ -1,7 +1,8 @@
 """Build a Go program once per version into ~/.cache/mxgitops/<name>/<key>/.
 
-The pattern of tests/controlplane/build.py, for the other servers the tests run (Gitea,
-the Pushgateway): compiled from the Go module proxy through a wrapper module, under a
+The one way every server the tests run is built (the control plane, the training
+operator, JobSet and Kueue, Gitea, the Pushgateway; the node's components share its
+cache root): compiled from the Go module proxy through a wrapper module, under a
 file lock (a second builder waits, then finds the result), into a staging directory
 renamed into place only when complete, so an interrupted build leaves nothing that
 looks finished.

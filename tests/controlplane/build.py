@@ -13,15 +13,12 @@ after a small change of the wrapper fast.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from tests import gobuild
 
 GOMOD_DIR = Path(__file__).with_name("gomod")
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
@@ -30,31 +27,20 @@ CACHE_ENV = "MXGITOPS_CONTROLPLANE_CACHE"
 
 def pinned_version(module: str) -> str:
     """The version of ``module`` the wrapper's go.mod requires."""
-    text = (GOMOD_DIR / "go.mod").read_text()
-    found = re.search(rf"^(?:require)?\s+{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
-    if found is None:
-        raise SystemExit(f"{GOMOD_DIR / 'go.mod'} does not require {module}")
-    return found.group(1)
+    return gobuild.pinned_version(GOMOD_DIR, module)
 
 
 KUBERNETES_VERSION = pinned_version("k8s.io/kubernetes")
 ETCD_VERSION = pinned_version("go.etcd.io/etcd/server/v3")
 
 
-# Read once, when the test session imports this module: tests that move HOME (to keep
-# ~/.kube/config or ~/.gitconfig out) must still find the binaries already built.
-DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "controlplane"
-
-
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+    return gobuild.cache_root("controlplane", CACHE_ENV)
 
 
 def build_key() -> str:
-    digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "etcd/main.go"):
-        digest.update((GOMOD_DIR / name).read_bytes())
-    return f"{KUBERNETES_VERSION}-etcd{ETCD_VERSION}-{digest.hexdigest()[:12]}"
+    files = (GOMOD_DIR / name for name in ("go.mod", "go.sum", "etcd/main.go"))
+    return gobuild.build_key(f"{KUBERNETES_VERSION}-etcd{ETCD_VERSION}", *files)
 
 
 def ldflags() -> str:
@@ -78,28 +64,8 @@ def _compile(target: Path) -> None:
 
 
 def ensure_built() -> Path:
-    """The directory holding all four binaries, compiling them first if missing."""
-    root = cache_root()
-    bindir = root / build_key()
-    if all((bindir / name).is_file() for name in BINARIES):
-        return bindir
-    if shutil.which("go") is None:
-        raise SystemExit("the control plane needs Go (`go` is not on PATH); see README.md")
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second builder waits, then finds the result
-        if all((bindir / name).is_file() for name in BINARIES):
-            return bindir
-        staging = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
-        try:
-            _compile(staging)
-            missing = [name for name in BINARIES if not (staging / name).is_file()]
-            if missing:
-                raise SystemExit(f"go build produced no {', '.join(missing)} in {staging}")
-            staging.rename(bindir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return bindir
+    """The directory holding all five binaries, compiling them first if missing."""
+    return gobuild.ensure_built(cache_root(), build_key(), BINARIES, _compile)
 
 
 if __name__ == "__main__":

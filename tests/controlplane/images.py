@@ -15,12 +15,13 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from tests import gobuild
 
 from . import build
 from .ociimage import write_archive
@@ -31,13 +32,8 @@ TOOLBOX_IMAGE = "localhost/mxgitops/toolbox:1"
 BUSYBOX = Path("/bin/busybox")
 
 
-# Read once, when the test session imports this module: tests that move HOME must
-# still find what was built (as build.py does).
-DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "images"
-
-
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+    return gobuild.cache_root("images", CACHE_ENV)
 
 
 def cached_archive(name: str, key: str, make: Callable[[Path, Path], None]) -> Path:

@@ -26,6 +26,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import gobuild
+
 from . import build
 
 NODEMOD_DIR = Path(__file__).with_name("nodemod")
@@ -100,13 +102,8 @@ COMPONENTS = (
 )
 
 
-# Read once, when the test session imports this module: tests that move HOME must
-# still find what was built (as build.py does).
-DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "node"
-
-
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+    return gobuild.cache_root("node", CACHE_ENV)
 
 
 def _compile(component: Component, target: Path) -> None:

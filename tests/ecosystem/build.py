@@ -13,17 +13,14 @@ The upstream go.mods have no replace directives; the wrapper only pins what they
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests import gobuild
 
 GOMOD_ROOT = Path(__file__).with_name("gomod")
 
@@ -43,20 +40,13 @@ class Component:
 
     @property
     def version(self) -> str:
-        text = (self.gomod / "go.mod").read_text()
-        found = re.search(rf"^(?:require)?\s+{re.escape(self.module)}\s+(v\S+)", text, re.M)
-        if found is None:
-            raise SystemExit(f"{self.gomod / 'go.mod'} does not require {self.module}")
-        return found.group(1)
+        return gobuild.pinned_version(self.gomod, self.module)
 
     def key(self) -> str:
-        digest = hashlib.sha256()
-        for name in ("go.mod", "go.sum"):
-            digest.update((self.gomod / name).read_bytes())
-        return f"{self.version}-{digest.hexdigest()[:12]}"
+        return gobuild.build_key(self.version, self.gomod / "go.mod", self.gomod / "go.sum")
 
     def cache_root(self) -> Path:
-        return Path.home() / ".cache" / "mxgitops" / self.name
+        return gobuild.cache_root(self.name, f"MXGITOPS_{self.name.upper()}_CACHE")
 
 
 JOBSET = Component("jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset", "jobset-manager")
@@ -78,32 +68,20 @@ def module_dir(component: Component) -> Path:
 
 def ensure_built(component: Component) -> Path:
     """The directory holding the component's binary, compiling it first if missing."""
+
+    def compile_into(staging: Path) -> None:
+        env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
+        command = ["go", "build", "-trimpath", "-ldflags=-s -w"]
+        target = staging / component.binary
+        subprocess.run(
+            [*command, "-o", str(target), component.package],
+            check=True,
+            cwd=component.gomod,
+            env=env,
+        )
+
     root = component.cache_root()
-    bindir = root / component.key()
-    if (bindir / component.binary).is_file():
-        return bindir
-    if shutil.which("go") is None:
-        raise SystemExit(f"{component.name} needs Go (`go` is not on PATH); see README.md")
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second builder waits, then finds the result
-        if (bindir / component.binary).is_file():
-            return bindir
-        staging = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
-        try:
-            env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
-            command = ["go", "build", "-trimpath", "-ldflags=-s -w"]
-            target = staging / component.binary
-            subprocess.run(
-                [*command, "-o", str(target), component.package],
-                check=True,
-                cwd=component.gomod,
-                env=env,
-            )
-            staging.rename(bindir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return bindir
+    return gobuild.ensure_built(root, component.key(), (component.binary,), compile_into)
 
 
 if __name__ == "__main__":

@@ -13,16 +13,14 @@ The CRD comes from the same module's source, so it is the operator's own.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from tests import gobuild
 
 GOMOD_DIR = Path(__file__).with_name("gomod")
 MODULE = "github.com/kubeflow/training-operator"
@@ -32,31 +30,15 @@ CRD = "kubeflow.org_mxjobs.yaml"
 CACHE_ENV = "MXGITOPS_KUBEFLOW_CACHE"
 
 
-def pinned_version() -> str:
-    text = (GOMOD_DIR / "go.mod").read_text()
-    found = re.search(rf"^\s+{re.escape(MODULE)}\s+(v\S+)", text, re.MULTILINE)
-    if found is None:
-        raise SystemExit(f"{GOMOD_DIR / 'go.mod'} does not require {MODULE}")
-    return found.group(1)
-
-
-VERSION = pinned_version()
-
-
-# Read once, when the test session imports this module (as tests/controlplane/build.py):
-# a test that moves HOME must still find the binary already built.
-DEFAULT_CACHE = Path.home() / ".cache" / "mxgitops" / "kubeflow"
+VERSION = gobuild.pinned_version(GOMOD_DIR, MODULE)
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+    return gobuild.cache_root("kubeflow", CACHE_ENV)
 
 
 def build_key() -> str:
-    digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum"):
-        digest.update((GOMOD_DIR / name).read_bytes())
-    return f"{VERSION}-{digest.hexdigest()[:12]}"
+    return gobuild.build_key(VERSION, GOMOD_DIR / "go.mod", GOMOD_DIR / "go.sum")
 
 
 def _go(*args: str, target: Path | None = None) -> str:
@@ -75,24 +57,7 @@ def _compile(staging: Path) -> None:
 
 def ensure_built() -> Path:
     """The directory holding the operator and its MXJob CRD, built first if missing."""
-    root = cache_root()
-    bindir = root / build_key()
-    if (bindir / BINARY).is_file() and (bindir / CRD).is_file():
-        return bindir
-    if shutil.which("go") is None:
-        raise SystemExit("the training operator needs Go (`go` is not on PATH); see README.md")
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second builder waits, then finds the result
-        if (bindir / BINARY).is_file() and (bindir / CRD).is_file():
-            return bindir
-        staging = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
-        try:
-            _compile(staging)
-            staging.rename(bindir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return bindir
+    return gobuild.ensure_built(cache_root(), build_key(), (BINARY, CRD), _compile)
 
 
 if __name__ == "__main__":
