@@ -3,7 +3,8 @@
 Notes live on `refs/notes/*`, which anyone who can push to the jobs repository can
 write: a value of the wrong type there must not reach the code that renders or
 compares summaries (it ended syncs and `status` in exit 70). `fields` refuses the
-first field that is unknown or of the wrong type, naming it.
+first field of the wrong type, naming it, and leaves out the fields it does not know:
+a note written by a newer mxgitops is still read for what this one knows of it.
 """
 
 from __future__ import annotations
@@ -36,12 +37,12 @@ FAILURE: dict[str, Any] = {
 
 
 def fields(data: Any, where: str, types: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of `data` that `types` knows, each checked to be of its type."""
     if not isinstance(data, dict):
         raise NoteError(f"{where}: not an object")
-    for key, value in data.items():
-        kind = types.get(key)
-        if kind is None:
-            raise NoteError(f"{where}.{key}: not a field of a status note")
+    known = {key: value for key, value in data.items() if key in types}
+    for key, value in known.items():
+        kind = types[key]
         strings = kind == STRINGS
         ok = (
             isinstance(value, list) and all(isinstance(v, str) for v in value)
@@ -51,7 +52,7 @@ def fields(data: Any, where: str, types: Mapping[str, Any]) -> dict[str, Any]:
         if not ok:
             expected = "a list of strings" if strings else _name(kind)
             raise NoteError(f"{where}.{key}: expected {expected}, got {type(value).__name__}")
-    return data
+    return known
 
 
 def _name(kind: Any) -> str:

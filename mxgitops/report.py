@@ -163,7 +163,7 @@ def _job(data: Any, where: str) -> JobSummary:
             raise NoteError(f"{where}.replicas[{n}]: type, state and replicas are needed")
         replicas.append(ReplicaSummary(**replica))
     if job.get("failure") is not None:
-        fields(job["failure"], f"{where}.failure", FAILURE)
+        job["failure"] = fields(job["failure"], f"{where}.failure", FAILURE)
         if "replica" not in job["failure"]:
             raise NoteError(f"{where}.failure.replica: missing")
     return JobSummary(

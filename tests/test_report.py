@@ -177,3 +177,21 @@ def test_replica_summary_describes_counts() -> None:
     replica = ReplicaSummary("WORKER", "Running", 3, {"Running": 2, "Succeeded": 1})
     assert replica.describe() == "WORKER Running (2 running, 1 succeeded)"
     assert Action.UNCHANGED.value == "unchanged"
+
+
+def test_a_note_of_a_newer_mxgitops_reads_with_its_new_fields_left_out() -> None:
+    """Fields an older mxgitops does not know are skipped, at every level: a newer
+    writer's note is still the summary it holds, not an ill-typed note to rewrite."""
+    failure = {"replica": "WORKER", "exit_code": 1, "reason": "Error", "message": "",
+               "pod": "a-worker-0", "container": "mxnet", "log": "boom"}  # fmt: skip
+    failed = dataclasses.replace(sample().jobs[0], failure=failure)
+    summary = dataclasses.replace(sample(), jobs=(failed, *sample().jobs[1:]))
+    data = json.loads(report.render_json(summary))
+    data["queue_stats"] = {"admitted": 3}
+    for job in data["jobs"]:
+        job["runtime"] = "jobset"
+        for replica in job.get("replicas", []):
+            replica["ready"] = 1
+        if job.get("failure"):
+            job["failure"]["signal"] = 9
+    assert Summary.from_dict(data) == summary
