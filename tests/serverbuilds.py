@@ -1,5 +1,5 @@
 """Build the servers some tests run (Gitea, the Pushgateway, Kubeflow's training
-operator) before those tests start.
+operator, the JobSet and Kueue controllers) before those tests start.
 
 A cold build of Gitea takes minutes (about 8 on 2 cores), far beyond a test's timeout;
 so, like the control plane (`tests/kubeapi/fixtures.py`), they are built (or found
@@ -10,19 +10,34 @@ Registered by ``tests/conftest.py`` through ``pytest_plugins``.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+
 import pytest
 
-# fixture name -> the module whose ensure_built() makes what it runs
-_BUILDS = {
-    "gitea": "tests.gitea.build",
-    "gateway": "tests.pushgateway.build",
-    "training_operator": "tests.kubeflow.build",
+
+def _module(name: str) -> Callable[[], object]:
+    """The build of a module whose ensure_built() makes what its fixture runs."""
+    return lambda: importlib.import_module(name).ensure_built()
+
+
+def _controllers() -> None:
+    from tests.ecosystem.build import COMPONENTS, ensure_built
+
+    for component in COMPONENTS.values():
+        ensure_built(component)
+
+
+# fixture name -> what builds what it runs
+_BUILDS: dict[str, Callable[[], object]] = {
+    "gitea": _module("tests.gitea.build"),
+    "gateway": _module("tests.pushgateway.build"),
+    "training_operator": _module("tests.kubeflow.build"),
+    "ecosystem_session": _controllers,
 }
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    import importlib
-
     wanted = {
         fixture
         for item in session.items
@@ -30,4 +45,4 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if fixture in _BUILDS
     }
     for fixture in sorted(wanted):
-        importlib.import_module(_BUILDS[fixture]).ensure_built()
+        _BUILDS[fixture]()
