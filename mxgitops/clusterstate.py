@@ -111,7 +111,10 @@ def read_again(
     skipped_before = before.live.unlisted - unlisted(known.runtimes, before.desired)
     if handed_over and record == before.record and not skipped_before:
         return ClusterState(before.live, known, record, before.desired)
-    log.info("another sync wrote since this one read the cluster: reading it again")
+    if skipped_before:
+        log.info("the ledger now says JobSets of this instance may exist: reading again")
+    else:
+        log.info("another sync wrote since this one read the cluster: reading it again")
     return _read_live(cluster, config, known, record, before.desired)
 
 

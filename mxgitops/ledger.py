@@ -183,7 +183,7 @@ def _runtimes(obj: Mapping[str, Any], recorded: Any) -> tuple[frozenset[str] | N
     return None, (
         f"the ledger ConfigMap {namespace}/{name} has {RUNTIMES_KEY}: {recorded!r}, not a "
         "comma-separated list of runtimes (such as 'batch,jobset'); every runtime's objects "
-        "are listed, and the next sync that writes the ledger records them anew"
+        "are listed, and the record is written anew once a sync has listed them"
     )
 
 
