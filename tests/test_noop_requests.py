@@ -23,11 +23,13 @@ from tests.test_reconcile_e2e import (
     Syncer,
     assert_no_op,
     delete,
+    lists,
     mxjob,
     remove,
     repo,
     run,
     summary_of,
+    sync_hooked,
     write,
     writes,
 )
@@ -177,3 +179,21 @@ def test_the_record_goes_back_to_batch_once_no_jobset_is_left(
     kubeapi.clear_log()
     assert run().ok
     assert_no_op(kubeapi)
+
+
+def test_a_ledger_that_now_says_jobset_makes_the_lease_holder_list_them(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """The first read skipped JobSets (the ledger said batch alone); by the time this
+    sync holds the Lease the ledger says jobset: the objects are read again, JobSets
+    included, whatever the hand-off record says."""
+    write(repo, mxjob("a"))
+    assert run().ok
+    write(repo, mxjob("a", workers=3))
+    kubeapi.clear_log()
+    outcome = sync_hooked(run, lambda: record(kubeapi, "batch,jobset"))
+    assert outcome.ok and summary_of(outcome, "a").action == "replace"
+    log = kubeapi.request_log
+    assert (lists(log, "jobs"), lists(log, "jobsets")) == (2, 1)
+    # It listed JobSets and found none: batch alone again.
+    assert recorded(kubeapi) == "batch"
