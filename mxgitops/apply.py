@@ -24,8 +24,9 @@ job never starts, so it gets one error line, the API's warning.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import NamedTuple, Protocol
 
 from mxgitops.errors import MxGitOpsError
@@ -104,16 +105,21 @@ def apply(
     *,
     on_done: Callable[[WriteResult], None] | None = None,
     while_waiting: Callable[[], None] = lambda: None,
+    refused: Mapping[JobKey, str] = MappingProxyType({}),
 ) -> ChangeSet:
     """Run the plan's writes; report per job what was created, deleted and failed.
     `on_done` hears of every write as it finishes (for a progress display);
-    `while_waiting` is called while a replace waits for its old runtime's pods."""
+    `while_waiting` is called while a replace waits for its old runtime's pods. The
+    jobs in `refused` are not written at all: each has its one error, why."""
     writing = [c for c in plan.changes if c.writes]
     outcomes: dict[JobKey, _Outcome] = defaultdict(_Outcome)
+    for key, why in refused.items():
+        outcomes[key].errors.append(why)
+    writing_now = [c for c in writing if c.key not in refused]
     deletes: list[_Write] = []
     firsts: list[_Write] = []
     creates: list[_Write] = []
-    for change in writing:
+    for change in writing_now:
         foreground = change.starts_after_deletes
         deletes += (_Write(Delete(ref, foreground), ref, change.key) for ref in change.deletes)
         deletes += (_Write(Patch(p.ref, p.patch), p.ref, change.key) for p in change.patches)
@@ -123,10 +129,10 @@ def apply(
             (firsts if ref in goes_first else creates).append(_Write(Create(obj), ref, change.key))
     # A job whose old objects could not all be deleted, or are not gone yet with their
     # pods, is not started anew, so it never has two live runtimes.
-    starting = {c.key for c in writing if c.creates}
+    starting = {c.key for c in writing_now if c.creates}
     deleted = _run(cluster, deletes, on_done)
     blocked = _failed(deleted, outcomes, Delete, starting, NOT_STARTED_ANEW)
-    blocked |= _still_going(writing, blocked, cluster, outcomes, while_waiting)
+    blocked |= _still_going(writing_now, blocked, cluster, outcomes, while_waiting)
     first = _run(cluster, _unblocked(firsts, blocked), on_done)
     unready = _failed(first, outcomes, Create, starting, NOT_STARTED) - blocked
     _record(_run(cluster, _unblocked(creates, blocked | unready), on_done), outcomes)

@@ -12,6 +12,16 @@ costs the same number of requests with 10 or 100,000 finished jobs. A ledger
 of one shard is exactly the single ConfigMap of earlier versions.
 
 Which entries are kept or dropped is the planner's decision (`plan.py`).
+The first shard also says which runtimes this instance may have objects of
+(`runtimes`: `batch`, or `batch,jobset`), so that a sync skips the LIST of a
+kind that holds none of them (`runtimes.unlisted`): a no-op sync of an instance
+that never used JobSet is 4 requests, not 5. Only a positive record skips a
+LIST: no ledger, a ledger without the key (written by an earlier version) or an
+unreadable value reads as "any runtime may have objects". It names a runtime
+before the first object of it is created (`plan.Plan.recorded_first`), and
+drops one only after a sync that listed that runtime's kind, found none and
+creates none. A name this version does not know (a newer version's) is kept.
+
 This module encodes and decodes the shards, refuses to guess at a damaged one
 (`StateDamagedError`, with how to repair it), and writes the shards that
 changed through a small API (`cluster.py` in production). A write whose
@@ -24,7 +34,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from mxgitops.errors import ClusterClientError, StateDamagedError
@@ -32,6 +42,9 @@ from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
 DATA_KEY = "finished.json"
 SHARDS_KEY = "shards"  # the shard count the ConfigMap was written with (absent: 1)
+# In the first shard: the runtimes this instance may have objects of, comma-separated.
+RUNTIMES_KEY = "runtimes"
+_RUNTIMES = re.compile(r"^[a-z][a-z0-9]*(,[a-z][a-z0-9]*)*$")
 # A ConfigMap holds at most 1 MiB; stay well below it. An entry is ~170 bytes.
 MAX_BYTES = 900 * 1024
 MAX_SHARDS = 1024  # ~5 million finished jobs
@@ -66,6 +79,7 @@ class Stored:
     name: str
     resource_version: str
     text: str
+    runtimes: str = ""  # the first shard's record of runtimes, as stored ("" if none)
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,10 @@ class Ledger:
     entries: Mapping[JobKey, Finished] = field(default_factory=dict)
     stored: tuple[Stored, ...] = ()  # the shards as read; () when none exists yet
     shards: int = 1  # the largest shard count found: the layout never shrinks
+    # The runtimes this instance may have objects of; None when the ledger does not
+    # say (none yet, no record, or an unreadable one): then any runtime may.
+    runtimes: frozenset[str] | None = None
+    unreadable: str = ""  # why a stored record of runtimes could not be read
 
     def finished(self, key: JobKey, spec_hash: str) -> Finished | None:
         entry = self.entries.get(key)
@@ -80,7 +98,17 @@ class Ledger:
 
     def with_entries(self, entries: Mapping[JobKey, Finished]) -> Ledger:
         """The same stored shards, holding `entries` once written."""
-        return Ledger(dict(entries), self.stored, self.shards)
+        return replace(self, entries=dict(entries))
+
+    def with_runtimes(self, runtimes: frozenset[str]) -> Ledger:
+        """The same, recording `runtimes` once written (itself if it already does)."""
+        if runtimes == self.runtimes:
+            return self
+        return replace(self, runtimes=runtimes, unreadable="")
+
+    def with_stored(self, other: Ledger) -> Ledger:
+        """The same, to be written over the shards as `other` found or left them."""
+        return replace(self, stored=other.stored, shards=max(self.shards, other.shards))
 
 
 class LedgerAPI(Protocol):
@@ -117,16 +145,24 @@ def from_config_maps(objects: Iterable[Mapping[str, Any]]) -> Ledger:
     short) keeps its newest entry: the union never forgets a finished job."""
     entries: dict[JobKey, Finished] = {}
     stored, shards = [], 1
+    runtimes: frozenset[str] | None = None
+    unreadable = ""
     for obj in sorted(objects, key=lambda o: str(o["metadata"]["name"])):
         rows, count = _decode(obj)
         shards = max(shards, count)
+        data = obj.get("data") or {}
+        first = "." not in str(obj["metadata"]["name"])  # the others end in .1, .2, …
+        recorded = data.get(RUNTIMES_KEY) if first else None
         stored.append(
             Stored(
                 obj["metadata"]["name"],
                 str(obj["metadata"].get("resourceVersion") or ""),
-                (obj.get("data") or {}).get(DATA_KEY) or "",
+                data.get(DATA_KEY) or "",
+                recorded if isinstance(recorded, str) else "",
             )
         )
+        if recorded is not None:
+            runtimes, unreadable = _runtimes(obj, recorded)
         for entry in rows:
             key = (entry.namespace, entry.name)
             known = entries.get(key)
@@ -135,7 +171,20 @@ def from_config_maps(objects: Iterable[Mapping[str, Any]]) -> Ledger:
                 entry.spec_hash,
             ):
                 entries[key] = entry
-    return Ledger(entries, tuple(stored), shards)
+    return Ledger(entries, tuple(stored), shards, runtimes, unreadable)
+
+
+def _runtimes(obj: Mapping[str, Any], recorded: Any) -> tuple[frozenset[str] | None, str]:
+    """The first shard's record of runtimes, or None and why it cannot be read: never a
+    guess, which could skip the LIST of a kind that holds objects of ours."""
+    if isinstance(recorded, str) and _RUNTIMES.match(recorded):
+        return frozenset(recorded.split(",")), ""
+    name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace", "")
+    return None, (
+        f"the ledger ConfigMap {namespace}/{name} has {RUNTIMES_KEY}: {recorded!r}, not a "
+        "comma-separated list of runtimes (such as 'batch,jobset'); every runtime's objects "
+        "are listed, and the record is written anew once a sync has listed them"
+    )
 
 
 def from_config_map(obj: Mapping[str, Any] | None) -> Ledger:
@@ -199,10 +248,13 @@ def to_config_maps(book: Ledger, *, instance: str, namespace: str) -> list[KubeO
         shards *= 2
     if any(len(t.encode()) > MAX_BYTES for t in texts):
         raise StateDamagedError(f"the ledger needs more than {MAX_SHARDS} ConfigMaps")
-    return [
+    shard_maps = [
         _config_map(shard_name(instance, index), namespace, instance, text, shards)
         for index, text in enumerate(texts)
     ]
+    if book.runtimes is not None:
+        shard_maps[0]["data"][RUNTIMES_KEY] = ",".join(sorted(book.runtimes))
+    return shard_maps
 
 
 def to_config_map(book: Ledger, *, instance: str, namespace: str) -> KubeObject:
@@ -236,34 +288,39 @@ def _config_map(name: str, namespace: str, instance: str, text: str, shards: int
 # -- writing ----------------------------------------------------------------------
 
 
-def save(api: LedgerAPI, book: Ledger, *, instance: str, namespace: str) -> int:
+def save(api: LedgerAPI, book: Ledger, *, instance: str, namespace: str) -> Ledger:
     """Write the shards whose content changed (new shards first, so an entry moving
-    to a new shard is never absent from both); return how many were written."""
+    to a new shard is never absent from both); return the ledger as now stored, with
+    the versions a later write in the same sync replaces."""
     stored = {s.name: s for s in book.stored}
     creates, replaces = [], []
     for obj in to_config_maps(book, instance=instance, namespace=namespace):
         known = stored.get(obj["metadata"]["name"])
+        data = obj["data"]
         if known is None:
             creates.append(obj)
-        elif known.text != obj["data"][DATA_KEY]:
+        elif known.text != data[DATA_KEY] or known.runtimes != data.get(RUNTIMES_KEY, ""):
             # A shard whose rows stay put keeps an older shard count: readers take the largest.
             obj["metadata"]["resourceVersion"] = known.resource_version
             replaces.append(obj)
-    for obj in creates:
-        _write(api, api.create_strict, obj)
-    for obj in replaces:
-        _write(api, api.replace, obj)
-    return len(creates) + len(replaces)
+    for obj in creates + replaces:
+        version = _write(api, api.create_strict if obj in creates else api.replace, obj)
+        name, data = obj["metadata"]["name"], obj["data"]
+        stored[name] = Stored(name, version, data[DATA_KEY], data.get(RUNTIMES_KEY, ""))
+    return replace(book, stored=tuple(stored[name] for name in sorted(stored)))
 
 
-def _write(api: LedgerAPI, send: Callable[[KubeObject], KubeObject], obj: KubeObject) -> None:
-    """Create or replace one shard; a 409 is our own write if the shard now holds
-    exactly what we sent (the response to it was lost and the client retried)."""
+def _write(api: LedgerAPI, send: Callable[[KubeObject], KubeObject], obj: KubeObject) -> str:
+    """Create or replace one shard, and return its new resourceVersion; a 409 is our own
+    write if the shard now holds exactly what we sent (the response to it was lost and
+    the client retried)."""
     try:
-        send(obj)
+        answer = send(obj)
     except ClusterClientError as exc:
         if exc.status != 409:
             raise
         current = api.get(ObjectRef.of(obj))
         if current is None or (current.get("data") or {}) != obj["data"]:
             raise
+        answer = current
+    return str((answer.get("metadata") or {}).get("resourceVersion") or "")

@@ -8,7 +8,7 @@ and annotations that mark an object as ours.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -105,6 +105,20 @@ class LiveObjects:
     jobsets: tuple[KubeObject, ...] = ()
     # Kueue's Workloads of queued JobSets (listed only when some JobSet is queued)
     workloads: tuple[KubeObject, ...] = ()
+    # Kinds not listed: the ledger says this instance has no object of them
+    # (`runtimes.unlisted`). Their tuples are empty because none exists, not unread.
+    unlisted: frozenset[Kind] = frozenset()
+
+    def of(self, kind: Kind) -> tuple[KubeObject, ...]:
+        """The objects of one kind (none of a kind that is never listed live)."""
+        by_kind = {
+            Kind.JOB: self.jobs,
+            Kind.SERVICE: self.services,
+            Kind.POD: self.pods,
+            Kind.JOBSET: self.jobsets,
+            Kind.WORKLOAD: self.workloads,
+        }
+        return by_kind.get(kind, ())
 
     def all(self) -> tuple[KubeObject, ...]:
         return self.jobs + self.services + self.pods + self.jobsets + self.workloads
@@ -168,4 +182,4 @@ class ClusterAPI(Protocol):
 
     def delete(self, refs: Sequence[ObjectRef]) -> None: ...
 
-    def list_live(self, selector: str) -> LiveObjects: ...
+    def list_live(self, selector: str, unlisted: Collection[Kind] = ...) -> LiveObjects: ...

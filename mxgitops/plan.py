@@ -20,7 +20,11 @@ scheduler Service is created before the batch Jobs that dial it, which are not
 started unless it is ours.
 
 A plan also says how the ledger of finished jobs changes: `bookkeeping.py`
-decides that from the plan's changes, each ledger change with a reason.
+decides that from the plan's changes, each ledger change with a reason. And
+which runtimes the ledger records this instance may have objects of once the
+plan is applied (`runtimes.in_use`): where the plan creates objects of a runtime
+the ledger does not record yet, that record is written before anything is
+applied (`Plan.recorded_first`), so no sync skips the LIST that would find them.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from mxgitops.bookkeeping import (
 from mxgitops.ledger import JobKey, Ledger
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
 from mxgitops.runtimes import Live as LiveJob
-from mxgitops.runtimes import group_live
+from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
 from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
@@ -139,6 +143,11 @@ class Plan:
     ledger_changed: bool = False
     prune_refused: str | None = None  # why deletions were held back, if they were
     ledger_changes: tuple[LedgerChange, ...] = ()
+    # The ledger as read, recording the runtimes of `ledger`: to be written before any
+    # change is applied, because the jobs `records_first` create objects of a runtime it
+    # does not record yet (None when none do). They are not started if it fails.
+    recorded_first: Ledger | None = None
+    records_first: tuple[JobKey, ...] = ()
 
     def ledger_after(self, failed: Collection[JobKey]) -> Ledger:
         """The ledger to write once applied: an entry forgotten because its job was
@@ -226,12 +235,16 @@ def plan(
         replace(c, state=State.DELETING, failure=None) if c.action is Action.DELETE else c
         for c in changes
     ]
+    runtimes = in_use(live, (o for c in changes for o in c.creates), ledger.runtimes)
+    first = tuple(sorted(c.key for c in changes if needs_record(c.creates, ledger.runtimes)))
     return Plan(
         tuple(sorted(changes, key=lambda c: c.key)),
-        with_changes(ledger, book),
-        bool(book),
+        with_changes(ledger, book).with_runtimes(runtimes),
+        bool(book) or runtimes != ledger.runtimes,
         refused,
         book,
+        ledger.with_runtimes(runtimes) if first else None,
+        first,
     )
 
 

@@ -10,10 +10,17 @@ and the `LiveJob` reading interface both runtimes' live groups implement.
 Which runtime a job runs on is part of the job (`MxJob.runtime`, decided when its
 manifest is read, `scheduling.py`) and of its spec hash, so moving a job between
 runtimes is a replace like any other changed spec.
+
+Which kinds a sync must LIST is asked here too (`unlisted`, `in_use`,
+`needs_record`): the JobSet runtime's own kind is listed unless the ledger
+positively records that this instance has no JobSet and no desired job runs on
+JobSet. The batch runtime's kinds (batch Jobs, Services, and pods, which every
+runtime has) are listed by every sync.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from mxgitops.jobset import (
@@ -24,7 +31,7 @@ from mxgitops.jobset import (
     render_jobset,
 )
 from mxgitops.model import MxJob, OnChange, Runtime
-from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
 from mxgitops.trainer import (
     Failure,
     InPlace,
@@ -37,7 +44,7 @@ from mxgitops.trainer import (
 from mxgitops.trainer import group_live as group_batch
 from mxgitops.trainer.live import Stray
 
-__all__ = ["Live", "group_live", "refs", "render"]
+__all__ = ["Live", "group_live", "in_use", "needs_record", "refs", "render", "unlisted"]
 
 
 class Live(Protocol):
@@ -85,6 +92,52 @@ def refs(job: MxJob) -> list[ObjectRef]:
     if job.runtime is Runtime.JOBSET:
         return jobset_refs(job)
     return job_refs(job)
+
+
+# The kind only a runtime makes, whose LIST a sync skips where the ledger records that
+# this instance has no object of that runtime.
+_OWN_KIND = {Runtime.JOBSET: Kind.JOBSET}
+_KNOWN = frozenset(r.value for r in Runtime)
+
+
+def unlisted(recorded: frozenset[str] | None, desired: Iterable[MxJob]) -> frozenset[Kind]:
+    """The kinds a sync need not LIST: those of runtimes the ledger `recorded` says this
+    instance has no object of, where no desired job runs on them. A ledger that does
+    not say (None: none yet, no record, an unreadable one) or names a runtime this
+    version does not know (a newer version's) skips nothing: a skipped LIST that hid a
+    live job would let a job moved off that runtime run twice."""
+    if recorded is None or not recorded <= _KNOWN:
+        return frozenset()
+    wanted = {job.runtime for job in desired}
+    return frozenset(
+        kind
+        for runtime, kind in _OWN_KIND.items()
+        if runtime.value not in recorded and runtime not in wanted
+    )
+
+
+def in_use(
+    live: LiveObjects, creates: Iterable[KubeObject], recorded: frozenset[str] | None
+) -> frozenset[str]:
+    """The runtimes this instance may have objects of once a plan that creates `creates`
+    is applied, as the ledger is to record them: the batch runtime always, another one
+    if its objects were found live or are created. A kind that was not listed holds
+    none (the ledger said so); names this version does not know are kept, for the
+    version that wrote them to drop."""
+    kinds = {o["kind"] for o in creates}
+    names = {Runtime.BATCH.value}
+    for runtime, kind in _OWN_KIND.items():
+        if kind in kinds or live.of(kind):
+            names.add(runtime.value)
+    return frozenset(names | ((recorded or frozenset()) - _KNOWN))
+
+
+def needs_record(creates: Iterable[KubeObject], recorded: frozenset[str] | None) -> bool:
+    """Whether creating `creates` needs the ledger to record their runtime first: a
+    later sync would otherwise skip the LIST of their kind, and not see them."""
+    have = recorded or frozenset()
+    own = {kind: runtime.value for runtime, kind in _OWN_KIND.items()}
+    return any(own[o["kind"]] not in have for o in creates if o["kind"] in own)
 
 
 def group_live(live: LiveObjects) -> dict[tuple[str, str], Live]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -21,6 +21,7 @@ from typing import Literal
 
 from mxgitops import (
     __version__,
+    clusterstate,
     failurelog,
     handoff,
     lease,
@@ -34,10 +35,11 @@ from mxgitops import (
 from mxgitops import cluster as kube
 from mxgitops import config as settings
 from mxgitops.apply import ChangeSet, apply
+from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
-from mxgitops.model import MxJob, Runtime
-from mxgitops.objects import Kind, LiveObjects, WriteResult, ownership_selector
+from mxgitops.model import Runtime
+from mxgitops.objects import LiveObjects, WriteResult
 from mxgitops.plan import Plan, PlanOptions, plan
 from mxgitops.trainer import parse_accelerators
 
@@ -118,12 +120,12 @@ def sync(
         )
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)
-        state = _read_state(cluster, config)
+        state = clusterstate.read(cluster, config, loaded.jobs, notices)
         options = replace(
-            options, workload_priority_classes=_priority_classes(cluster, loaded.jobs)
+            options, workload_priority_classes=clusterstate.priority_classes(cluster, loaded.jobs)
         )
 
-        def planned(state: _State) -> Plan:
+        def planned(state: ClusterState) -> Plan:
             # Logs of newly failed replicas are read before apply deletes anything.
             made = _plan(loaded, state.live, state.known, options)
             return failurelog.capture(made, cluster, lines=config.failure_log_lines)
@@ -322,52 +324,6 @@ def _cluster(
     )
 
 
-@dataclass(frozen=True)
-class _State:
-    """What a sync read of the cluster: its objects, the ledger, and the version of
-    the hand-off record (`handoff.py`), which says whether the read is still current."""
-
-    live: LiveObjects
-    known: ledger.Ledger
-    record: str = ""
-
-    def moved_from(self, before: _State) -> bool:
-        if self.known != before.known:
-            return True
-        return self.live is not before.live and self.live.versions() != before.live.versions()
-
-
-def _priority_classes(cluster: kube.Cluster | None, jobs: Sequence[MxJob]) -> frozenset[str]:
-    """Kueue's WorkloadPriorityClasses, read only when a queued job names a priority class
-    (which is given to Kueue by name where one of that name exists)."""
-    if cluster is None or not any(job.queue and job.priority_class for job in jobs):
-        return frozenset()
-    return cluster.workload_priority_classes()
-
-
-def _read_state(cluster: kube.Cluster | None, config: SyncConfig) -> _State:
-    if cluster is None:
-        return _State(LiveObjects(), ledger.Ledger())
-    # The ConfigMaps first: a sync that wrote after this read changes the record after it.
-    return _read_live(cluster, config, *_read_books(cluster, config))
-
-
-def _read_live(
-    cluster: kube.Cluster, config: SyncConfig, known: ledger.Ledger, record: str
-) -> _State:
-    """The jobs' objects, read after the ConfigMaps that gave `known` and `record`."""
-    return _State(cluster.list_live(ownership_selector(config.instance)), known, record)
-
-
-def _read_books(cluster: kube.Cluster, config: SyncConfig) -> tuple[ledger.Ledger, str]:
-    """The ledger and the hand-off record's version: all shards in one LIST, however many."""
-    found = cluster.list_all(
-        Kind.CONFIG_MAP, ownership_selector(config.instance), config.state_namespace
-    )
-    shards = [o for o in found if ledger.is_shard(o["metadata"]["name"], config.instance)]
-    return ledger.from_config_maps(shards), handoff.version(found, config.instance)
-
-
 def _plan(
     loaded: manifests.LoadResult, live: LiveObjects, known: ledger.Ledger, options: PlanOptions
 ) -> Plan:
@@ -386,13 +342,14 @@ def _apply_under_lease(
     cluster: kube.Cluster,
     config: SyncConfig,
     progress: Progress,
-    planned: tuple[_State, Plan],
-    replan: Callable[[_State], Plan],
+    planned: tuple[ClusterState, Plan],
+    replan: Callable[[ClusterState], Plan],
     commit: str,
 ) -> tuple[Plan, ChangeSet]:
     """Take the Lease, make sure the plan stands on a current read (another sync may
-    have just written), apply, record finished jobs in the ledger, and record that
-    this sync wrote, for the next one."""
+    have just written), record in the ledger the runtimes it starts using, apply,
+    record finished jobs in the ledger, and record that this sync wrote, for the next
+    one."""
     progress.phase("taking the lease")
     holder = lease.default_holder()
     with lease.held(
@@ -404,7 +361,7 @@ def _apply_under_lease(
             holding.renew_if_due()
 
         before, fresh = planned
-        state = _read_again(cluster, config, before, holding.handed_over)
+        state = clusterstate.read_again(cluster, config, before, holding.handed_over)
         if state.moved_from(before):
             fresh = replan(state)
         progress.phase(
@@ -412,28 +369,17 @@ def _apply_under_lease(
         )
         holding.writes_unrecorded = True
         try:
-            changeset = apply(fresh, cluster, on_done=written, while_waiting=holding.renew_if_due)
+            stored, refused = clusterstate.record_first(cluster, config, fresh)
+            changeset = apply(
+                fresh, cluster, on_done=written, while_waiting=holding.renew_if_due, refused=refused
+            )
             if fresh.ledger_changed:
-                changeset = _write_ledger(cluster, config, fresh, changeset)
+                changeset = clusterstate.write_ledger(cluster, config, fresh, changeset, stored)
         except (SystemExit, KeyboardInterrupt):
             cluster.stop()  # SIGTERM: no further write; the Lease is released at once
             raise
         holding.writes_unrecorded = not _record_writes(cluster, config, holder, commit)
     return fresh, changeset
-
-
-def _read_again(
-    cluster: kube.Cluster, config: SyncConfig, before: _State, handed_over: bool
-) -> _State:
-    """The state under the Lease. The ledger is read again; the objects only if another
-    sync may have written since `before` was read: the Lease was not handed over
-    cleanly, or the hand-off record moved. A change costs what it writes, not a
-    second read of every job."""
-    known, record = _read_books(cluster, config)
-    if handed_over and record == before.record:
-        return _State(before.live, known, record)
-    log.info("another sync wrote since this one read the cluster: reading it again")
-    return _read_live(cluster, config, known, record)
 
 
 def _record_writes(cluster: kube.Cluster, config: SyncConfig, holder: str, commit: str) -> bool:
@@ -451,18 +397,6 @@ def _record_writes(cluster: kube.Cluster, config: SyncConfig, holder: str, commi
         log.warning("could not record this sync's writes (%s); the next sync reads again", exc)
         return False
     return True
-
-
-def _write_ledger(
-    cluster: kube.Cluster, config: SyncConfig, done: Plan, changeset: ChangeSet
-) -> ChangeSet:
-    """Record finished jobs; a job whose prune failed keeps its entry."""
-    book = done.ledger_after({r.change.key for r in changeset.failed})
-    try:
-        ledger.save(cluster, book, instance=config.instance, namespace=config.state_namespace)
-    except ClusterError as exc:
-        return replace(changeset, ledger_error=f"recording finished jobs failed: {exc}")
-    return changeset
 
 
 def _note(

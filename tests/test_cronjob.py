@@ -34,7 +34,8 @@ CLUSTER_WIDE = {
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
     ("events.k8s.io", "events"): {"create"},  # events.py: what a sync did, on each job
-    ("jobset.x-k8s.io", "jobsets"): {"list"},  # every sync's LIST (404 without JobSet)
+    # Listed where the ledger does not say this instance has none (404 without JobSet).
+    ("jobset.x-k8s.io", "jobsets"): {"list"},
 }
 IN_OWN_NAMESPACE = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},

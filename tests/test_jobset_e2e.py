@@ -22,9 +22,11 @@ from mxgitops.sync import SyncOutcome
 from mxgitops.trainer import RenderContext
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
+from tests.test_noop_requests import recorded
 from tests.test_reconcile_e2e import (
     EXAMPLE_REPO,
     INSTANCE,
+    NO_OP,
     NS,
     UPSTREAM,
     Syncer,
@@ -439,6 +441,37 @@ def test_moving_a_job_between_runtimes_is_a_replace(ecosystem: Ecosystem, run: S
     assert summary_of(outcome, "a").action == "replace"
     only_jobset(ecosystem, "a")
     assert summary_of(on_jobset(run), "a").action == "unchanged"
+
+
+def test_a_job_moved_off_jobset_is_found_and_replaced_then_jobsets_are_not_listed(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    """Issue 20: the ledger records `jobset` before the first JobSet is created; a job
+    moved to batch is a replace (its JobSet is listed, found and deleted); once no
+    JobSet is left, one sync records batch alone, and a no-op is the 4 LISTs."""
+    real = ecosystem.real
+    write(run.repo, mxjob("a", workers=2))
+    real.clear_log()
+    assert on_jobset(run).ok
+    log = [(e["verb"], e["resource"], e["path"].rsplit("/", 1)[-1]) for e in real.request_log]
+    recorded_at = log.index(("create", "configmaps", "configmaps"))  # the first ledger shard
+    assert log.index(("create", "jobsets", "jobsets")) > recorded_at
+    assert recorded(real) == "batch,jobset"
+    jobset = only_jobset(ecosystem, "a")["metadata"]["name"]
+    real.clear_log()
+    outcome = run()  # the default runtime, batch
+    assert outcome.ok and summary_of(outcome, "a").action == "replace"
+    deleted = [e["path"] for e in real.request_log if e["verb"] == "delete"]
+    assert deleted == [f"{JOBSETS}/namespaces/{NS}/jobsets/{jobset}"]
+    assert recorded(real) == "batch,jobset"  # it was found: not yet
+    wait_for("the JobSet to go", lambda: not ecosystem.jobsets(NS) or None)
+    real.clear_log()
+    assert run().ok
+    assert [(e["verb"], e["resource"]) for e in real.request_log].count(("list", "jobsets")) == 1
+    assert recorded(real) == "batch"
+    real.clear_log()
+    assert summary_of(run(), "a").action == "unchanged"
+    assert [(e["verb"], e["resource"]) for e in real.request_log] == NO_OP
 
 
 def test_a_removed_manifest_prunes_the_jobset_and_on_change_wait_holds(

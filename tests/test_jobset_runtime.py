@@ -328,3 +328,52 @@ def test_objects_of_both_runtimes_are_one_job_that_any_spec_replaces() -> None:
     assert change.action == "replace"
     assert {r.kind for r in change.deletes} == {"Job", "Service"}  # the JobSet is the new one's
     assert [o["kind"] for o in change.creates] == []  # it exists already: not created again
+
+
+# -- which kinds a sync lists: the ledger's record of runtimes --------------------------
+
+BATCH, BOTH = frozenset({"batch"}), frozenset({"batch", "jobset"})
+
+
+@pytest.mark.parametrize(
+    ("recorded", "desired", "skipped"),
+    [
+        (BATCH, "batch", {"JobSet"}),  # the one case that skips the LIST
+        (BATCH, "jobset", set()),  # a desired job runs on JobSet: listed
+        (BOTH, "batch", set()),  # a JobSet of ours may exist
+        (None, "batch", set()),  # no ledger, no record, or an unreadable one
+        (frozenset({"batch", "volcano"}), "batch", set()),  # a newer version's runtime
+    ],
+)
+def test_jobsets_are_listed_unless_the_ledger_says_none_exists(
+    recorded: frozenset[str] | None, desired: str, skipped: set[str]
+) -> None:
+    job = job_of(mxjob("a"), Runtime(desired))
+    assert runtimes.unlisted(recorded, [job]) == skipped
+
+
+def test_a_job_moved_off_jobset_keeps_jobset_recorded_while_its_jobset_lives() -> None:
+    """Found live and replaced by batch Jobs: the record says jobset until a sync that
+    lists JobSets finds none (the one after the JobSet is gone)."""
+    (jobset,) = render_jobset(job_of(mxjob("a")), CTX)
+    moved = job_of(mxjob("a"), Runtime.BATCH)
+    live = LiveObjects(jobsets=(jobset,))
+    result = plan([moved], live, Ledger(runtimes=BOTH), PlanOptions(instance="prod"))
+    (change,) = result.changes
+    assert change.action == "replace" and [r.kind for r in change.deletes] == ["JobSet"]
+    assert result.ledger.runtimes == BOTH and not result.ledger_changed
+    assert result.recorded_first is None  # batch Jobs: always listed
+    gone = plan([moved], LiveObjects(), Ledger(runtimes=BOTH), PlanOptions(instance="prod"))
+    assert gone.ledger.runtimes == BATCH and gone.ledger_changed and gone.writes
+
+
+def test_the_first_jobset_needs_its_record_written_before_anything_is_applied() -> None:
+    job, other = job_of(queued()), job_of(mxjob("b"), Runtime.BATCH)
+    for before in (Ledger(runtimes=BATCH), Ledger()):
+        result = plan([job, other], LiveObjects(), before, PlanOptions(instance="prod"))
+        assert result.recorded_first is not None
+        assert result.recorded_first.runtimes == BOTH
+        assert result.recorded_first.entries == before.entries
+        assert result.records_first == (job.key,)  # the batch job does not wait for it
+    recorded = plan([job], LiveObjects(), Ledger(runtimes=BOTH), PlanOptions(instance="prod"))
+    assert recorded.recorded_first is None and recorded.records_first == ()

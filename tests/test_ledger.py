@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -81,3 +82,72 @@ def test_shard_names_belong_to_one_instance() -> None:
     assert not ledger.is_shard("mxgitops-ledger-t1.07", "t1")
     assert not ledger.is_shard("mxgitops-ledger-t1-7", "t1")  # shard 0 of instance t1-7
     assert not ledger.is_shard("mxgitops-ledger-t10", "t1")
+
+
+# -- the record of runtimes, in the first shard ----------------------------------------
+
+
+def test_the_record_of_runtimes_is_kept_in_the_first_shard_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ledger, "MAX_BYTES", 4 * 1024)
+    rows = {
+        (f"ns{i}", "j"): Finished(f"ns{i}", "j", "h", "Succeeded", "2026-01-01T00:00:00+00:00")
+        for i in range(100)
+    }
+    book = Ledger(rows, runtimes=frozenset({"jobset", "batch"}))
+    shards = ledger.to_config_maps(book, instance="t1", namespace="ml")
+    assert len(shards) > 1
+    assert [ledger.RUNTIMES_KEY in s["data"] for s in shards] == [True] + [False] * (
+        len(shards) - 1
+    )
+    assert shards[0]["data"][ledger.RUNTIMES_KEY] == "batch,jobset"
+    read = ledger.from_config_maps(shards)
+    assert read.runtimes == {"batch", "jobset"} and read.entries == rows and not read.unreadable
+    # Another shard that says something is not the record.
+    shards[1]["data"][ledger.RUNTIMES_KEY] = "batch"
+    assert ledger.from_config_maps(shards).runtimes == {"batch", "jobset"}
+
+
+def test_no_record_of_runtimes_is_none_and_so_is_an_unreadable_one() -> None:
+    (plain,) = ledger.to_config_maps(Ledger(), instance="t1", namespace="ml")
+    assert ledger.RUNTIMES_KEY not in plain["data"]  # a ledger that does not say
+    assert ledger.from_config_maps([plain]).runtimes is None
+    assert ledger.from_config_maps([]).runtimes is None
+    plain["data"][ledger.RUNTIMES_KEY] = "batch, jobset"
+    damaged = ledger.from_config_maps([plain])
+    assert damaged.runtimes is None
+    assert damaged.unreadable.startswith("the ledger ConfigMap ml/mxgitops-ledger-t1 has ")
+    assert "'batch, jobset'" in damaged.unreadable
+
+
+def test_a_changed_record_of_runtimes_alone_is_written_and_versions_are_kept() -> None:
+    class API:
+        def __init__(self) -> None:
+            self.sent: list[tuple[str, dict[str, str]]] = []
+
+        def get(self, ref: ObjectRef) -> None:
+            return None
+
+        def create_strict(self, obj: dict[str, Any]) -> dict[str, Any]:
+            self.sent.append(("create", dict(obj["data"])))
+            return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "1"}}
+
+        def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
+            assert obj["metadata"]["resourceVersion"] == str(len(self.sent))
+            self.sent.append(("replace", dict(obj["data"])))
+            return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "2"}}
+
+    api = API()
+    first = ledger.save(
+        api, Ledger(runtimes=frozenset({"batch", "jobset"})), instance="t1", namespace="ml"
+    )
+    again = ledger.save(api, first, instance="t1", namespace="ml")  # nothing changed
+    narrowed = ledger.save(
+        api, first.with_runtimes(frozenset({"batch"})), instance="t1", namespace="ml"
+    )
+    assert api.sent == [
+        ("create", {DATA_KEY: "[]", ledger.RUNTIMES_KEY: "batch,jobset"}),
+        ("replace", {DATA_KEY: "[]", ledger.RUNTIMES_KEY: "batch"}),
+    ]
+    assert again == first and narrowed.stored[0].resource_version == "2"

@@ -19,6 +19,10 @@ from mxgitops.trainer import Failure, ReplicaState, State, render_job
 NS = "ml"
 OPTIONS = PlanOptions(instance="t1", now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
 CTX = OPTIONS.render_context()
+# The ledger of an instance that has only ever run batch Jobs (it records so): a plan
+# that changes nothing of it writes nothing.
+BATCH = frozenset({"batch"})
+BATCH_ONLY = Ledger(runtimes=BATCH)
 COMPLETE = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
 
 
@@ -92,7 +96,7 @@ def only(result: Plan) -> Any:
 
 def test_a_new_job_is_created_with_its_rendered_objects() -> None:
     a = job("a")
-    result = plan([a], LiveObjects(), Ledger(), OPTIONS)
+    result = plan([a], LiveObjects(), BATCH_ONLY, OPTIONS)
     change = only(result)
     assert (change.action, change.reason, change.state) == (Action.CREATE, "new job", State.PENDING)
     assert change.runtime_id == a.runtime_id
@@ -103,7 +107,7 @@ def test_a_new_job_is_created_with_its_rendered_objects() -> None:
 
 def test_an_unchanged_job_writes_nothing() -> None:
     a = job("a")
-    result = plan([a], live(a), Ledger(), OPTIONS)
+    result = plan([a], live(a), BATCH_ONLY, OPTIONS)
     change = only(result)
     # Batch Jobs without pods yet: nothing runs.
     assert (change.action, change.state, change.writes) == (Action.UNCHANGED, State.PENDING, False)
@@ -115,7 +119,7 @@ def test_missing_objects_are_repaired_and_only_those() -> None:
     a = job("a")
     objects = render_job(a, CTX)
     worker = objects[-2]["metadata"]["name"]
-    change = only(plan([a], without(live(a), objects[-2], objects[-1]), Ledger(), OPTIONS))
+    change = only(plan([a], without(live(a), objects[-2], objects[-1]), BATCH_ONLY, OPTIONS))
     assert change.action is Action.REPAIR
     assert refs(change.creates) == refs([objects[-2], objects[-1]])
     assert not change.deletes
@@ -127,17 +131,17 @@ def test_with_a_ttl_finished_batch_jobs_that_are_gone_are_not_run_again() -> Non
     objects = render_job(a, CTX)
     worker = next(o for o in objects if "-worker-" in o["metadata"]["name"])
     service = next(o for o in objects if o["kind"] == "Service")
-    collected = only(plan([a], without(live(a), worker), Ledger(), OPTIONS))
+    collected = only(plan([a], without(live(a), worker), BATCH_ONLY, OPTIONS))
     assert (collected.action, collected.writes) == (Action.UNCHANGED, False)
     assert "ttlSecondsAfterFinished" in collected.reason
-    repaired = only(plan([a], without(live(a), worker, service), Ledger(), OPTIONS))
+    repaired = only(plan([a], without(live(a), worker, service), BATCH_ONLY, OPTIONS))
     assert (repaired.action, refs(repaired.creates)) == (Action.REPAIR, refs([service]))
 
 
 def test_a_changed_spec_replaces_old_runtime_by_new() -> None:
     old, new = job("a"), job("a", workers=3)
     assert old.runtime_id != new.runtime_id
-    change = only(plan([new], live(old), Ledger(), OPTIONS))
+    change = only(plan([new], live(old), BATCH_ONLY, OPTIONS))
     assert change.action is Action.REPLACE
     assert list(change.deletes) == refs(render_job(old, CTX))
     assert list(change.creates) == render_job(new, CTX)
@@ -147,11 +151,11 @@ def test_a_changed_spec_replaces_old_runtime_by_new() -> None:
 
 def test_on_change_wait_holds_while_running_and_replaces_once_finished() -> None:
     old, new = job("a", annotations=WAIT), job("a", workers=3, annotations=WAIT)
-    held = only(plan([new], live(old), Ledger(), OPTIONS))
+    held = only(plan([new], live(old), BATCH_ONLY, OPTIONS))
     assert (held.action, held.state, held.writes) == (Action.HOLD, State.WAITING, False)
     assert "replaced when the pending job finishes" in held.reason
     assert held.runtime_id == old.runtime_id
-    done = only(plan([new], finish(live(old), "-scheduler-"), Ledger(), OPTIONS))
+    done = only(plan([new], finish(live(old), "-scheduler-"), BATCH_ONLY, OPTIONS))
     assert (done.action, done.state) == (Action.REPLACE, State.PENDING)  # the new runtime starts
     assert done.runtime_id == new.runtime_id and "replace under way" in done.reason
     assert {r.state for r in done.replicas} == {ReplicaState.PENDING}
@@ -159,7 +163,7 @@ def test_on_change_wait_holds_while_running_and_replaces_once_finished() -> None
 
 def test_a_finished_job_is_not_rerun_and_is_recorded_in_the_ledger() -> None:
     a = job("a")
-    result = plan([a], finish(live(a), "-"), Ledger(), OPTIONS)
+    result = plan([a], finish(live(a), "-"), BATCH_ONLY, OPTIONS)
     change = only(result)
     assert (change.action, change.state, change.writes) == (
         Action.UNCHANGED,
@@ -182,7 +186,7 @@ def test_a_finished_job_is_not_rerun_and_is_recorded_in_the_ledger() -> None:
 def test_a_failed_job_is_recorded_as_failed_and_its_missing_objects_not_repaired() -> None:
     a = job("a", servers=0, workers=1)
     failed = {"conditions": [{"type": "Failed", "status": "True"}]}
-    result = plan([a], finish(live(a), "-worker-", failed), Ledger(), OPTIONS)
+    result = plan([a], finish(live(a), "-worker-", failed), BATCH_ONLY, OPTIONS)
     assert (only(result).action, only(result).state) == (Action.UNCHANGED, State.FAILED)
     assert result.ledger.entries[(NS, "a")].state == "Failed"
     # Why, as far as the batch Job says (its pods are gone), is kept in the entry.
@@ -192,7 +196,7 @@ def test_a_failed_job_is_recorded_as_failed_and_its_missing_objects_not_repaired
 
 def test_the_ledger_overrides_the_state_of_live_objects_and_is_not_rewritten() -> None:
     a = job("a")
-    book = Ledger({(NS, "a"): Finished(NS, "a", a.spec_hash, "Failed", "t")})
+    book = Ledger({(NS, "a"): Finished(NS, "a", a.spec_hash, "Failed", "t")}, runtimes=BATCH)
     result = plan([a], finish(live(a), "-"), book, OPTIONS)
     assert (only(result).action, only(result).state) == (Action.UNCHANGED, State.FAILED)
     assert not result.ledger_changed and result.ledger is book
@@ -219,7 +223,7 @@ def test_clean_pod_policy_of_a_finished_job(
     policy: str, action: Action, deleted: list[str]
 ) -> None:
     a = job("a", cleanPodPolicy=policy)
-    change = only(plan([a], finish(live(a), "-scheduler-"), Ledger(), OPTIONS))
+    change = only(plan([a], finish(live(a), "-scheduler-"), BATCH_ONLY, OPTIONS))
     assert change.action is action
     assert sorted(r.name.split("-")[1] for r in change.deletes) == deleted
     assert not change.creates
@@ -227,7 +231,7 @@ def test_clean_pod_policy_of_a_finished_job(
 
 def test_a_removed_manifest_prunes_its_job() -> None:
     a, b, c = job("a"), job("b"), job("c")
-    result = plan([a, b], live(a, b, c), Ledger(), OPTIONS)
+    result = plan([a, b], live(a, b, c), BATCH_ONLY, OPTIONS)
     assert [ch.name for ch in result.changes] == ["a", "b", "c"]
     pruned = result.changes[2]
     assert (pruned.action, pruned.reason) == (Action.DELETE, "manifest removed")
@@ -237,11 +241,13 @@ def test_a_removed_manifest_prunes_its_job() -> None:
 
 def test_no_prune_when_pruning_is_off_or_the_manifest_is_invalid() -> None:
     a, b, c = job("a"), job("b"), job("c")
-    off = plan([a], live(a, b, c), Ledger(), dataclasses.replace(OPTIONS, prune=False))
+    off = plan([a], live(a, b, c), BATCH_ONLY, dataclasses.replace(OPTIONS, prune=False))
     assert [(ch.action, ch.reason) for ch in off.changes[1:]] == [
         (Action.HOLD, "manifest removed; pruning is off")
     ] * 2
-    invalid = plan([a], live(a, b, c), Ledger(), OPTIONS, invalid=frozenset({(NS, "b"), (NS, "c")}))
+    invalid = plan(
+        [a], live(a, b, c), BATCH_ONLY, OPTIONS, invalid=frozenset({(NS, "b"), (NS, "c")})
+    )
     assert {ch.name: ch.action for ch in invalid.changes} == {
         "a": Action.UNCHANGED,
         "b": Action.HOLD,
@@ -252,47 +258,49 @@ def test_no_prune_when_pruning_is_off_or_the_manifest_is_invalid() -> None:
 
 def test_an_orphan_that_asked_to_wait_is_pruned_only_once_finished() -> None:
     a, b = job("a"), job("b", annotations=WAIT)
-    held = plan([a], live(a, b), Ledger(), OPTIONS)
+    held = plan([a], live(a, b), BATCH_ONLY, OPTIONS)
     assert held.changes[1].action is Action.HOLD
-    done = plan([a], finish(live(a, b), "b-scheduler-"), Ledger(), OPTIONS)
+    done = plan([a], finish(live(a, b), "b-scheduler-"), BATCH_ONLY, OPTIONS)
     assert done.changes[1].action is Action.DELETE
 
 
 def test_zero_valid_manifests_refuse_to_prune_unless_forced() -> None:
     a, b = job("a"), job("b")
-    refused = plan([], live(a, b), Ledger(), OPTIONS)
+    refused = plan([], live(a, b), BATCH_ONLY, OPTIONS)
     assert refused.prune_refused is not None and "no valid manifest" in refused.prune_refused
     assert {ch.action for ch in refused.changes} == {Action.HOLD}
     assert not refused.writes and all(not ch.deletes for ch in refused.changes)
-    forced = plan([], live(a, b), Ledger(), dataclasses.replace(OPTIONS, force_prune=True))
+    forced = plan([], live(a, b), BATCH_ONLY, dataclasses.replace(OPTIONS, force_prune=True))
     assert {ch.action for ch in forced.changes} == {Action.DELETE}
     assert forced.prune_refused is None
 
 
 def test_pruning_more_than_the_allowed_share_is_refused() -> None:
     jobs = [job(n) for n in "abcd"]
-    three = plan(jobs[:1], live(*jobs), Ledger(), OPTIONS)
+    three = plan(jobs[:1], live(*jobs), BATCH_ONLY, OPTIONS)
     assert three.prune_refused is not None and "3 of 4 live jobs (75%)" in three.prune_refused
     assert three.count(Action.HOLD) == 3
-    two = plan(jobs[:2], live(*jobs), Ledger(), OPTIONS)  # 50% is allowed
+    two = plan(jobs[:2], live(*jobs), BATCH_ONLY, OPTIONS)  # 50% is allowed
     assert two.prune_refused is None and two.count(Action.DELETE) == 2
-    lax = plan(jobs[:1], live(*jobs), Ledger(), dataclasses.replace(OPTIONS, max_prune_share=0.75))
+    lax = plan(
+        jobs[:1], live(*jobs), BATCH_ONLY, dataclasses.replace(OPTIONS, max_prune_share=0.75)
+    )
     assert lax.count(Action.DELETE) == 3
 
 
 def test_unnamed_invalid_manifests_block_every_prune() -> None:
     a, b = job("a"), job("b")
-    result = plan([a], live(a, b), Ledger(), OPTIONS, unnamed_invalid=1)
+    result = plan([a], live(a, b), BATCH_ONLY, OPTIONS, unnamed_invalid=1)
     assert result.prune_refused is not None and "name no job" in result.prune_refused
     assert result.changes[1].action is Action.HOLD
-    nothing_to_prune = plan([a], live(a), Ledger(), OPTIONS, unnamed_invalid=1)
+    nothing_to_prune = plan([a], live(a), BATCH_ONLY, OPTIONS, unnamed_invalid=1)
     assert nothing_to_prune.prune_refused is None
 
 
 def test_objects_of_another_namespace_are_another_job() -> None:
     a = job("a")
     elsewhere = dataclasses.replace(a, namespace="other")
-    result = plan([a], live(a, elsewhere), Ledger(), OPTIONS)
+    result = plan([a], live(a, elsewhere), BATCH_ONLY, OPTIONS)
     assert [(c.namespace, c.action) for c in result.changes] == [
         ("ml", Action.UNCHANGED),
         ("other", Action.DELETE),

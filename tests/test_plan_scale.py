@@ -34,7 +34,8 @@ def no_op(count: int, **kwargs: Any) -> tuple[list[spec.MxJob], LiveObjects]:
 
 
 def plan_all(desired: list[spec.MxJob], objects: LiveObjects) -> Plan:
-    return plan(desired, objects, Ledger(), OPTIONS)
+    """Planned against the ledger of an instance that runs batch Jobs only (it says so)."""
+    return plan(desired, objects, Ledger(runtimes=frozenset({"batch"})), OPTIONS)
 
 
 @contextmanager

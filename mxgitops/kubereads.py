@@ -1,0 +1,161 @@
+"""The read path of `cluster.Cluster`: live state in one LIST per kind, and what else
+a sync reads (a container's log tail, objects being deleted, Kueue's priority classes).
+
+Each LIST is across namespaces, filtered by the ownership selector, read in pages of
+`LIST_PAGE_SIZE` objects (`limit` and `continue`); each page is decoded as it arrives,
+one item at a time, and each item trimmed to what planning reads before the next is
+decoded, so memory grows with the objects kept, never with a page's body; a LIST is
+bounded in pages, items, restarts and time, whatever the server sends (`listing.py`).
+A kind the caller knows to hold no object of ours (`LiveObjects.unlisted`: the ledger
+says so, `runtimes.unlisted`) is not listed at all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Sequence
+
+from mxgitops import kubehttp
+from mxgitops.errors import ClusterClientError
+from mxgitops.kubecalls import API_VERSIONS, Calls, path_of
+from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
+from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+
+# The label Kueue reads a job's queue from (`scheduling.QUEUE_LABEL`): a JobSet with it
+# has a Workload, which says why it waits.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+GONE_POLL = 0.5  # seconds between reads of objects being deleted
+
+# What planning (trainer.live, trainer.status, trainer.inplace) never reads of a live
+# object: a batch Job's pod template (its run-policy fields, metadata and status are
+# read), a pod's containers and volumes (its metadata and status are). Most of each
+# object's size. Of a Service it reads the metadata alone: those are listed so.
+LIVE_UNREAD: dict[Kind, tuple[tuple[str, str], ...]] = {
+    Kind.JOB: (("spec", "template"),),
+    Kind.POD: (("spec", "containers"), ("spec", "volumes"), ("spec", "initContainers")),
+    # Its replicatedJobs (pod templates, where Kueue injects what it admits with) are
+    # never read: its in-place fields, metadata and status are.
+    Kind.JOBSET: (("spec", "replicatedJobs"),),
+    Kind.WORKLOAD: (("spec", "podSets"),),
+}
+
+
+class Reads(Calls):
+    """What a sync reads of the cluster."""
+
+    def list_live(self, selector: str, unlisted: Collection[Kind] = frozenset()) -> LiveObjects:
+        """One LIST per kind, across namespaces, of the objects matching `selector`,
+        each kept with what planning reads of it (`LIVE_UNREAD`): memory grows with
+        the number of jobs, not with the size of their pod templates. The kinds in
+        `unlisted` (of JobSets only: batch Jobs, Services and pods are always listed)
+        hold no object of ours, the caller knows (`runtimes.unlisted`): not listed."""
+        jobs = tuple(self.list_all(Kind.JOB, selector, unread=LIVE_UNREAD[Kind.JOB]))
+        services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
+        pods = tuple(self.list_all(Kind.POD, selector, unread=LIVE_UNREAD[Kind.POD]))
+        skipped = frozenset(unlisted) & {Kind.JOBSET}
+        jobsets = () if skipped else tuple(self._list_if_served(Kind.JOBSET, selector))
+        queued = any(QUEUE_LABEL in (o["metadata"].get("labels") or {}) for o in jobsets)
+        return LiveObjects(
+            jobs=jobs,
+            services=services,
+            pods=pods,
+            jobsets=jobsets,
+            # Kueue labels no Workload with ours: all of them, and only when one is needed.
+            workloads=tuple(self._list_if_served(Kind.WORKLOAD, "")) if queued else (),
+            unlisted=skipped,
+        )
+
+    def workload_priority_classes(self) -> frozenset[str]:
+        """The names of Kueue's WorkloadPriorityClasses (none where Kueue is not served)."""
+        found = self._list_if_served(Kind.WORKLOAD_PRIORITY_CLASS, "")
+        return frozenset(str(o["metadata"]["name"]) for o in found)
+
+    def _list_if_served(self, kind: Kind, selector: str) -> list[KubeObject]:
+        """A LIST of a custom resource; none when the cluster does not serve it (404: its
+        CRD is not installed, so no object of that kind can exist)."""
+        try:
+            return self.list_all(kind, selector, unread=LIVE_UNREAD.get(kind, ()))
+        except ClusterClientError as exc:
+            if exc.status == 404:
+                return []
+            raise
+
+    def list_all(
+        self,
+        kind: Kind,
+        selector: str,
+        namespace: str | None = None,
+        *,
+        unread: Trim = (),
+        metadata_only: bool = False,
+    ) -> list[KubeObject]:
+        """One LIST of the objects matching `selector`, in `namespace` or in all, page by
+        page. A page's items are kept without their managedFields (nothing reads them,
+        and they are a good part of each object), nor the `unread` (section, field)
+        pairs; with `metadata_only`, each is its metadata alone (kind and apiVersion
+        still those of `kind`). A continuation the server no longer has (410 Expired:
+        the first page is older than its compaction) starts over, a few times; the
+        LIST's pages and time are bounded (`listing.Progress`)."""
+        path = path_of(kind, namespace)
+        query = {"labelSelector": selector, "limit": str(self.page_size)}
+        progress = Progress(path, self.clock, self.timeout)
+        items: list[KubeObject] = []
+        while True:
+            budget = progress.budget(self.timeout)
+            try:
+                page, more = self._page(kind, path, query, unread, metadata_only, budget)
+            except ClusterClientError as exc:
+                if exc.status != 410 or "continue" not in query:
+                    raise
+                progress.restart()
+                query, items = {k: v for k, v in query.items() if k != "continue"}, []
+                continue
+            items += page
+            if not more:
+                return items
+            progress.next_page(more)
+            query = {**query, "continue": more}
+
+    def _page(
+        self,
+        kind: Kind,
+        path: str,
+        query: dict[str, str],
+        unread: Trim,
+        metadata_only: bool = False,
+        budget: float | None = None,
+    ) -> tuple[list[KubeObject], str]:
+        """One page of a LIST, decoded as it is read, and its `continue` token ("" if it
+        is the last); each item is trimmed before the next is decoded."""
+        limit = int(query["limit"])
+        read = page_reader(kind, limit, unread, metadata_only, API_VERSIONS[kind])
+        accept = METADATA_ONLY if metadata_only else None
+        return self._call("GET", path, query=query, read=read, accept=accept, budget=budget)
+
+    def pod_log(
+        self, namespace: str, pod: str, *, container: str, tail_lines: int, limit_bytes: int
+    ) -> str:
+        """The last `tail_lines` lines of a container's log, at most `limit_bytes` read."""
+        query = {
+            "container": container,
+            "tailLines": str(tail_lines),
+            "limitBytes": str(limit_bytes),
+        }
+        path = f"{path_of(Kind.POD, namespace, pod)}/log"
+        log = self._call("GET", path, query=query, read=kubehttp.read_bytes)
+        return log.decode("utf-8", "replace")
+
+    def wait_gone(
+        self, refs: Sequence[ObjectRef], *, timeout: float, tick: Callable[[], None]
+    ) -> list[ObjectRef]:
+        """Those of `refs` still there after up to `timeout` seconds; each is read until
+        the API server answers 404 (an object deleted in the foreground is there until
+        its dependents are gone)."""
+        deadline = time.monotonic() + timeout
+        left = list(refs)
+        while True:
+            left = [ref for ref in left if self.get(ref) is not None]
+            if not left or time.monotonic() >= deadline:
+                return left
+            tick()
+            time.sleep(GONE_POLL)
