@@ -191,7 +191,7 @@ def validate_one(tmp: Path) -> None:
 def summarize_many(count: int = 10_000) -> None:
     from mxgitops import report
     from mxgitops.apply import ChangeResult, ChangeSet
-    from mxgitops.plan import Action, Change, Plan
+    from mxgitops.changes import Action, Change, Plan
 
     changes = tuple(Change(NS, f"job-{n:05d}", Action.CREATE, "new job") for n in range(count))
     changeset = ChangeSet(tuple(ChangeResult(c) for c in changes))

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple, Protocol
 
+from mxgitops.changes import Change, Plan
 from mxgitops.errors import MxGitOpsError
 from mxgitops.ledger import JobKey
 from mxgitops.objects import Create, Delete, ObjectRef, Patch, Write, WriteResult
-from mxgitops.plan import Change, Plan
 
 
 class WriteAPI(Protocol):

@@ -24,12 +24,12 @@ from dataclasses import dataclass, replace
 from mxgitops import cluster as kube
 from mxgitops import handoff, ledger
 from mxgitops.apply import ChangeSet
+from mxgitops.changes import Plan
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError
 from mxgitops.ledger import JobKey
 from mxgitops.model import MxJob
 from mxgitops.objects import Kind, LiveObjects, ownership_selector
-from mxgitops.plan import Plan
 from mxgitops.runtimes import unlisted
 
 log = logging.getLogger("mxgitops")

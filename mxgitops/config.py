@@ -23,12 +23,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mxgitops import policy, repofile
+from mxgitops.changes import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
 from mxgitops.manifestfiles import read_section
 from mxgitops.manifests import LoadResult, Problem
 from mxgitops.model import Runtime
-from mxgitops.plan import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 from mxgitops.trainer import parse_accelerators
 

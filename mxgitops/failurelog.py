@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from mxgitops.bookkeeping import LedgerAction
+from mxgitops.changes import Plan
 from mxgitops.errors import ClusterError
 from mxgitops.ledger import JobKey
-from mxgitops.plan import Plan
 from mxgitops.trainer import Failure
 
 DEFAULT_LINES = 20

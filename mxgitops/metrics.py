@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Gauge, Info, pushadd_to_gateway
 
+from mxgitops.changes import Action
 from mxgitops.errors import OutputError
-from mxgitops.plan import Action
 from mxgitops.report import Summary
 
 JOB = "mxgitops"

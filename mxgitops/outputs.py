@@ -26,6 +26,7 @@ from mxgitops import cluster as kube
 from mxgitops import events, metrics
 from mxgitops.apply import ChangeSet
 from mxgitops.bookkeeping import LedgerAction
+from mxgitops.changes import Plan
 from mxgitops.config import SyncConfig
 from mxgitops.errors import (
     CacheBusyError,
@@ -38,7 +39,6 @@ from mxgitops.errors import (
 )
 from mxgitops.forge import post as statuses
 from mxgitops.ledger import JobKey
-from mxgitops.plan import Plan
 from mxgitops.report import Summary
 
 log = logging.getLogger("mxgitops")

@@ -28,10 +28,10 @@ from typing import Any
 
 from mxgitops import vouching
 from mxgitops.apply import ChangeResult, ChangeSet
+from mxgitops.changes import Action, Change, Plan
 from mxgitops.ledger import JobKey
 from mxgitops.markdown import code, text, visible
 from mxgitops.notecheck import FAILURE, JOB, REPLICA, SUMMARY, NoteError, fields
-from mxgitops.plan import Action, Change, Plan
 from mxgitops.trainer import Failure, State
 
 NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"

@@ -35,12 +35,13 @@ from mxgitops import (
 from mxgitops import cluster as kube
 from mxgitops import config as settings
 from mxgitops.apply import ChangeSet, apply
+from mxgitops.changes import Plan, PlanOptions
 from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
 from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects, WriteResult
-from mxgitops.plan import Plan, PlanOptions, plan
+from mxgitops.plan import plan
 from mxgitops.trainer import parse_accelerators
 
 log = logging.getLogger("mxgitops")

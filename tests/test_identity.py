@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from mxgitops.changes import Action
 from mxgitops.ledger import Ledger
 from mxgitops.objects import JOB_NAME_LABEL, LiveObjects, ObjectRef
-from mxgitops.plan import Action, plan
+from mxgitops.plan import plan
 from mxgitops.spec import RUNTIME_ID_LENGTH, from_manifest, scheduler_service_name
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI

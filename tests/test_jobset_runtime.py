@@ -15,13 +15,14 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops import manifests, runtimes
+from mxgitops.changes import PlanOptions
 from mxgitops.cli import main
 from mxgitops.jobset import LiveJobSet, render_jobset
 from mxgitops.jobset.inplace import compare
 from mxgitops.ledger import Ledger
 from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import PlanOptions, plan
+from mxgitops.plan import plan
 from mxgitops.spec import SpecError, from_manifest
 from mxgitops.trainer import RenderContext, State, render_job
 from tests.test_reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob

@@ -450,7 +450,8 @@ class _Lift(list[float]):
 
 def test_retention_starts_when_nothing_names_a_job_and_forgets_only_after_it() -> None:
     from mxgitops.bookkeeping import LedgerAction
-    from mxgitops.plan import PlanOptions, plan
+    from mxgitops.changes import PlanOptions
+    from mxgitops.plan import plan
     from tests.test_plan import OPTIONS
 
     gone = Finished(NS, "gone", "h", "Succeeded", "2025-01-01T00:00:00+00:00")
@@ -479,7 +480,8 @@ def test_retention_starts_when_nothing_names_a_job_and_forgets_only_after_it() -
 
 def test_a_pruned_job_is_forgotten_unless_its_prune_failed() -> None:
     from mxgitops.bookkeeping import LedgerAction
-    from mxgitops.plan import Action, plan
+    from mxgitops.changes import Action
+    from mxgitops.plan import plan
     from tests.test_plan import OPTIONS, job, live
 
     done, other = job("done"), job("other")

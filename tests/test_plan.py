@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from mxgitops import spec
+from mxgitops.changes import Action, Plan, PlanOptions
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
-from mxgitops.plan import Action, Plan, PlanOptions, plan
+from mxgitops.plan import plan
 from mxgitops.trainer import Failure, ReplicaState, State, render_job
 
 NS = "ml"

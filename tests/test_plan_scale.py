@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from mxgitops import spec
+from mxgitops.changes import Action, Plan
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
-from mxgitops.plan import Action, Plan, plan
+from mxgitops.plan import plan
 from mxgitops.trainer import group_live, job_refs
 from mxgitops.trainer import live as live_module
 from mxgitops.trainer import status as status_module

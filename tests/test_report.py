@@ -7,9 +7,10 @@ import json
 
 from mxgitops import report
 from mxgitops.apply import ChangeResult, ChangeSet
+from mxgitops.changes import Action
 from mxgitops.ledger import Ledger
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import Action, plan
+from mxgitops.plan import plan
 from mxgitops.report import JobSummary, ReplicaSummary, Summary
 from tests.test_plan import OPTIONS, finish, job, live
 
@@ -188,10 +189,10 @@ def test_a_note_of_a_newer_mxgitops_reads_with_its_new_fields_left_out() -> None
     summary = dataclasses.replace(sample(), jobs=(failed, *sample().jobs[1:]))
     data = json.loads(report.render_json(summary))
     data["queue_stats"] = {"admitted": 3}
-    for job in data["jobs"]:
-        job["runtime"] = "jobset"
-        for replica in job.get("replicas", []):
+    for entry in data["jobs"]:
+        entry["runtime"] = "jobset"
+        for replica in entry.get("replicas", []):
             replica["ready"] = 1
-        if job.get("failure"):
-            job["failure"]["signal"] = 9
+        if entry.get("failure"):
+            entry["failure"]["signal"] = 9
     assert Summary.from_dict(data) == summary

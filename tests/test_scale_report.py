@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from mxgitops import report
 from mxgitops.apply import ChangeResult, ChangeSet
-from mxgitops.plan import Action, Change, Plan
+from mxgitops.changes import Action, Change, Plan
 
 JOBS = 2_000
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from mxgitops import report
+from mxgitops.changes import Action
 from mxgitops.failurelog import keep_end
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import Action, plan
+from mxgitops.plan import plan
 from mxgitops.trainer import State, compare_in_place, job_refs
 from mxgitops.trainer.failure import replica_failure
 from tests.test_plan import NS, OPTIONS, finish, job, live, only

@@ -15,11 +15,11 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from mxgitops import report
+from mxgitops.changes import Plan
 from mxgitops.cli import main
 from mxgitops.ledger import Ledger
 from mxgitops.manifests import LoadResult, load
 from mxgitops.model import Runtime
-from mxgitops.plan import Plan
 from mxgitops.review import render_json, render_markdown, render_text, review
 from mxgitops.trainer.render import RenderContext, render_job
 
