@@ -564,6 +564,76 @@ def test_run_policy_suspend_stops_a_queued_job_the_way_kueue_expects(
     assert summary_of(run(), "a").action == "unchanged"
 
 
+def test_a_queued_job_created_suspended_is_never_admitted_until_resumed(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    """Free quota, and a `default` LocalQueue in its namespace too (Kueue gives a JobSet
+    without a queue name that one): a job created suspended has no Workload and no pod,
+    its JobSet's spec never moves (Kueue unsuspends a JobSet to admit it), until resumed;
+    then it is admitted and runs, and a later suspend and resume go through its Workload."""
+    kueue_setup(ecosystem, gpus=8)
+    ecosystem.create(
+        KUEUE_GROUP,
+        "localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "default", "namespace": NS},
+            "spec": {"clusterQueue": "gpus"},
+        },
+        NS,
+    )
+    suspended = gpu_job("a")
+    suspended["spec"]["runPolicy"]["suspend"] = True
+    write(run.repo, suspended)
+    outcome = run()
+    assert summary_of(outcome, "a").action == "create", summary_of(outcome, "a").reason
+    held = only_jobset(ecosystem, "a")
+    name = held["metadata"]["name"]
+    assert held["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team"
+    # Kueue has reconciled it, and waits for the prebuilt Workload it names
+    wait_for(
+        "Kueue to hold the suspended job",
+        lambda: ecosystem.kueue_said("prebuilt workload not found", name),
+    )
+    assert ecosystem.workloads(NS) == []
+    after = only_jobset(ecosystem, "a")
+    assert after["spec"]["suspend"] is True
+    assert after["metadata"]["generation"] == held["metadata"]["generation"] == 1  # never moved
+    assert ecosystem.pods(name, NS) == []
+    job = summary_of(run(), "a")
+    assert (job.action, job.state) == ("unchanged", "Suspended"), job.reason
+    # resumed: queued, admitted, run
+    write(run.repo, gpu_job("a"))
+    job = summary_of(run(), "a")
+    assert job.action == "update" and "prebuilt-workload-name" in job.reason, job.reason
+    until(ecosystem, "a", "admitted", lambda js: js["spec"].get("suspend") is False)
+    assert only_jobset(ecosystem, "a")["metadata"]["name"] == name  # resumed, not replaced
+    step(ecosystem, pod_of(ecosystem, name, "scheduler"), phase="Running")
+    pod_of(ecosystem, name, "worker", 1)
+    # suspended again: its Workload deactivated, the gang evicted
+    write(run.repo, suspended)
+    job = summary_of(run(), "a")
+    assert job.action == "update" and "spec.active true -> false" in job.reason, job.reason
+    until(ecosystem, "a", "suspended by Kueue", lambda js: js["spec"].get("suspend") is True)
+    wait_for(
+        "its pods to go",
+        lambda: (
+            not [p for p in ecosystem.pods(name, NS) if not p["metadata"].get("deletionTimestamp")]
+            or None
+        ),
+    )
+    job = summary_of(run(), "a")
+    assert (job.action, job.state) == ("unchanged", "Suspended"), job.reason
+    # and resumed again: reactivated, readmitted
+    write(run.repo, gpu_job("a"))
+    job = summary_of(run(), "a")
+    assert job.action == "update" and "spec.active false -> true" in job.reason, job.reason
+    until(ecosystem, "a", "readmitted", lambda js: js["spec"].get("suspend") is False)
+    pod_of(ecosystem, name, "scheduler")
+    assert summary_of(run(), "a").action == "unchanged"
+
+
 def test_the_example_kueue_setup_is_accepted_by_kueue(ecosystem: Ecosystem) -> None:
     example = Path(__file__).resolve().parents[1] / "cronjob/components/jobset/kueue-example.yaml"
     plurals = {

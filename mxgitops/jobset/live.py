@@ -9,9 +9,11 @@ and the spec hash; an object whose parts do not add up is a `Stray`, left alone.
 
 States, from the JobSet's conditions first: `Completed` → Succeeded, `Failed` →
 Failed (with the failed replica's exit code and reason from its pod); suspended and
-queued → Queued with Kueue's reason (`couldn't assign flavors to pod set worker:
-insufficient quota for nvidia.com/gpu ...`), or Preempted / Evicted when Kueue stopped
-it (it runs again once readmitted); suspended and not queued → Suspended; otherwise
+queued → Suspended while held out of its queue or its Workload is deactivated
+(`runPolicy.suspend`), else Queued with Kueue's reason (`couldn't assign flavors to pod
+set worker: insufficient quota for nvidia.com/gpu ...`), or Preempted / Evicted when
+Kueue stopped it (it runs again once readmitted); suspended and not queued → Suspended;
+otherwise
 Running, or Pending while none of its pods runs yet. Pure.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from mxgitops import objects, scheduling
 from mxgitops.jobset.inplace import compare
+from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.spec import ON_CHANGE_ANNOTATION
@@ -175,8 +178,11 @@ class LiveJobSet:
         jobset = self._judged
         if jobset is None or not (jobset.get("spec") or {}).get("suspend"):
             return None, ""
-        if not objects.labels_of(jobset).get(scheduling.QUEUE_LABEL):
+        labels = objects.labels_of(jobset)
+        if not labels.get(scheduling.QUEUE_LABEL):
             return State.SUSPENDED, ""
+        if HOLD_LABEL in labels:
+            return State.SUSPENDED, "held out of its queue (runPolicy.suspend): queued once resumed"
         workload = self._workload_of(jobset)
         if workload is None:
             return State.QUEUED, "waiting for Kueue to make its Workload"

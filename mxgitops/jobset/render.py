@@ -22,6 +22,17 @@ controller assumes them, and a GitOps diff against the live object stays clean.
 A queued job's JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended;
 from then on Kueue owns `spec.suspend` and what it injects into the pod templates at
 admission (node selectors, tolerations): mxgitops never reads them back as edits.
+
+A queued job whose manifest says `runPolicy.suspend: true` is created held out of the
+queue as well: its JobSet names a prebuilt Workload that does not exist
+(`kueue.x-k8s.io/prebuilt-workload-name`, `hold_name`). Kueue then makes no Workload
+of its own for it and waits, the JobSet suspended, so no pod of it starts (Kueue
+v0.17.0's jobframework: a job with that label is only ever admitted through the
+Workload it names). Resuming removes the label while the JobSet is suspended, which
+Kueue's webhook allows, and Kueue makes its Workload and queues it (`inplace.py`).
+Without a queue-name label instead, Kueue's webhook would give the JobSet the
+namespace's `default` LocalQueue, where there is one (LocalQueueDefaulting, GA), and
+admit it.
 """
 
 from __future__ import annotations
@@ -48,6 +59,9 @@ from mxgitops.trainer.render import (
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+# A queued job created suspended names a prebuilt Workload that is never made: Kueue
+# waits for it instead of queueing the job (the module docstring).
+HOLD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 TASK_INDEX_ENV = "MXGITOPS_TASK_INDEX"
 # The child Job's own default (batch/v1): what OnFailure restarts a container within.
@@ -64,6 +78,8 @@ def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
             labels[PRIORITY_CLASS_LABEL] = job.priority_class
         if job.run_policy.active_deadline_seconds is not None:
             labels[MAX_EXEC_TIME_LABEL] = str(job.run_policy.active_deadline_seconds)
+        if job.run_policy.suspend:
+            labels[HOLD_LABEL] = hold_name(name)
     annotations = object_annotations(job, ctx)
     annotations.update(in_place_annotation(job))
     env = _dmlc_env(job, name)
@@ -87,6 +103,13 @@ def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     return [
         {"apiVersion": API_VERSION, "kind": Kind.JOBSET.value, "metadata": metadata, "spec": spec}
     ]
+
+
+def hold_name(jobset: str) -> str:
+    """The prebuilt Workload a held JobSet names: never made by mxgitops, and unlike the
+    names Kueue generates (`jobset-{name}-{hash}`). A JobSet name leaves room for it
+    (its pods' names are longer, `scheduling.jobset_name_problems`)."""
+    return f"{jobset}-suspended"
 
 
 def jobset_refs(job: MxJob) -> list[ObjectRef]:

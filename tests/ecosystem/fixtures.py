@@ -35,10 +35,20 @@ WIPED = (
 class Ecosystem:
     """The tests' view: the real cluster (``real``) with JobSet and Kueue beside it."""
 
-    def __init__(self, real: RealCluster) -> None:
+    def __init__(self, real: RealCluster, kueue_log: Path | None = None) -> None:
         self.real = real
         self.rest = real.rest
         self.kubeconfig = real.kubeconfig
+        self.kueue_log = kueue_log
+
+    def kueue_said(self, *words: str) -> str | None:
+        """The first line of Kueue's log that has all of `words`: what Kueue decided where
+        it writes nothing to the API (a job it waits on, say)."""
+        assert self.kueue_log is not None, "Kueue runs in this session, with a log"
+        for line in self.kueue_log.read_text(errors="replace").splitlines():
+            if all(word in line for word in words):
+                return line
+        return None
 
     def settle(self) -> None:
         self.real.settle()
@@ -109,9 +119,9 @@ def ecosystem_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ecos
     with (
         ControlPlane(directory / "plane") as plane,
         RealCluster(plane, directory / "kubeconfig") as real,
-        Controllers(plane, directory / "controllers"),
+        Controllers(plane, directory / "controllers") as controllers,
     ):
-        eco = Ecosystem(real)
+        eco = Ecosystem(real, controllers.kueue.log)
         # A CRD just established may answer 429 (its storage initializing) for a while.
         wait_for("Kueue's and JobSet's resources to be served", eco.served, timeout=120)
         yield eco

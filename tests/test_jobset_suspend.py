@@ -1,0 +1,173 @@
+"""`runPolicy.suspend` of a queued job, carried out through Kueue (issue 22): a job created
+suspended is held out of its queue (its JobSet names a prebuilt Workload that is never
+made, so Kueue makes none and admits nothing); resuming removes the hold; a job Kueue has
+made a Workload for is stopped and resumed by that Workload's spec.active.
+
+Pure: the plan against live objects as the real server stores them. What Kueue and the
+JobSet controller make of them is judged in tests/test_jobset_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mxgitops.jobset import render_jobset
+from mxgitops.jobset.inplace import compare
+from mxgitops.jobset.render import HOLD_LABEL
+from mxgitops.ledger import Ledger
+from mxgitops.objects import Kind, LiveObjects
+from mxgitops.plan import Change, PlanOptions, plan
+from mxgitops.spec import from_manifest
+from mxgitops.trainer import RenderContext, State
+from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION
+from tests.test_reconcile_e2e import mxjob
+
+CTX = RenderContext("prod")
+UID = "u1"
+
+
+def queued_job(*, suspend: bool) -> Any:
+    policy: dict[str, Any] = {"schedulingPolicy": {"queue": "team"}}
+    if suspend:
+        policy["suspend"] = True
+    return from_manifest(mxjob("a", runPolicy=policy), default_namespace="ml")
+
+
+def stored(job: Any, **spec: Any) -> dict[str, Any]:
+    """The job's JobSet as the server stores it (a uid, Kueue's spec.suspend)."""
+    (jobset,) = render_jobset(job, CTX)
+    found: dict[str, Any] = json.loads(json.dumps(jobset))
+    found["metadata"]["uid"] = UID
+    found["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    found["spec"].update(spec)
+    return found
+
+
+def workload(active: bool | None = None) -> dict[str, Any]:
+    spec = {} if active is None else {"active": active}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": "jobset-a-1a2b3",
+            "namespace": "ml",
+            "ownerReferences": [{"kind": "JobSet", "name": "a", "uid": UID}],
+        },
+        "spec": spec,
+    }
+
+
+def one_change(job: Any, jobset: dict[str, Any], *workloads: dict[str, Any]) -> Change:
+    live = LiveObjects(jobsets=(jobset,), workloads=workloads)
+    (change,) = plan([job], live, Ledger(), PlanOptions(instance="prod")).changes
+    return change
+
+
+def test_a_queued_job_created_suspended_is_held_out_of_its_queue() -> None:
+    held, running = queued_job(suspend=True), queued_job(suspend=False)
+    (jobset,) = render_jobset(held, CTX)
+    labels = jobset["metadata"]["labels"]
+    name = jobset["metadata"]["name"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "team"  # no default LocalQueue for it
+    assert labels[HOLD_LABEL] == f"{name}-suspended"
+    assert jobset["spec"]["suspend"] is True
+    (plain,) = render_jobset(running, CTX)
+    assert HOLD_LABEL not in plain["metadata"]["labels"]
+    # the hold is no part of the spec: the same runtime, resumed in place
+    assert held.spec_hash == running.spec_hash and plain["metadata"]["name"] == name
+
+
+def test_a_held_job_reads_as_suspended_and_is_in_sync() -> None:
+    job = queued_job(suspend=True)
+    change = one_change(job, stored(job))
+    assert (change.action, change.state) == ("unchanged", State.SUSPENDED)
+    assert {r.state for r in change.replicas} == {"Suspended"}
+    assert all("held out of its queue" in r.reason for r in change.replicas)
+
+
+def test_resuming_a_held_job_removes_the_hold_and_leaves_suspend_to_kueue() -> None:
+    job = queued_job(suspend=True)
+    change = one_change(queued_job(suspend=False), stored(job))
+    assert change.action == "update", change.reason
+    (patch,) = change.patches
+    assert patch.patch == {
+        "metadata": {"annotations": {IN_PLACE_ANNOTATION: None}, "labels": {HOLD_LABEL: None}}
+    }
+    assert not patch.drift
+    assert f"label {HOLD_LABEL} a-" in change.reason and "-suspended -> unset" in change.reason
+
+
+def test_a_hold_removed_by_hand_before_kueue_made_a_workload_is_set_back() -> None:
+    job = queued_job(suspend=True)
+    unheld = stored(job)
+    del unheld["metadata"]["labels"][HOLD_LABEL]
+    change = one_change(job, unheld)
+    assert change.action == "repair", change.reason
+    (patch,) = change.patches
+    assert patch.drift
+    assert patch.patch["metadata"]["labels"] == {
+        HOLD_LABEL: unheld["metadata"]["name"] + "-suspended"
+    }
+    # and a hold added by hand to a job that is to run is removed, as a repair too
+    running = queued_job(suspend=False)
+    added = stored(running)
+    added["metadata"]["labels"][HOLD_LABEL] = "x"
+    assert one_change(running, added).action == "repair"
+
+
+def test_suspending_a_job_kueue_has_a_workload_for_deactivates_the_workload() -> None:
+    running = queued_job(suspend=False)
+    admitted = stored(running, suspend=False)
+    change = one_change(queued_job(suspend=True), admitted, workload())
+    assert change.action == "update", change.reason
+    by_kind = {p.ref.kind: p for p in change.patches}
+    assert by_kind[Kind.WORKLOAD].patch == {"spec": {"active": False}}
+    assert "spec.active true -> false" in change.reason
+    # admitted: the JobSet is not held (Kueue's webhook would refuse the label)
+    assert by_kind[Kind.JOBSET].patch == {
+        "metadata": {"annotations": {IN_PLACE_ANNOTATION: '{"suspend":true}'}}
+    }
+
+
+def test_a_workload_reactivated_by_hand_is_deactivated_again() -> None:
+    job = queued_job(suspend=True)
+    evicted = stored(job)
+    del evicted["metadata"]["labels"][HOLD_LABEL]  # created before Kueue had a Workload
+    (patch,) = compare(job, [evicted], [workload(active=True)])
+    assert patch.ref.kind is Kind.WORKLOAD and patch.drift
+    assert patch.patch == {"spec": {"active": False}}
+    assert compare(job, [evicted], [workload(active=False)]) == []
+
+
+def test_resuming_reactivates_only_a_workload_this_suspend_deactivated() -> None:
+    job = queued_job(suspend=True)
+    evicted = stored(job)
+    del evicted["metadata"]["labels"][HOLD_LABEL]
+    resumed = queued_job(suspend=False)
+    patches = {p.ref.kind: p for p in compare(resumed, [evicted], [workload(active=False)])}
+    assert patches[Kind.WORKLOAD].patch == {"spec": {"active": True}}
+    assert not patches[Kind.WORKLOAD].drift
+    # Kueue deactivated it itself (its maximum execution time): it stays so
+    by_kueue = stored(resumed)
+    assert compare(resumed, [by_kueue], [workload(active=False)]) == []
+
+
+def test_a_held_job_with_a_workload_is_resumed_by_both() -> None:
+    """A Workload Kueue made just before the hold (a suspend soon after a resume): it is
+    deactivated while held, and reactivated with the hold's removal."""
+    job = queued_job(suspend=True)
+    held = stored(job)
+    (patch,) = compare(job, [held], [workload(active=True)])
+    assert patch.ref.kind is Kind.WORKLOAD and patch.patch == {"spec": {"active": False}}
+    resumed = compare(queued_job(suspend=False), [held], [workload(active=False)])
+    assert [p.ref.kind for p in resumed] == [Kind.JOBSET, Kind.WORKLOAD]
+    assert resumed[0].patch["metadata"]["labels"] == {HOLD_LABEL: None}
+    assert resumed[1].patch == {"spec": {"active": True}}
+
+
+def test_suspending_an_admitted_job_whose_workload_is_not_read_waits() -> None:
+    """Neither hold (refused while admitted) nor deactivate: nothing is recorded as done,
+    so the next sync, which reads the Workload, does it."""
+    running = queued_job(suspend=False)
+    assert compare(queued_job(suspend=True), [stored(running, suspend=False)]) == []
