@@ -397,6 +397,8 @@ def test_a_higher_priority_job_preempts_the_whole_lower_gang(
             or None
         ),
     )
+    # Kueue reserves the quota first and unsuspends the JobSet after: read once it has.
+    until(ecosystem, "high", "admitted", lambda js: js["spec"].get("suspend") is False)
     outcome = run()
     job = summary_of(outcome, "low")
     assert job.state == "Preempted", (job.state, job.state_reason)
