@@ -12,7 +12,6 @@ the Workload's spec.active once it has (`_queueing`). Pure.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from mxgitops.jobset.render import HOLD_LABEL, hold_name, in_place_values, recor
 from mxgitops.model import MxJob, OnChange
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.spec import ON_CHANGE_ANNOTATION
-from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION, InPlace, Move
+from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION, InPlace, Move, decode, encode
 
 _DEFAULTS: Mapping[str, Any] = {"suspend": False}
 
@@ -66,7 +65,7 @@ def _queueing(job: MxJob, jobset: KubeObject, workload: KubeObject | None) -> _Q
     back, when the manifest did not change."""
     suspend = job.run_policy.suspend
     applied = bool(
-        _decode(objects.annotations_of(jobset).get(IN_PLACE_ANNOTATION, "")).get("suspend")
+        decode(objects.annotations_of(jobset).get(IN_PLACE_ANNOTATION, ""), None).get("suspend")
     )
     held = objects.labels_of(jobset).get(HOLD_LABEL)
     where = f"label {HOLD_LABEL}"
@@ -115,7 +114,7 @@ def _jobset(
 ) -> InPlace | None:
     spec = obj.get("spec") or {}
     annotations = objects.annotations_of(obj)
-    applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
+    applied = decode(annotations.get(IN_PLACE_ANNOTATION, ""), None)
     spec_patch: dict[str, Any] = {}
     updated: list[Move] = []
     drifted: list[Move] = []
@@ -130,7 +129,7 @@ def _jobset(
             drifted.append(Move(f"spec.{name}", live, target, set_back=True))
     metadata: dict[str, Any] = {}
     if recorded != applied:
-        metadata[IN_PLACE_ANNOTATION] = _encode(recorded) if recorded else None
+        metadata[IN_PLACE_ANNOTATION] = encode(recorded) if recorded else None
     if annotations.get(ON_CHANGE_ANNOTATION) != wait:
         metadata[ON_CHANGE_ANNOTATION] = wait
         before = annotations.get(ON_CHANGE_ANNOTATION)
@@ -150,15 +149,3 @@ def _jobset(
         patch["spec"] = spec_patch
     moves = tuple(updated + drifted)
     return InPlace(ObjectRef.of(obj), patch, moves, drift=bool(drifted) and not updated)
-
-
-def _encode(values: Mapping[str, Any]) -> str:
-    return json.dumps(values, sort_keys=True, separators=(",", ":"))
-
-
-def _decode(text: str) -> dict[str, Any]:
-    try:
-        values = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return dict(values) if isinstance(values, dict) else {}

@@ -19,7 +19,7 @@ patch), never replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,7 @@ def batch_backoff_limit(restart: RestartPolicy, job_limit: int | None) -> int:
 
 def recorded_backoff_limit(batch_job: Mapping[str, Any]) -> int | None:
     """The job's backoffLimit as mxgitops recorded it on one of its batch Jobs."""
-    value = _decode(objects.annotations_of(batch_job).get(IN_PLACE_ANNOTATION, "")).get(
+    value = decode(objects.annotations_of(batch_job).get(IN_PLACE_ANNOTATION, "")).get(
         "backoffLimit"
     )
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -72,7 +72,7 @@ def recorded_backoff_limit(batch_job: Mapping[str, Any]) -> int | None:
 def annotation(job: MxJob) -> dict[str, str]:
     """The annotation recording `desired(job)` on each batch Job; none while it is empty."""
     values = desired(job)
-    return {IN_PLACE_ANNOTATION: _encode(values)} if values else {}
+    return {IN_PLACE_ANNOTATION: encode(values)} if values else {}
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _batch_job(
 ) -> InPlace | None:
     spec = obj.get("spec") or {}
     annotations = objects.annotations_of(obj)
-    applied = _decode(annotations.get(IN_PLACE_ANNOTATION, ""))
+    applied = decode(annotations.get(IN_PLACE_ANNOTATION, ""))
     spec_patch: dict[str, Any] = {}
     updated: list[Move] = []
     drifted: list[Move] = []
@@ -151,7 +151,7 @@ def _batch_job(
             drifted.append(Move(f"spec.{name}", live, target, set_back=True))
     metadata: dict[str, Any] = {}
     if want != applied:
-        metadata[IN_PLACE_ANNOTATION] = _encode(dict(want)) if want else None
+        metadata[IN_PLACE_ANNOTATION] = encode(dict(want)) if want else None
     if annotations.get(ON_CHANGE_ANNOTATION) != wait:
         metadata[ON_CHANGE_ANNOTATION] = wait
         updated.append(_on_change_moved(annotations.get(ON_CHANGE_ANNOTATION), wait))
@@ -179,16 +179,21 @@ def _on_change_moved(before: str | None, after: str | None) -> Move:
     return Move(ON_CHANGE_ANNOTATION, before or "replace", after or "replace")
 
 
-def _encode(values: Mapping[str, Any]) -> str:
+def encode(values: Mapping[str, Any]) -> str:
+    """The in-place annotation's text for `values` (both runtimes write it so)."""
     return json.dumps(values, sort_keys=True, separators=(",", ":"))
 
 
-def _decode(text: str) -> dict[str, Any]:
+def decode(text: str, fields: Collection[str] | None = FIELDS) -> dict[str, Any]:
+    """The values of an in-place annotation, those of `fields` only (None: all); {} for
+    text that is not a JSON object (a hand edit: the live fields then read as drift)."""
     try:
         values = json.loads(text) if text else {}
     except ValueError:
         return {}
-    return {k: v for k, v in values.items() if k in FIELDS} if isinstance(values, dict) else {}
+    if not isinstance(values, dict):
+        return {}
+    return {k: v for k, v in values.items() if fields is None or k in fields}
 
 
 def _shown(value: Any) -> str:
