@@ -193,6 +193,19 @@ def node_ecosystem(node_ecosystem_module: Ecosystem) -> Ecosystem:
     return node_ecosystem_module
 
 
+ECOSYSTEM_FIXTURES = frozenset({"ecosystem", "node_ecosystem"})
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the JobSet controller and Kueue before the first test that needs them, so
+    that a cold build (minutes) is not counted against that test's timeout."""
+    if any(ECOSYSTEM_FIXTURES & set(getattr(i, "fixturenames", ())) for i in session.items):
+        from .build import COMPONENTS, ensure_built
+
+        for component in COMPONENTS.values():
+            ensure_built(component)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--backend double`` (the fast path) deselects the tests on JobSet and Kueue, which
     run on the real control plane only; CI runs both backends, so runs them."""
