@@ -15,6 +15,7 @@ from mxgitops import config as settings
 from mxgitops import gittree, manifests, report, source
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ConfigError
+from mxgitops.model import Runtime
 from mxgitops.review import Review, review
 from mxgitops.spec import NAMESPACE
 from mxgitops.sync import repository_kind
@@ -53,8 +54,10 @@ def diff_commits(
     path: str | None,
     namespace: str | None,
     policy_file: Path | None = None,
+    default_runtime: Runtime = Runtime.BATCH,
 ) -> Review:
-    """Load the manifests of two commits of a checkout and compare them.
+    """Load the manifests of two commits of a checkout and compare them, each job on the
+    runtime a sync with `default_runtime` runs it on.
 
     Each commit is written from Git's objects, as a sync reads it, into the same
     scratch directory in turn, so that both are read alike (down to messages that
@@ -79,7 +82,12 @@ def diff_commits(
             policy = settings.effective_policy(
                 SyncConfig(policy_file=policy_file, repo_policy=repo_policy)
             )
-            loaded = manifests.load(roots, default_namespace=default_namespace, policy=policy)
+            loaded = manifests.load(
+                roots,
+                default_namespace=default_namespace,
+                policy=policy,
+                default_runtime=default_runtime,
+            )
             rooted = settings.rooted(loaded, directory)
             results.append(settings.with_problems(rooted, repo_file.refused))
         return review(results[0], results[1], cancel=frozenset(cancel))

@@ -69,10 +69,11 @@ def path_of(kind: Kind, namespace: str | None = None, name: str | None = None) -
     return f"{path}/{name}" if name else path
 
 
-# The objects a job is made of, namespaced: what tenancy writes (and reads back) as the tenant.
+# The objects a job is made of, namespaced: what tenancy writes (and reads back) as the
+# tenant; a queued job's Kueue Workload too (patched to suspend it).
 TENANT_PATH = re.compile(
-    r"^(?:/apis/batch/v1|/api/v1|/apis/jobset\.x-k8s\.io/v1alpha2)/namespaces/([^/]+)"
-    r"/(?:jobs|services|pods|jobsets)(?:/|$)"
+    r"^(?:/apis/batch/v1|/api/v1|/apis/jobset\.x-k8s\.io/v1alpha2|/apis/kueue\.x-k8s\.io/v1beta2)"
+    r"/namespaces/([^/]+)/(?:jobs|services|pods|jobsets|workloads)(?:/|$)"
 )
 
 
@@ -173,9 +174,9 @@ class Calls:
         return self.clock() + delay >= deadline
 
     def _acting_as(self, path: str) -> dict[str, str]:
-        """The impersonation header of a request about a batch Job, Service or pod (its
-        log) in a namespace, under tenancy; none for the cluster-wide LISTs, the Lease
-        and ledger."""
+        """The impersonation header of a request about a job's objects (batch Job,
+        Service, pod and its log, JobSet, Kueue Workload) in a namespace, under
+        tenancy; none for the cluster-wide LISTs, the Lease and ledger."""
         match = TENANT_PATH.match(path)
         if not self.tenant_service_account or match is None:
             return {}

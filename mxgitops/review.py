@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from mxgitops import runtimes
 from mxgitops.manifests import LoadResult, Problem
 from mxgitops.markdown import code, text, visible
-from mxgitops.objects import Kind
 from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
-from mxgitops.trainer import RenderContext, compare_in_place, render_job
+from mxgitops.trainer import RenderContext
 from mxgitops.trainer.inplace import Move, desired
 
 
@@ -99,14 +99,13 @@ def review(base: LoadResult, head: LoadResult, *, cancel: frozenset[str] = froze
 
 def in_place_moves(old: MxJob, new: MxJob) -> tuple[Move, ...]:
     """What a sync patches onto the live objects of `old` (running as merged before)
-    when `new` is merged: the planner's own comparison, run on `old`'s objects as
-    rendered, so that review shows exactly the fields and values the sync writes."""
+    when `new` is merged: the planner's own comparison, run on `old`'s objects as its
+    runtime renders them, so that review shows exactly the fields and values the sync
+    writes."""
     if desired(old) == desired(new) and old.on_change is new.on_change:
-        return ()  # the common case, without rendering anything
-    rendered = render_job(old, RenderContext(instance="review"))
-    jobs = tuple(o for o in rendered if o["kind"] == Kind.JOB)
-    services = tuple(o for o in rendered if o["kind"] == Kind.SERVICE)
-    patches = compare_in_place(new, jobs, services)
+        return ()  # the common case (no in-place field moved), without rendering anything
+    live = runtimes.as_created(old, RenderContext(instance="review"))
+    patches = live.compare_in_place(new)
     return tuple(dict.fromkeys(m for p in patches for m in p.moves))
 
 

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from mxgitops.jobset import (
     LiveJobSet,
+    created_jobsets,
     group_live_jobsets,
     is_jobset_pod,
     jobset_refs,
@@ -44,7 +45,16 @@ from mxgitops.trainer import (
 from mxgitops.trainer import group_live as group_batch
 from mxgitops.trainer.live import Stray
 
-__all__ = ["Live", "group_live", "in_use", "needs_record", "refs", "render", "unlisted"]
+__all__ = [
+    "Live",
+    "as_created",
+    "group_live",
+    "in_use",
+    "needs_record",
+    "refs",
+    "render",
+    "unlisted",
+]
 
 
 class Live(Protocol):
@@ -85,6 +95,21 @@ def render(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     if job.runtime is Runtime.JOBSET:
         return render_jobset(job, ctx)
     return render_job(job, ctx)
+
+
+def as_created(job: MxJob, ctx: RenderContext) -> Live:
+    """The job's live group as a sync finds it once it has created the job's objects as
+    rendered (and Kueue has made a queued JobSet's Workload): what `mxgitops diff`
+    compares a changed manifest against, to show the patches a sync would make."""
+    rendered = render(job, ctx)
+    jobsets, workloads = created_jobsets([o for o in rendered if o["kind"] == Kind.JOBSET])
+    live = LiveObjects(
+        jobs=tuple(o for o in rendered if o["kind"] == Kind.JOB),
+        services=tuple(o for o in rendered if o["kind"] == Kind.SERVICE),
+        jobsets=tuple(jobsets),
+        workloads=tuple(workloads),
+    )
+    return group_live(live)[job.key]
 
 
 def refs(job: MxJob) -> list[ObjectRef]:

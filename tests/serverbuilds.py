@@ -34,6 +34,7 @@ _BUILDS: dict[str, Callable[[], object]] = {
     "gateway": _module("tests.pushgateway.build"),
     "training_operator": _module("tests.kubeflow.build"),
     "ecosystem_session": _controllers,
+    "node_ecosystem": _controllers,
 }
 
 

@@ -27,6 +27,7 @@ from mxgitops.podsecurity import Level, check
 ROOT = Path(__file__).resolve().parents[1]
 CRONJOB = ROOT / "cronjob"
 BASE, OVERLAY = CRONJOB / "base", CRONJOB / "overlays/example"
+TENANT = CRONJOB / "components/tenancy/tenant.yaml"
 # What a sync does, per (API group, resource): cluster.py, lease.py and ledger.py.
 CLUSTER_WIDE = {
     ("batch", "jobs"): {"list", "get", "create", "patch", "delete"},
@@ -275,15 +276,28 @@ def test_the_monitoring_component_reads_only_what_a_sync_pushes(tmp_path: Path) 
 
 
 def test_the_jobset_component_grants_what_the_jobset_runtime_writes(tmp_path: Path) -> None:
-    """components/jobset over the example overlay, and over tenancy after it."""
+    """components/jobset over the example overlay; under tenancy (components/tenancy,
+    listed after it or alone) mxgitops' own ClusterRole reads what the runtime reads and
+    writes nothing: the JobSet runtime's writes are the tenant's (tenant.yaml)."""
     runtime = {
         ("jobset.x-k8s.io", "jobsets"): {"list", "get", "create", "patch", "delete"},
         ("kueue.x-k8s.io", "workloads"): {"list", "patch"},
         ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list"},
     }
+    tenancy_reads = {
+        ("batch", "jobs"): {"list", "watch"},
+        ("", "services"): {"list", "watch"},
+        ("", "pods"): {"list", "watch"},
+        ("jobset.x-k8s.io", "jobsets"): {"list", "watch"},
+        ("kueue.x-k8s.io", "workloads"): {"list", "watch"},
+        ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list", "watch"},
+        ("", "serviceaccounts"): {"impersonate"},
+        ("events.k8s.io", "events"): {"create"},
+    }
     for name, components in (
         ("plain", ["jobset"]),
-        ("tenancy", ["tenancy", "jobset"]),
+        ("tenancy", ["tenancy"]),
+        ("jobset-then-tenancy", ["jobset", "tenancy"]),
     ):
         overlay = tmp_path / name
         overlay.mkdir()
@@ -302,7 +316,19 @@ def test_the_jobset_component_grants_what_the_jobset_runtime_writes(tmp_path: Pa
             )
         )
         granted_here = granted(kustomize(overlay), "ClusterRole")
-        for key, verbs in runtime.items():
-            assert verbs <= granted_here[key], (name, key)
         if name == "plain":
             assert granted_here == {**CLUSTER_WIDE, **runtime}
+        else:
+            assert granted_here == tenancy_reads, name
+
+
+def test_the_tenant_role_grants_what_the_jobset_runtime_writes() -> None:
+    """tenant.yaml: what a sync writes as the tenant for a job on either runtime."""
+    docs = [d for d in yaml.safe_load_all(TENANT.read_text()) if d]
+    assert granted(docs, "Role") == {
+        ("batch", "jobs"): {"get", "create", "patch", "delete"},
+        ("", "services"): {"get", "create", "delete"},
+        ("", "pods/log"): {"get"},
+        ("jobset.x-k8s.io", "jobsets"): {"get", "create", "patch", "delete"},
+        ("kueue.x-k8s.io", "workloads"): {"patch"},
+    }

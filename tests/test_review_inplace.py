@@ -88,3 +88,50 @@ def test_diff_shows_the_fields_the_sync_then_patches(
             json.dumps(field[k]) if field[k] is not None else "unset" for k in ("before", "after")
         )
         assert f"{field['field']} {before} -> {after}" in job.reason, (field, job.reason)
+
+
+def test_diff_plans_each_job_on_the_runtime_the_sync_runs_it_on(
+    make_git_remote: Callable[..., GitRemote],
+) -> None:
+    """A deadline is patched onto a live batch Job, but lands in a JobSet's immutable
+    replicatedJobs: with --default-runtime jobset, as the operator's sync may run dist
+    jobs, the same change is a replace. A queued job runs on JobSet whatever the default,
+    and its suspend stops it through its Kueue Workload."""
+    queued = {"schedulingPolicy": {"queue": "team"}}
+    remote = make_git_remote(
+        "jobs", files=files(mxjob("deadline"), mxjob("ttl"), mxjob("queued", runPolicy=queued))
+    )
+    base = remote.rev()
+    remote.commit(
+        files(
+            mxjob("deadline", runPolicy={"activeDeadlineSeconds": 600}),
+            mxjob("ttl", runPolicy={"ttlSecondsAfterFinished": 60}),
+            mxjob("queued", runPolicy={**queued, "suspend": True}),
+        ),
+        "deadline, ttl, suspend",
+    )
+
+    def planned(*extra: str) -> dict[str, dict[str, object]]:
+        shown = json.loads(diff(remote, base, "-o", "json", *extra))
+        return {
+            j["name"]: {"as": kind, **j} for kind in ("changed", "updated") for j in shown[kind]
+        }
+
+    on_batch = planned()
+    assert on_batch["deadline"]["as"] == "updated"
+    assert on_batch["deadline"]["fields"] == [
+        {"field": "spec.activeDeadlineSeconds", "before": None, "after": 600}
+    ]
+    on_jobset = planned("--default-runtime", "jobset")
+    assert on_jobset["deadline"]["as"] == "changed"  # replaced: a new JobSet
+    for plan in (on_batch, on_jobset):
+        assert plan["ttl"]["as"] == "updated"
+        assert plan["ttl"]["fields"] == [
+            {"field": "spec.ttlSecondsAfterFinished", "before": None, "after": 60}
+        ]
+        assert plan["queued"]["as"] == "updated"
+        assert plan["queued"]["fields"] == [
+            {"field": "spec.active", "before": True, "after": False}
+        ]
+    text = diff(remote, base, "--default-runtime", "jobset")
+    assert text.splitlines()[0].startswith("0 added, 1 changed (replaced on sync), 2 updated")

@@ -14,6 +14,7 @@ import click
 
 from mxgitops.cli.app import ExitCode, main
 from mxgitops.cli.options import (
+    default_runtime_option,
     git_token,
     namespace_option,
     policy_file_option,
@@ -21,6 +22,7 @@ from mxgitops.cli.options import (
     setting,
 )
 from mxgitops.config import from_options
+from mxgitops.model import Runtime
 
 
 @main.command()
@@ -95,6 +97,7 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
 )
 @namespace_option
 @policy_file_option
+@default_runtime_option
 @click.option(
     "--output",
     "-o",
@@ -110,11 +113,14 @@ def diff(
     path: str | None,
     namespace: str | None,
     policy_file: Path | None,
+    default_runtime: str,
     output: str,
 ) -> ExitCode:
     """Show which jobs a change adds, changes and removes, and what it breaks.
 
     Compares the manifests of two commits of a checkout; needs no cluster.
+    What a change replaces and what it patches in place depends on the runtime
+    a job runs on: give --default-runtime as the operator's sync has it.
     Exits 1 when HEAD has invalid manifests.
 
     \b
@@ -126,7 +132,15 @@ def diff(
     from mxgitops import review
     from mxgitops.commands import diff_commits
 
-    result = diff_commits(repo, base, head, path=path, namespace=namespace, policy_file=policy_file)
+    result = diff_commits(
+        repo,
+        base,
+        head,
+        path=path,
+        namespace=namespace,
+        policy_file=policy_file,
+        default_runtime=Runtime(default_runtime),
+    )
     renderers = {
         "text": review.render_text,
         "markdown": review.render_markdown,

@@ -10,6 +10,7 @@ picks between this runtime and the batch one.
 from mxgitops.jobset.live import (
     JOBSET_NAME_LABEL,
     LiveJobSet,
+    created_jobsets,
     group_live_jobsets,
     is_jobset_pod,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "API_VERSION",
     "JOBSET_NAME_LABEL",
     "LiveJobSet",
+    "created_jobsets",
     "group_live_jobsets",
     "is_jobset_pod",
     "jobset_refs",

@@ -397,3 +397,31 @@ def _agreed(values: Iterable[str | None]) -> str | None:
     if len(distinct) != 1:
         return None
     return distinct.pop()
+
+
+def created_jobsets(jobsets: Sequence[KubeObject]) -> tuple[list[KubeObject], list[KubeObject]]:
+    """Rendered JobSets as the cluster holds them once created (each with a uid), and the
+    Workload Kueue makes for each queued one, active: what a review compares a changed
+    manifest against (`runtimes.as_created`), to show what a sync would patch."""
+    created: list[KubeObject] = []
+    workloads: list[KubeObject] = []
+    for index, jobset in enumerate(jobsets):
+        metadata = dict(jobset.get("metadata") or {})
+        metadata["uid"] = f"rendered-{index}"
+        created.append({**jobset, "metadata": metadata})
+        if scheduling.QUEUE_LABEL in (metadata.get("labels") or {}):
+            owner = {"kind": "JobSet", "name": metadata.get("name"), "uid": metadata["uid"]}
+            workload_metadata = {
+                "name": f"jobset-{metadata.get('name')}",
+                "namespace": metadata.get("namespace"),
+                "ownerReferences": [owner],
+            }
+            workloads.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "Workload",
+                    "metadata": workload_metadata,
+                    "spec": {"active": True},
+                }
+            )
+    return created, workloads

@@ -106,6 +106,8 @@ def _audit_entry(event: dict[str, Any]) -> dict[str, Any]:
         "fault": None,
         "dropped": False,
         "user": event["user"]["username"],
+        # whom the request acted as (tenancy's Impersonate-User), if anyone
+        "impersonated": (event.get("impersonatedUser") or {}).get("username"),
     }
 
 

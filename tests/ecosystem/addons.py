@@ -15,9 +15,15 @@ Both run out of cluster, as processes beside the control plane of ``tests/contro
   a JobSet's child Jobs) with ``manageJobsWithoutQueueName: false``: an unqueued JobSet
   or batch Job runs as if Kueue were not there.
 
-The pods are the fake kubelet's (``tests/controlplane/kubelet.py``); the child Jobs get
-them from kube-controller-manager's job controller. Ready means each webhook answers: a
-dry-run create that the manager's webhooks must admit.
+The pods are those of the plane's node: the fake kubelet's (``tests/controlplane/kubelet.py``)
+or the real node's (``tests/controlplane/node.py``, where they run real containers); the
+child Jobs get them from kube-controller-manager's job controller. Ready means each
+webhook answers: a dry-run create that the manager's webhooks must admit.
+
+``uninstall()`` takes everything ``start()`` put into the cluster out again (webhook
+configurations, CRDs, Kueue's namespace): on a control plane other tests share after
+these (the real node's), no webhook is left pointing at a stopped manager and no JobSet
+API is left served.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from .build import JOBSET, KUEUE, Component, ensure_built, module_dir
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 5.0
 KUEUE_NAMESPACE = "kueue-system"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 METRICS_CERTS = "/etc/kueue/metrics/certs"  # Kueue's, fixed
 
 
@@ -106,6 +113,8 @@ class Ecosystem:
         self.ca_bundle = base64.b64encode(plane.pki.ca.read_bytes()).decode()
         self.jobset = Manager(JOBSET, directory)
         self.kueue = Manager(KUEUE, directory)
+        # What start() put into the cluster, as collection paths, in the order made.
+        self.installed: list[str] = []
 
     # -- start ---------------------------------------------------------------------
     def start(self, *, kueue: bool = True) -> Ecosystem:
@@ -154,7 +163,8 @@ class Ecosystem:
         bindir = ensure_built(KUEUE)
         source = module_dir(KUEUE) / "config" / "components"
         self._apply_crds(manager, source)
-        self._ensure_namespace(KUEUE_NAMESPACE)
+        if self._ensure_namespace(KUEUE_NAMESPACE):
+            self.installed.append(f"/api/v1/namespaces/{KUEUE_NAMESPACE}")
         selectors = _strategic_webhooks(source / "webhook" / "kustomization.yaml")
         self._apply_webhooks(
             manager, source / "webhook" / "manifests.yaml", "kueue-", {}, selectors
@@ -232,14 +242,10 @@ class Ecosystem:
                             "conversionReviewVersions": ["v1"],
                         },
                     }
-                self._apply("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+                self._apply(CRDS, crd)
                 self._wait(
                     f"CRD {name} established",
-                    lambda n=name: _established(
-                        self.rest.get_or_none(
-                            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{n}"
-                        )
-                    ),
+                    lambda n=name: _established(self.rest.get_or_none(f"{CRDS}/{n}")),
                 )
 
     def _apply_webhooks(
@@ -276,6 +282,8 @@ class Ecosystem:
 
     def _apply(self, collection: str, body: dict[str, Any]) -> None:
         name = body["metadata"]["name"]
+        if f"{collection}/{name}" not in self.installed:
+            self.installed.append(f"{collection}/{name}")
         existing = self.rest.get_or_none(f"{collection}/{name}")
         if existing is None:
             self.rest.create(collection, body)
@@ -283,12 +291,15 @@ class Ecosystem:
             body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
             self.rest.put(f"{collection}/{name}", body)
 
-    def _ensure_namespace(self, name: str) -> None:
-        if self.rest.get_or_none(f"/api/v1/namespaces/{name}") is None:
-            self.rest.create(
-                "/api/v1/namespaces",
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-            )
+    def _ensure_namespace(self, name: str) -> bool:
+        """Create the namespace if missing; whether it was made here."""
+        if self.rest.get_or_none(f"/api/v1/namespaces/{name}") is not None:
+            return False
+        self.rest.create(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        )
+        return True
 
     def _spawn(
         self, manager: Manager, bindir: Path, config: dict[str, Any], wrapper: tuple[str, ...] = ()
@@ -382,6 +393,53 @@ class Ecosystem:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+    def uninstall(self) -> None:
+        """Stop the managers and take out what ``start()`` installed: the webhook
+        configurations first (no request may meet a webhook whose server is gone), then
+        the CRDs (their objects with them: the finalizers of any left are cleared, since
+        no controller is there to clear them) and Kueue's namespace, each waited for."""
+        webhooks = [p for p in self.installed if "/admissionregistration.k8s.io/" in p]
+        for path in webhooks:
+            self._delete(path)
+        self.stop()
+        crds = [p for p in self.installed if p.startswith(CRDS + "/")]
+        for path in crds:
+            crd = self.rest.get_or_none(path)
+            if crd is not None:
+                self._clear_finalizers(crd)
+                self._delete(path)
+        for path in reversed(self.installed):
+            if path not in webhooks and path not in crds:
+                self._delete(path)
+        for path in self.installed:
+            self._wait(f"{path} to go", lambda p=path: self.rest.get_or_none(p) is None)
+        self.installed.clear()
+
+    def _clear_finalizers(self, crd: dict[str, Any]) -> None:
+        """Remove the finalizers of every object of ``crd`` (their controllers stopped)."""
+        group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
+        # The storage version: no conversion webhook (its server stopped) is asked.
+        (version,) = [v["name"] for v in crd["spec"]["versions"] if v.get("storage")]
+        collection = f"/apis/{group}/{version}/{plural}"
+        for obj in self.rest.get(collection)["items"]:
+            meta = obj["metadata"]
+            if not meta.get("finalizers"):
+                continue
+            where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
+            path = f"/apis/{group}/{version}{where}/{plural}/{meta['name']}"
+            try:
+                self.rest.patch(path, {"metadata": {"finalizers": None}})
+            except requests.HTTPError as err:
+                if err.response is None or err.response.status_code != 404:
+                    raise
+
+    def _delete(self, path: str) -> None:
+        try:
+            self.rest.delete(path)
+        except requests.HTTPError as err:
+            if err.response is None or err.response.status_code != 404:
+                raise
 
     def __enter__(self) -> Ecosystem:
         return self.start()

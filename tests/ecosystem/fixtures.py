@@ -1,5 +1,8 @@
 """pytest fixtures: ``ecosystem``, the real control plane with the real JobSet controller and
-Kueue controller manager (``addons.py``), started once per session.
+Kueue controller manager (``addons.py``), started once per session; ``node_ecosystem``,
+the same controllers against the real node's control plane (``tests/controlplane/
+fixtures.py``), started for the tests of one module and uninstalled after them (the
+other tests on that node must not meet Kueue's webhooks nor a served JobSet API).
 
 The API double serves neither JobSet nor Kueue (their behaviour is their controllers'),
 so the tests of the JobSet runtime run here only; tests/controlplane/DIFFERENCES.md says
@@ -22,6 +25,7 @@ from tests.controlplane.harness import RealCluster, wait_for
 # Kueue's and JobSet's objects a test may make, cluster-scoped ones with namespace None;
 # removed in this order (a queue before what it names).
 KUEUE_GROUP = "/apis/kueue.x-k8s.io/v1beta2"
+KUEUE_VERSION = "kueue.x-k8s.io/v1beta2"
 WIPED = (
     ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets", True),
     (KUEUE_GROUP, "localqueues", True),
@@ -74,6 +78,48 @@ class Ecosystem:
     def create(self, group: str, plural: str, body: dict[str, Any], namespace: str | None) -> Any:
         where = f"/namespaces/{namespace}" if namespace else ""
         return self.rest.create(f"{group}{where}/{plural}", body)
+
+    def queue(self, name: str, namespace: str, quota: dict[str, str]) -> None:
+        """A LocalQueue ``name`` in ``namespace`` of a ClusterQueue of the same name, whose
+        one ResourceFlavor (no node labels: any node) has ``quota`` (resource: nominal)."""
+        self.create(
+            KUEUE_GROUP,
+            "resourceflavors",
+            {"apiVersion": KUEUE_VERSION, "kind": "ResourceFlavor", "metadata": {"name": name}},
+            None,
+        )
+        resources = [{"name": r, "nominalQuota": q} for r, q in quota.items()]
+        self.create(
+            KUEUE_GROUP,
+            "clusterqueues",
+            {
+                "apiVersion": KUEUE_VERSION,
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": {
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": list(quota),
+                            "flavors": [{"name": name, "resources": resources}],
+                        }
+                    ],
+                },
+            },
+            None,
+        )
+        self.real.ensure_namespace(namespace)
+        self.create(
+            KUEUE_GROUP,
+            "localqueues",
+            {
+                "apiVersion": KUEUE_VERSION,
+                "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"clusterQueue": name},
+            },
+            namespace,
+        )
 
     def served(self) -> bool:
         try:
@@ -131,6 +177,30 @@ def ecosystem_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ecos
 def ecosystem(ecosystem_session: Ecosystem, tmp_path: Path) -> Ecosystem:
     ecosystem_session.wipe()
     return ecosystem_session
+
+
+@pytest.fixture(scope="module")
+def node_ecosystem_module(
+    real_node: RealCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Ecosystem]:
+    from .addons import Ecosystem as Controllers
+
+    controllers = Controllers(real_node.plane, tmp_path_factory.mktemp("node-ecosystem"))
+    controllers.start()
+    try:
+        eco = Ecosystem(real_node)
+        wait_for("Kueue's and JobSet's resources to be served", eco.served, timeout=120)
+        yield eco
+        eco.wipe()  # while the controllers run: they clear their objects' finalizers
+    finally:
+        controllers.uninstall()
+
+
+@pytest.fixture
+def node_ecosystem(node_ecosystem_module: Ecosystem) -> Ecosystem:
+    """JobSet and Kueue on the real node, every object of the last test removed."""
+    node_ecosystem_module.wipe()
+    return node_ecosystem_module
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
