@@ -21,9 +21,9 @@ from tests.test_status_truth import files, git_config
 WAIT = {"mxgitops.io/on-change": "wait"}
 
 
-def diff(remote: GitRemote, base: str, *extra: str) -> str:
+def diff(remote: GitRemote, base: str, *extra: str, env: dict[str, str] | None = None) -> str:
     args = ["diff", base, "HEAD", "--repo", str(remote.work), "--path", "jobs", "-n", NS]
-    result = CliRunner().invoke(main, [*args, *extra], catch_exceptions=False)
+    result = CliRunner(env=env).invoke(main, [*args, *extra], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -135,3 +135,5 @@ def test_diff_plans_each_job_on_the_runtime_the_sync_runs_it_on(
         ]
     text = diff(remote, base, "--default-runtime", "jobset")
     assert text.splitlines()[0].startswith("0 added, 1 changed (replaced on sync), 2 updated")
+    # the sync's own variable, set in a pull request's workflow, plans the same
+    assert diff(remote, base, env={"MXGITOPS_DEFAULT_RUNTIME": "jobset"}) == text

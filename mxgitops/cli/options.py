@@ -48,8 +48,11 @@ def default_runtime_option(command: F) -> F:
         type=click.Choice(["batch", "jobset"]),
         default="batch",
         show_default=True,
+        envvar="MXGITOPS_DEFAULT_RUNTIME",
+        show_envvar=True,
         help="What a dist job that names no queue runs on, as the operator's sync setting "
-        "says (a job that names a queue runs on JobSet).",
+        "says (a job that names a queue runs on JobSet); the same variable as sync's, so a "
+        "pull request's plan set up like the sync plans like it.",
     )(command)
 
 
