@@ -118,10 +118,11 @@ class Round:
             return failed
         remote.commit({"jobs/d.yaml": None, "jobs/e.yaml": None}, "d and e go")
         real.run_job_controller(NS)
-        # b succeeds: the ledger is created, and the answer to that create is lost, so
-        # the retry meets 409 and reads the ConfigMap to recognise its own write.
+        # b succeeds: the ledger (made by the first sync, to record the runtimes in use)
+        # is updated, and the answer to that update is lost, so the retry meets 409 and
+        # reads the ConfigMap to recognise its own write.
         real.kubelet(job=self._batch_job("b-worker-"), namespace=NS, phase="Succeeded")
-        real.faults("create/configmaps:lose=1x1")
+        real.faults("update/configmaps:lose=1x1")
         proxied = self.tmp / "proxied.kubeconfig"
         config = yaml.safe_load(self.token.read_text())
         config["clusters"][0]["cluster"]["server"] = real.proxy_url
