@@ -1,3 +1,7 @@
+import pytest
+
+from tests.sessionorder import MARKERS, session_order
+
 pytest_plugins = [
     "tests.kubeapi.fixtures",
     "tests.gitfixtures",
@@ -5,3 +9,14 @@ pytest_plugins = [
     "tests.ecosystem.fixtures",
     "tests.controlplane.fixtures",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """After the plugins' deselections: the session's order (``tests/sessionorder.py``)."""
+    items[:] = session_order(items)

@@ -10,6 +10,10 @@ Fixtures, for any test module (import them, or list this module in `pytest_plugi
 - `make_git_remote(name="jobs", files=None, branch="main")`: a new remote with one commit.
 - `make_git_http_server(root, logins={("user", "password")})`: serves every bare
   repository under `root`; with logins, other requests get 401.
+
+A fixture of a wider scope (a session's installation) uses the plain functions behind
+them: `isolate_git` on a `pytest.MonkeyPatch.context()`, `new_git_remote`, and a
+`GitHttpServer` it starts and stops itself.
 """
 
 from __future__ import annotations
@@ -114,12 +118,9 @@ class GitRemote:
         return run_git("for-each-ref", "--format=%(refname) %(objectname)", cwd=self.bare)
 
 
-@pytest.fixture
-def git_isolation(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Git sees a fresh global config with an identity, and no system config."""
-    home = tmp_path_factory.mktemp("git-home")
+def isolate_git(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """Through ``monkeypatch``: git sees a fresh global config in ``home`` with an
+    identity, and no system config."""
     config = home / "gitconfig"
     config.write_text('[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
@@ -132,22 +133,38 @@ def git_isolation(
 
 
 @pytest.fixture
+def git_isolation(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git sees a fresh global config with an identity, and no system config."""
+    isolate_git(monkeypatch, tmp_path_factory.mktemp("git-home"))
+
+
+def new_git_remote(
+    root: Path, name: str = "jobs", files: Mapping[str, str] | None = None, branch: str = "main"
+) -> GitRemote:
+    """A bare remote under root/remotes with one commit of `files`; call it with git
+    isolated (`isolate_git`)."""
+    bare = root / "remotes" / f"{name}.git"
+    work = root / "work" / name
+    bare.parent.mkdir(parents=True, exist_ok=True)
+    run_git("init", "--quiet", "--bare", f"--initial-branch={branch}", str(bare), cwd=root)
+    work.parent.mkdir(parents=True, exist_ok=True)
+    run_git("clone", "--quiet", bare.as_uri(), str(work), cwd=root)
+    remote = GitRemote(bare=bare, work=work, branch=branch)
+    remote.git("checkout", "--quiet", "-B", branch)
+    remote.commit(files or {"jobs/a.yaml": "name: a\n"}, "initial")
+    return remote
+
+
+@pytest.fixture
 def make_git_remote(tmp_path: Path, git_isolation: None) -> Callable[..., GitRemote]:
     """Factory: a bare remote under tmp_path/remotes with one commit of `files`."""
 
     def make(
         name: str = "jobs", files: Mapping[str, str] | None = None, branch: str = "main"
     ) -> GitRemote:
-        bare = tmp_path / "remotes" / f"{name}.git"
-        work = tmp_path / "work" / name
-        bare.parent.mkdir(parents=True, exist_ok=True)
-        run_git("init", "--quiet", "--bare", f"--initial-branch={branch}", str(bare), cwd=tmp_path)
-        work.parent.mkdir(parents=True, exist_ok=True)
-        run_git("clone", "--quiet", bare.as_uri(), str(work), cwd=tmp_path)
-        remote = GitRemote(bare=bare, work=work, branch=branch)
-        remote.git("checkout", "--quiet", "-B", branch)
-        remote.commit(files or {"jobs/a.yaml": "name: a\n"}, "initial")
-        return remote
+        return new_git_remote(tmp_path, name, files, branch)
 
     return make
 

@@ -14,13 +14,18 @@ ServiceAccount's token). ``faults(spec)`` puts the fault proxy (``proxy.py``)
 between mxgitops and the server for the rest of the test: the kubeconfig then
 names the proxy, and the request log continues with the proxy's entries, which
 include the requests a fault kept from the server.
+
+``keeping(namespaces)`` sets namespaces aside for an installation that outlives one
+test (the CronJob's, whose scheduled runs come minutes apart): ``wipe`` and ``settle``
+leave their objects alone, and the request log leaves out their service accounts.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
@@ -137,6 +142,7 @@ class RealCluster:
             self.node = FakeKubelet(self.rest, plane.pki.serving("kubelet")).start()
         self._namespaces: set[str] = set()
         self._handed_out: set[str] = set()  # pods run_job_controller returned already
+        self._kept: frozenset[str] = frozenset()  # namespaces set aside (keeping)
         for namespace in TEST_NAMESPACES:
             self.ensure_namespace(namespace)
         self._log_offset = 0
@@ -214,6 +220,22 @@ class RealCluster:
         self.plane.check_alive()
         return True
 
+    @contextmanager
+    def keeping(self, namespaces: frozenset[str]) -> Iterator[None]:
+        """Leave ``namespaces`` alone while in the block (see the module docstring)."""
+        self._kept = namespaces
+        try:
+            yield
+        finally:
+            self._kept = frozenset()
+
+    def _not_kept(self, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [o for o in objects if o["metadata"].get("namespace") not in self._kept]
+
+    def _is_kept_account(self, user: str) -> bool:
+        # system:serviceaccount:<namespace>:<name>
+        return user.startswith("system:serviceaccount:") and user.split(":")[2] in self._kept
+
     # -- request log -------------------------------------------------------------
     @property
     def request_log(self) -> list[dict[str, Any]]:
@@ -230,7 +252,9 @@ class RealCluster:
         audited = [
             _audit_entry(event)
             for event in events
-            if _is_client(event["user"]["username"]) and event["stage"] == "ResponseComplete"
+            if _is_client(event["user"]["username"])
+            and not self._is_kept_account(event["user"]["username"])
+            and event["stage"] == "ResponseComplete"
         ]
         return audited + (self._proxy_log.snapshot() if self._audit_until is not None else [])
 
@@ -303,8 +327,8 @@ class RealCluster:
         )
 
     def wipe(self) -> None:
-        """Remove every object a test may have made, in every non-system namespace,
-        and take the fault proxy out.
+        """Remove every object a test may have made, in every non-system namespace
+        not kept (``keeping``), and take the fault proxy out.
 
         Jobs go in the foreground: each stays, marked as being deleted, until its pods
         are gone, so the job controller (which leaves a Job being deleted alone) cannot
@@ -312,20 +336,20 @@ class RealCluster:
         that appears all the same is caught by the second round."""
         self.direct()
         self._handed_out.clear()
-        for event in self.objects(EVENTS):
+        for event in self._not_kept(self.objects(EVENTS)):
             if event.get("reportingController") == MXGITOPS_EVENTS:
                 self._remove(EVENTS, event)
         for _ in range(3):
             for plural in WIPED:
-                for obj in self.objects(plural):
+                for obj in self._not_kept(self.objects(plural)):
                     self._remove(plural, obj)
             for plural in WIPED:
                 wait_for(
                     f"for the {plural} of the last test to go",
-                    lambda p=plural: not self.objects(p),
+                    lambda p=plural: not self._not_kept(self.objects(p)),
                 )
             self.settle()
-            if not any(self.objects(plural) for plural in WIPED):
+            if not any(self._not_kept(self.objects(plural)) for plural in WIPED):
                 return
         raise RuntimeError("objects of the last test keep coming back")
 
@@ -353,14 +377,14 @@ class RealCluster:
     def _jobs_and_pods(
         self, namespace: str | None, pods: list[dict[str, Any]] | None = None
     ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-        """Every Job in ``namespace`` with the pods it owns (of ``pods``, if listed already)."""
+        """Every Job in ``namespace`` (none kept) with the pods it owns (of ``pods``, if
+        listed already)."""
         owned: dict[str, list[dict[str, Any]]] = {}
         for pod in self.objects("pods", namespace) if pods is None else pods:
             for ref in pod["metadata"].get("ownerReferences") or []:
                 owned.setdefault(ref.get("uid", ""), []).append(pod)
-        return [
-            (job, owned.get(job["metadata"]["uid"], [])) for job in self.objects("jobs", namespace)
-        ]
+        jobs = self._not_kept(self.objects("jobs", namespace))
+        return [(job, owned.get(job["metadata"]["uid"], [])) for job in jobs]
 
     def run_job_controller(self, namespace: str | None = None) -> list[dict[str, Any]]:
         """Wait until every running Job in ``namespace`` has its pods; return those not
@@ -439,7 +463,8 @@ class RealCluster:
     def settle(self, namespace: str | None = None) -> None:
         """Wait until the controllers have caught up, as they have between two syncs of
         a CronJob minutes apart: the job controller has counted every finished pod and
-        decided, and the garbage collector has removed the pods of deleted Jobs."""
+        decided, and the garbage collector has removed the pods of deleted Jobs (in
+        ``namespace``, or in every namespace not kept)."""
 
         def job_settled(job: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
             status = job.get("status") or {}
@@ -471,7 +496,7 @@ class RealCluster:
             return bool(status.get("ready", 0) == ready)
 
         def settled() -> bool:
-            pods = self.objects("pods", namespace)
+            pods = self._not_kept(self.objects("pods", namespace))
             jobs = self._jobs_and_pods(namespace, pods)
             if any(job["metadata"].get("deletionTimestamp") for job, _ in jobs):
                 return False  # foreground deletion under way
