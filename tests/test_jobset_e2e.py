@@ -286,17 +286,7 @@ def kueue_setup(
         },
         None,
     )
-    eco.create(
-        KUEUE_GROUP,
-        "localqueues",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "team", "namespace": NS},
-            "spec": {"clusterQueue": "gpus"},
-        },
-        NS,
-    )
+    eco.local_queue("team", NS, "gpus")
     for name, value in (("low", 100), ("high", 1000)):
         if workload_priorities:
             eco.create(
@@ -574,17 +564,7 @@ def test_a_queued_job_created_suspended_is_never_admitted_until_resumed(
     its JobSet's spec never moves (Kueue unsuspends a JobSet to admit it), until resumed;
     then it is admitted and runs, and a later suspend and resume go through its Workload."""
     kueue_setup(ecosystem, gpus=8)
-    ecosystem.create(
-        KUEUE_GROUP,
-        "localqueues",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "default", "namespace": NS},
-            "spec": {"clusterQueue": "gpus"},
-        },
-        NS,
-    )
+    ecosystem.local_queue("default", NS, "gpus")
     suspended = gpu_job("a")
     suspended["spec"]["runPolicy"]["suspend"] = True
     write(run.repo, suspended)

@@ -35,10 +35,16 @@ import yaml
 from mxgitops.jobset import scheduler_address
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.rest import Rest
-from tests.controlplane.rootfs import TRAINING_IMAGE
 from tests.ecosystem.fixtures import Ecosystem
 from tests.gitfixtures import GitRemote
-from tests.test_node_training import RESULT, TRAIN_TIMEOUT, cli, job_state, sync_args
+from tests.test_node_training import (
+    RESULT,
+    TRAIN_TIMEOUT,
+    cli,
+    job_state,
+    sync_args,
+    training_container,
+)
 
 NS = "default"
 QUEUE = "team"
@@ -47,18 +53,10 @@ ROLES = {"scheduler": 1, "server": 2, "worker": 3}
 
 
 def replica(count: int) -> dict[str, Any]:
-    container = {
-        "name": "mxnet",
-        "image": TRAINING_IMAGE,
-        "imagePullPolicy": "Never",  # no registry: the image was imported into containerd
-        "command": ["python3", "/opt/mxtrain/train.py"],
-        # what Kueue counts against the ClusterQueue's quota
-        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
-    }
     return {
         "replicas": count,
         "restartPolicy": "Never",
-        "template": {"spec": {"containers": [container]}},
+        "template": {"spec": {"containers": [training_container()]}},
     }
 
 

@@ -33,18 +33,23 @@ TRAIN_TIMEOUT = 300.0
 RESULT = "training result: "
 
 
-def replica(kind: str, count: int, **extra: Any) -> dict[str, Any]:
-    container = {
+def training_container() -> dict[str, Any]:
+    """The training image's container: the script baked into it, small requests (what
+    Kueue counts against a ClusterQueue's quota, where the job is queued)."""
+    return {
         "name": "mxnet",
         "image": TRAINING_IMAGE,
         "imagePullPolicy": "Never",  # no registry: the image was imported into containerd
         "command": ["python3", "/opt/mxtrain/train.py"],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
     }
+
+
+def replica(kind: str, count: int, **extra: Any) -> dict[str, Any]:
     return {
         "replicas": count,
         "mxReplicaType": kind,
-        "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        "template": {"spec": {"restartPolicy": "Never", "containers": [training_container()]}},
         **extra,
     }
 

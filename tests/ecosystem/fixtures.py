@@ -109,6 +109,10 @@ class Ecosystem:
             None,
         )
         self.real.ensure_namespace(namespace)
+        self.local_queue(name, namespace, name)
+
+    def local_queue(self, name: str, namespace: str, cluster_queue: str) -> None:
+        """A LocalQueue ``name`` in ``namespace``, of the ClusterQueue ``cluster_queue``."""
         self.create(
             KUEUE_GROUP,
             "localqueues",
@@ -116,7 +120,7 @@ class Ecosystem:
                 "apiVersion": KUEUE_VERSION,
                 "kind": "LocalQueue",
                 "metadata": {"name": name, "namespace": namespace},
-                "spec": {"clusterQueue": name},
+                "spec": {"clusterQueue": cluster_queue},
             },
             namespace,
         )
