@@ -268,11 +268,14 @@ class RealCluster:
         return self.audit_log.stat().st_size if self.audit_log.exists() else 0
 
     # -- objects -----------------------------------------------------------------
-    def objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    def objects(
+        self, kind: str, namespace: str | None = None, field_selector: str | None = None
+    ) -> list[dict[str, Any]]:
         """The test-visible objects of ``kind``: none in kube-* namespaces, none the
         server made for itself (the ``kubernetes`` Service, ``kube-root-ca.crt``)."""
         res = resource(kind)
-        items: list[dict[str, Any]] = self.rest.get(collection(res, namespace))["items"]
+        query = {"fieldSelector": field_selector} if field_selector else {}
+        items: list[dict[str, Any]] = self.rest.get(collection(res, namespace), **query)["items"]
         visible = []
         for obj in items:
             meta = obj["metadata"]
@@ -330,40 +333,56 @@ class RealCluster:
         """Remove every object a test may have made, in every non-system namespace
         not kept (``keeping``), and take the fault proxy out.
 
-        Jobs go in the foreground: each stays, marked as being deleted, until its pods
-        are gone, so the job controller (which leaves a Job being deleted alone) cannot
-        recreate a pod for it after the wipe, however far its informer lags; a pod
-        that appears all the same is caught by the second round."""
+        Each namespace's objects of a kind go in one request (a delete of the
+        collection), Jobs first: once a Job is gone the job controller creates no pod
+        for it, and every pod left (or made by a controller that had not yet seen its
+        Job go) is deleted again, its job-tracking finalizer removed, until none is
+        left. Then the controllers settle."""
         self.direct()
         self._handed_out.clear()
-        for event in self._not_kept(self.objects(EVENTS)):
-            if event.get("reportingController") == MXGITOPS_EVENTS:
-                self._remove(EVENTS, event)
-        for _ in range(3):
-            for plural in WIPED:
-                for obj in self._not_kept(self.objects(plural)):
-                    self._remove(plural, obj)
-            for plural in WIPED:
-                wait_for(
-                    f"for the {plural} of the last test to go",
-                    lambda p=plural: not self._not_kept(self.objects(p)),
-                )
-            self.settle()
-            if not any(self._not_kept(self.objects(plural)) for plural in WIPED):
-                return
-        raise RuntimeError("objects of the last test keep coming back")
+        for event in self._not_kept(
+            self.objects(EVENTS, field_selector=f"reportingController={MXGITOPS_EVENTS}")
+        ):
+            self._ignore_missing(lambda e=event: self.rest.delete(self._path(EVENTS, e)))
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        while True:
+            listed = {plural: self._not_kept(self.objects(plural)) for plural in WIPED}
+            left = {plural: objs for plural, objs in listed.items() if objs}
+            if not left:
+                break
+            if time.monotonic() > deadline:
+                names = {p: [o["metadata"]["name"] for o in objs] for p, objs in left.items()}
+                raise TimeoutError(f"real control plane: the last test's objects stay: {names}")
+            for plural, objs in left.items():
+                self._remove_all(plural, objs)
+            time.sleep(0.05)  # the garbage collector and the job controller act on their own
+        self.settle()
 
-    def _remove(self, plural: str, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        path = f"{collection(resource(plural), meta['namespace'])}/{meta['name']}"
-        if plural == "pods" and meta.get("finalizers"):  # the job controller's tracking
-            self._ignore_missing(lambda: self.rest.patch(path, {"metadata": {"finalizers": None}}))
-        propagation = "Foreground" if plural == "jobs" else "Background"
-        self._ignore_missing(
-            lambda: self.rest.delete(
-                path, {"gracePeriodSeconds": 0, "propagationPolicy": propagation}
+    def _remove_all(self, plural: str, objs: list[dict[str, Any]]) -> None:
+        """Delete ``objs`` of ``plural``: their namespaces' collections at once (but the
+        server's own objects), a pod's finalizers first."""
+        res = resource(plural)
+        for obj in objs:
+            if plural == "pods" and obj["metadata"].get("finalizers"):
+                self._ignore_missing(  # the job controller's tracking
+                    lambda o=obj: self.rest.patch(
+                        self._path(plural, o), {"metadata": {"finalizers": None}}
+                    )
+                )
+        for namespace in sorted({o["metadata"]["namespace"] for o in objs}):
+            spared = sorted(SYSTEM_NAMES) + [
+                name for kind, ns, name in SYSTEM_OBJECTS if kind == plural and ns == namespace
+            ]
+            self.rest.delete(
+                collection(res, namespace),
+                {"gracePeriodSeconds": 0, "propagationPolicy": "Background"},
+                fieldSelector=",".join(f"metadata.name!={name}" for name in spared),
             )
-        )
+
+    @staticmethod
+    def _path(plural: str, obj: dict[str, Any]) -> str:
+        meta = obj["metadata"]
+        return f"{collection(resource(plural), meta['namespace'])}/{meta['name']}"
 
     @staticmethod
     def _ignore_missing(call: Callable[[], Any]) -> None:
