@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.serverbuilds",
     "tests.ecosystem.fixtures",
     "tests.controlplane.fixtures",
+    "tests.workergroups",
 ]
 
 
