@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.controlplane.harness import wait_for
 from tests.kubeapi.clients import Clients, clients_for, job_manifest
 from tests.kubeapi.harness import KubeAPI
 
@@ -73,7 +74,12 @@ def test_job_completes(k8s: Clients, kubeapi: KubeAPI) -> None:
     kubeapi.run_job_controller()
     [running] = kubeapi.kubelet(job="train", phase="Running")
     assert running["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
-    assert k8s.batch.read_namespaced_job_status("train", NS).status.ready == 1
+    # The real job controller counts ready pods a second after they change (its batch
+    # period); the harness's settle does not wait for a count mxgitops never reads.
+    wait_for(
+        "the Job to count its ready pod",
+        lambda: k8s.batch.read_namespaced_job_status("train", NS).status.ready == 1,
+    )
     [done] = kubeapi.kubelet(running["metadata"]["name"], phase="Succeeded")
     terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")

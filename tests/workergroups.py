@@ -45,9 +45,9 @@ def group_of(fixturenames: Iterable[str]) -> str | None:
     return next((group for fixture, group in GROUPS.items() if fixture in used), None)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        group = group_of(getattr(item, "fixturenames", ()))
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Marked as each test is collected, before any ``pytest_collection_modifyitems``
+    (xdist's reads the marks there: its hook runs before a conftest's ``tryfirst``)."""
+    group = group_of(getattr(item, "fixturenames", ()))
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))

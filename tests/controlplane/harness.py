@@ -94,6 +94,11 @@ def _finished(job: dict[str, Any]) -> bool:
     return _condition(job, "Complete") or _condition(job, "Failed")
 
 
+def _restarts(pod: dict[str, Any]) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return sum(int(c.get("restartCount", 0)) for c in statuses)
+
+
 def _phase(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase", "Pending"))
 
@@ -511,6 +516,12 @@ class RealCluster:
                 return False
             if not job["spec"].get("suspend") and shown == "True":
                 return False
+            # The job controller counts ready pods a second after they change (its batch
+            # period), and mxgitops never reads that count: it is waited for only where
+            # the controller may act on the same update (a restart in place counts
+            # against the backoff limit).
+            if not any(_restarts(p) for p in pods):
+                return True
             ready = sum(1 for p in pods if _condition(p, "Ready"))
             return bool(status.get("ready", 0) == ready)
 
