@@ -5,7 +5,9 @@ Why: an installation whose effects take wall time (the CronJob's scheduled runs,
 five minutes apart: ``tests/test_node_cronjob.py``) is made by the first test and
 checked by the last, so that the rest of the suite covers the wait instead of CI
 idling through it. ``tests/conftest.py`` applies it after every other plugin has
-deselected what it deselects.
+deselected what it deselects. Under xdist each worker is a session: the order holds
+on the worker that runs them, which ``tests/workergroups.py`` makes one (the node's
+group, handed out first since it holds the first test).
 """
 
 from __future__ import annotations

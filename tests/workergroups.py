@@ -18,15 +18,27 @@ applies; xdist's ``loadgroup`` sends a group to one worker as one unit, in the o
 the tests were collected (``--no-loadscope-reorder``: the node's group, holding the
 session's first test, is handed out first).
 
+The session's last test (``last_in_session``: the CronJob's runs, due up to ten
+minutes after the first test installed it) is a unit of its own, ``<group>.last``:
+:class:`LastUnitScheduling` hands it to the worker that ran its group, once every
+other unit is handed out, so that the worker runs other tests while the CronJob's
+runs come instead of waiting for them.
+
 Registered by ``tests/conftest.py`` through ``pytest_plugins``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pytest
+from xdist.scheduler import LoadGroupScheduling
+from xdist.workermanage import WorkerController
 
+from tests.sessionorder import LAST
+
+LAST_UNIT = ".last"
 # fixture -> group, in order of precedence (a test on the real node with JobSet and
 # Kueue is the node's)
 GROUPS: dict[str, str] = {
@@ -45,9 +57,47 @@ def group_of(fixturenames: Iterable[str]) -> str | None:
     return next((group for fixture, group in GROUPS.items() if fixture in used), None)
 
 
+def unit_of(item: pytest.Item) -> str | None:
+    """The xdist group of a collected test: its group, ``<group>.last`` for the
+    session's last test."""
+    group = group_of(getattr(item, "fixturenames", ()))
+    if group is not None and item.get_closest_marker(LAST) is not None:
+        return group + LAST_UNIT
+    return group
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Marked as each test is collected, before any ``pytest_collection_modifyitems``
     (xdist's reads the marks there: its hook runs before a conftest's ``tryfirst``)."""
-    group = group_of(getattr(item, "fixturenames", ()))
-    if group is not None:
-        item.add_marker(pytest.mark.xdist_group(group))
+    unit = unit_of(item)
+    if unit is not None:
+        item.add_marker(pytest.mark.xdist_group(unit))
+
+
+class LastUnitScheduling(LoadGroupScheduling):
+    """``loadgroup``, but a ``<group>.last`` unit goes to the worker that ran
+    ``<group>``, and only once it is all that is left to hand out."""
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        scope = next((s for s in self.workqueue if self._may_take(node, s)), None)
+        if scope is None:  # what is left is another worker's
+            node.shutdown()
+            return
+        self.workqueue.move_to_end(scope, last=False)
+        super()._assign_work_unit(node)
+
+    def _may_take(self, node: WorkerController, scope: str) -> bool:
+        if not scope.endswith(LAST_UNIT):
+            return True
+        if any(not s.endswith(LAST_UNIT) for s in self.workqueue):
+            return False
+        group = scope.removesuffix(LAST_UNIT)
+        owners = [n for n, scopes in self.assigned_work.items() if group in scopes]
+        return not owners or node in owners
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LastUnitScheduling | None:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return LastUnitScheduling(config, log)
