@@ -247,13 +247,17 @@ class RealCluster:
         """What mxgitops asked since the last :meth:`clear_log`: the audit log, then
         what the proxy saw once :meth:`faults` put it in between."""
         with self.audit_log.open("rb") as log:
-            log.seek(self._log_offset)
+            log.seek(max(0, self._log_offset - 1))
+            # The offsets are the file's sizes when taken, which may fall inside a line
+            # the API server was writing: that line is the older request's.
+            starts_a_line = self._log_offset == 0 or log.read(1) == b"\n"
             data = (
                 log.read()
                 if self._audit_until is None
                 else log.read(max(0, self._audit_until - self._log_offset))
             )
-        events = [json.loads(line) for line in data.splitlines() if line.strip()]
+        lines = data.split(b"\n")[:-1]  # the last is still being written (or empty)
+        events = [json.loads(line) for line in lines[0 if starts_a_line else 1 :] if line]
         audited = [
             _audit_entry(event)
             for event in events
