@@ -61,7 +61,9 @@ CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
 )
 # The controllers' and the scheduler's own rate limits, raised above the defaults (20
-# and 50 requests a second) as a cluster's operators raise them for bursts of Jobs.
+# and 50 requests a second) as a cluster's operators raise them for bursts of Jobs: every
+# controller shares one client, and at 20 a second a test's 50 Jobs kept the job
+# controller and the garbage collector seconds behind, acting on Jobs already deleted.
 CLIENT_QPS = ("--kube-api-qps=500", "--kube-api-burst=1000")
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -241,9 +243,6 @@ class ControlPlane:
                 f"--root-ca-file={self.pki.ca}",
                 f"--service-account-private-key-file={self.pki.service_account_key}",
                 "--concurrent-job-syncs=10",
-                # Every controller shares one client, limited by default to 20 requests
-                # a second: a test's 50 Jobs kept the job controller and the garbage
-                # collector seconds behind, acting on Jobs already deleted (CLIENT_QPS).
                 *CLIENT_QPS,
             ],
         )
