@@ -3,6 +3,7 @@ import pytest
 from tests.sessionorder import MARKERS, session_order
 
 pytest_plugins = [
+    "tests.hostsetup",  # first: the machine is set up before any build
     "tests.kubeapi.fixtures",
     "tests.gitfixtures",
     "tests.serverbuilds",

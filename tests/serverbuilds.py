@@ -5,15 +5,31 @@ A cold build of Gitea takes minutes (about 8 on 2 cores), far beyond a test's ti
 so, like the control plane (`tests/kubeapi/fixtures.py`), they are built (or found
 cached) once the tests are collected, and only if a collected test uses them.
 
+A build that fails does not stop the session: its one line (`gobuild.BuildFailed`) is
+printed at once, and every test whose fixture needs that part errors with it, since
+the fixture asks for the part again. The other tests run.
+
 Registered by ``tests/conftest.py`` through ``pytest_plugins``.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 
 import pytest
+
+from tests.gobuild import BuildFailed
+
+
+def build_now(make: Callable[[], object]) -> None:
+    """`make()`; a failed build is said in its one line and left to the tests that need
+    the part."""
+    try:
+        make()
+    except BuildFailed as failure:
+        print(f"build failed: {failure.msg}", file=sys.__stderr__, flush=True)
 
 
 def _module(name: str) -> Callable[[], object]:
@@ -46,4 +62,4 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if fixture in _BUILDS
     }
     for fixture in sorted(wanted):
-        _BUILDS[fixture]()
+        build_now(_BUILDS[fixture])

@@ -14,7 +14,6 @@ after a small change of the wrapper fast.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -60,7 +59,7 @@ def ldflags() -> str:
 def _compile(target: Path) -> None:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
     command = ["go", "build", "-trimpath", f"-ldflags={ldflags()}", "-o", str(target)]
-    subprocess.run([*command, "tool", "./etcd"], check=True, cwd=GOMOD_DIR, env=env)
+    gobuild.run("controlplane", [*command, "tool", "./etcd"], cwd=GOMOD_DIR, env=env)
 
 
 def ensure_built() -> Path:

@@ -50,10 +50,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the node's binaries and images before the first test that needs them, so
     that a cold build (minutes) is not counted against that test's timeout."""
     if any(_uses_node(item) for item in session.items):
+        from tests.serverbuilds import build_now
+
         from .nodebuild import ensure_node_built
 
-        ensure_node_built()
-        node_images()
+        build_now(ensure_node_built)
+        build_now(node_images)
 
 
 @pytest.fixture(scope="session")

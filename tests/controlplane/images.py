@@ -16,7 +16,6 @@ import fcntl
 import hashlib
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +42,11 @@ def cached_archive(name: str, key: str, make: Callable[[Path, Path], None]) -> P
     archive = root / f"{name}-{key}.tar"
     if archive.is_file():
         return archive
+    return gobuild.remembered(archive, lambda: _make_archive(name, archive, make))
+
+
+def _make_archive(name: str, archive: Path, make: Callable[[Path, Path], None]) -> Path:
+    root = archive.parent
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -61,12 +65,7 @@ def cached_archive(name: str, key: str, make: Callable[[Path, Path], None]) -> P
 
 
 def _module_dir(module: str, version: str) -> Path:
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", f"{module}@{version}"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    out = gobuild.run("pause-image", ["go", "mod", "download", "-json", f"{module}@{version}"])
     return Path(json.loads(out)["Dir"])
 
 
@@ -79,7 +78,8 @@ def pause_archive() -> Path:
     def make(scratch: Path, archive: Path) -> None:
         rootfs = scratch / "rootfs"
         rootfs.mkdir()
-        subprocess.run(
+        gobuild.run(
+            "pause-image",
             [
                 "gcc",
                 "-Os",
@@ -89,7 +89,6 @@ def pause_archive() -> Path:
                 str(rootfs / "pause"),
                 str(source),
             ],
-            check=True,
         )
         write_archive(rootfs, PAUSE_IMAGE, archive, entrypoint=["/pause"], user="65535:65535")
 
@@ -97,14 +96,12 @@ def pause_archive() -> Path:
 
 
 def _package_version(package: str) -> str:
-    return subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", package], check=True, capture_output=True, text=True
-    ).stdout
+    return gobuild.run("toolbox-image", ["dpkg-query", "-W", "-f=${Version}", package])
 
 
 def toolbox_archive() -> Path:
     if not BUSYBOX.is_file():
-        raise SystemExit(
+        raise gobuild.BuildFailed(
             f"the node's toolbox image needs {BUSYBOX}: apt-get install busybox-static"
         )
     key = hashlib.sha256(BUSYBOX.read_bytes()).hexdigest()[:12]
@@ -115,9 +112,7 @@ def toolbox_archive() -> Path:
             (rootfs / directory).mkdir(parents=True)
         (rootfs / "tmp").chmod(0o1777)
         shutil.copy2(BUSYBOX, rootfs / "bin/busybox")
-        applets = subprocess.run(
-            [str(BUSYBOX), "--list"], check=True, capture_output=True, text=True
-        ).stdout.split()
+        applets = gobuild.run("toolbox-image", [BUSYBOX, "--list"]).split()
         for applet in applets:
             if applet != "busybox":
                 (rootfs / "bin" / applet).symlink_to("busybox")

@@ -16,13 +16,9 @@ are ``go install``ed at their pinned version directly.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,13 +114,13 @@ def _compile(component: Component, target: Path) -> None:
         flags.append(f"-tags={','.join(component.tags)}")
     if component.name == "kubernetes":
         command = ["go", "build", *flags, "-o", str(target), "tool"]
-        subprocess.run(command, check=True, cwd=NODEMOD_DIR, env=env)
+        gobuild.run(component.name, command, cwd=NODEMOD_DIR, env=env)
         return
     targets = [
         f"{component.module}{'/' + package if package else ''}@{component.version}"
         for package in component.packages
     ]
-    subprocess.run(["go", "install", *flags, *targets], check=True, cwd=target, env=env)
+    gobuild.run(component.name, ["go", "install", *flags, *targets], cwd=target, env=env)
     if component.packages == ("",):  # go install names a root package after its module
         built = target / component.module.rsplit("/", 1)[-1]
         if built.name != component.name:
@@ -133,27 +129,12 @@ def _compile(component: Component, target: Path) -> None:
 
 def ensure_component(component: Component) -> Path:
     """The directory holding ``component``'s binaries, compiling them first if missing."""
-    root = cache_root()
-    bindir = root / component.key()
-    if all((bindir / name).is_file() for name in component.binaries):
-        return bindir
-    if shutil.which("go") is None:
-        raise SystemExit("the real node needs Go (`go` is not on PATH); see README.md")
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one node build at a time; a second one waits
-        if all((bindir / name).is_file() for name in component.binaries):
-            return bindir
-        staging = Path(tempfile.mkdtemp(prefix=f".build-{component.name}-", dir=root))
-        try:
-            _compile(component, staging)
-            missing = [name for name in component.binaries if not (staging / name).is_file()]
-            if missing:
-                raise SystemExit(f"go build produced no {', '.join(missing)} in {staging}")
-            staging.rename(bindir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return bindir
+    return gobuild.ensure_built(
+        cache_root(),
+        component.key(),
+        component.binaries,
+        lambda staging: _compile(component, staging),
+    )
 
 
 def ensure_node_built() -> dict[str, Path]:

@@ -16,9 +16,10 @@ by the digest of every file the Dockerfile copies in and of the base.
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 from pathlib import Path
+
+from tests import gobuild
 
 from .images import cache_root, cached_archive
 from .ociimage import write_archive
@@ -45,7 +46,8 @@ def python_base_archive() -> Path:
             marker.unlink()
         # (Debian's own python3 has no ensurepip; its venv module has, for venvs.)
         site = rootfs / "usr/local/lib/python3.11/dist-packages"
-        subprocess.run(
+        gobuild.run(
+            "images",
             [
                 sys.executable,
                 "-m",
@@ -56,7 +58,6 @@ def python_base_archive() -> Path:
                 f"--target={site}",
                 *BASE_PIP,
             ],
-            check=True,
         )
         write_archive(rootfs, PYTHON_BASE, archive, cmd=["python3"], env={"LANG": "C.UTF-8"})
 
@@ -75,7 +76,8 @@ def _inputs_digest(base: Path) -> str:
 
 def _buildah(*args: str) -> str:
     storage = cache_root() / "buildah"
-    done = subprocess.run(
+    return gobuild.run(
+        "images",
         [
             "buildah",
             f"--root={storage / 'root'}",
@@ -83,11 +85,7 @@ def _buildah(*args: str) -> str:
             "--storage-driver=vfs",
             *args,
         ],
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    return done.stdout.strip()
+    ).strip()
 
 
 def project_archive() -> Path:

@@ -13,9 +13,10 @@ script; a security update of one of the packages makes a new image.
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 from pathlib import Path
+
+from tests import gobuild
 
 from .images import cached_archive
 from .ociimage import write_archive
@@ -30,9 +31,7 @@ SITE = "usr/local/lib/python3.11/dist-packages"
 
 def candidate_versions(packages: tuple[str, ...]) -> str:
     """``name=version`` of each package as apt would install it now."""
-    out = subprocess.run(
-        ["apt-cache", "policy", *packages], check=True, capture_output=True, text=True
-    ).stdout
+    out = gobuild.run("images", ["apt-cache", "policy", *packages])
     versions, current = [], ""
     for line in out.splitlines():
         if not line.startswith(" "):
@@ -40,7 +39,7 @@ def candidate_versions(packages: tuple[str, ...]) -> str:
         elif line.strip().startswith("Candidate:"):
             versions.append(f"{current}={line.split(':', 1)[1].strip()}")
     if len(versions) != len(packages):
-        raise SystemExit(
+        raise gobuild.BuildFailed(
             f"apt-cache knows no candidate for some of {', '.join(packages)}: run apt-get update"
         )
     return ",".join(versions)
@@ -48,7 +47,8 @@ def candidate_versions(packages: tuple[str, ...]) -> str:
 
 def debian_rootfs(target: Path, packages: tuple[str, ...]) -> None:
     """A minbase root filesystem of ``SUITE`` with ``packages``, at ``target``."""
-    subprocess.run(
+    gobuild.run(
+        "images",
         [
             "mmdebstrap",
             "--quiet",
@@ -60,7 +60,6 @@ def debian_rootfs(target: Path, packages: tuple[str, ...]) -> None:
             SUITE,
             str(target),
         ],
-        check=True,
     )
 
 
@@ -74,7 +73,8 @@ def training_archive() -> Path:
         rootfs = scratch / "rootfs"
         debian_rootfs(rootfs, TRAINING_PACKAGES)
         # The wheels are for CPython 3.11 on glibc: this interpreter is bookworm's too.
-        subprocess.run(
+        gobuild.run(
+            "images",
             [
                 sys.executable,
                 "-m",
@@ -86,12 +86,12 @@ def training_archive() -> Path:
                 f"--target={rootfs / SITE}",
                 *TRAINING_PIP,
             ],
-            check=True,
         )
         (rootfs / "opt/mxtrain").mkdir(parents=True)
         (rootfs / "opt/mxtrain/train.py").write_bytes(TRAIN_SCRIPT.read_bytes())
         # The image is proven before it is cached: its own python imports mxnet.
-        subprocess.run(
+        gobuild.run(
+            "images",
             [
                 "chroot",
                 str(rootfs),
@@ -99,7 +99,6 @@ def training_archive() -> Path:
                 "-c",
                 "import mxnet, numpy; print(mxnet.__version__)",
             ],
-            check=True,
         )
         write_archive(
             rootfs,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +55,11 @@ COMPONENTS = {c.name: c for c in (JOBSET, KUEUE)}
 
 def module_dir(component: Component) -> Path:
     """The upstream module's source in Go's module cache (its config/ holds the CRDs)."""
-    out = subprocess.run(
+    out = gobuild.run(
+        component.name,
         ["go", "mod", "download", "-json", f"{component.module}@{component.version}"],
-        check=True,
-        capture_output=True,
-        text=True,
         cwd=component.gomod,
-    ).stdout
+    )
     return Path(json.loads(out)["Dir"])
 
 
@@ -73,12 +70,8 @@ def ensure_built(component: Component) -> Path:
         env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
         command = ["go", "build", "-trimpath", "-ldflags=-s -w"]
         target = staging / component.binary
-        subprocess.run(
-            [*command, "-o", str(target), component.package],
-            check=True,
-            cwd=component.gomod,
-            env=env,
-        )
+        command += ["-o", str(target), component.package]
+        gobuild.run(component.name, command, cwd=component.gomod, env=env)
 
     root = component.cache_root()
     return gobuild.ensure_built(root, component.key(), (component.binary,), compile_into)

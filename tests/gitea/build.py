@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,13 +29,9 @@ def _compile(staging: Path) -> None:
     flags = f"-s -w -X main.Version={VERSION.removeprefix('v')}"
     command = ["go", "build", "-trimpath", "-tags", "sqlite sqlite_unlock_notify"]
     command += [f"-ldflags={flags}", "-o", str(staging / "gitea"), MODULE]
-    subprocess.run(command, check=True, cwd=GOMOD_DIR, env=env)
+    gobuild.run("gitea", command, cwd=GOMOD_DIR, env=env)
     listed = ["go", "list", "-m", "-f", "{{.Dir}}", MODULE]
-    module_dir = Path(
-        subprocess.run(
-            listed, check=True, capture_output=True, text=True, cwd=GOMOD_DIR, env=env
-        ).stdout.strip()
-    )
+    module_dir = Path(gobuild.run("gitea", listed, cwd=GOMOD_DIR, env=env).strip())
     for part in EXPECTED[1:]:
         shutil.copytree(module_dir / part, staging / part)
         for path in (staging / part).rglob("*"):  # the module cache's files are read-only

@@ -50,8 +50,12 @@ def pytest_configure(config: pytest.Config) -> None:
         # Build (or find cached) the control plane before any test runs, and put its
         # kubectl, of the same release as the server, first on PATH for every test.
         from tests.controlplane.build import ensure_built
+        from tests.serverbuilds import build_now
 
-        os.environ["PATH"] = f"{ensure_built()}{os.pathsep}{os.environ.get('PATH', '')}"
+        def put_kubectl_first() -> None:
+            os.environ["PATH"] = f"{ensure_built()}{os.pathsep}{os.environ.get('PATH', '')}"
+
+        build_now(put_kubectl_first)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -43,10 +42,7 @@ def build_key() -> str:
 
 def _go(*args: str, target: Path | None = None) -> str:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
-    out = subprocess.run(
-        ["go", *args], check=True, cwd=GOMOD_DIR, env=env, capture_output=True, text=True
-    )
-    return out.stdout
+    return gobuild.run("kubeflow", ["go", *args], cwd=GOMOD_DIR, env=env)
 
 
 def _compile(staging: Path) -> None:

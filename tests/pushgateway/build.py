@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,9 +23,8 @@ def _compile(staging: Path) -> None:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
     stamp = f"-X github.com/prometheus/common/version.Version={VERSION.removeprefix('v')}"
     command = ["go", "build", "-trimpath", f"-ldflags=-s -w {stamp}"]
-    subprocess.run(
-        [*command, "-o", str(staging / "pushgateway"), MODULE], check=True, cwd=GOMOD_DIR, env=env
-    )
+    command += ["-o", str(staging / "pushgateway"), MODULE]
+    gobuild.run("pushgateway", command, cwd=GOMOD_DIR, env=env)
 
 
 def ensure_built() -> Path:
