@@ -48,6 +48,7 @@ from mxgitops.spec import (
     read_manifest,
     refusals,
 )
+from mxgitops.words import counted
 from mxgitops.yamldoc import Document, FieldPath, Issue, YamlError, documents
 
 Key = tuple[str, str]
@@ -103,14 +104,14 @@ class LoadResult:
         return self.ok and not (strict and self.warnings)
 
     def summary(self) -> str:
-        warnings = [_count(len(self.warnings), "warning")] if self.warnings else []
+        warnings = [counted(len(self.warnings), "warning")] if self.warnings else []
         return ", ".join(
             [
-                _count(len(self.jobs), "job") + " valid",
-                _count(self.invalid_manifests, "invalid manifest"),
-                _count(len(self.problems), "problem"),
+                counted(len(self.jobs), "job") + " valid",
+                counted(self.invalid_manifests, "invalid manifest"),
+                counted(len(self.problems), "problem"),
                 *warnings,
-                _count(len(self.ignored), "document") + " ignored",
+                counted(len(self.ignored), "document") + " ignored",
             ]
         )
 
@@ -475,7 +476,3 @@ def _hinted(version: Version, data: Mapping[str, Any], problems: list[Issue]) ->
 
 def _field(path: FieldPath) -> str:
     return format_path(tuple(path)) if path else ""
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"

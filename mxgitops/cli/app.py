@@ -22,6 +22,7 @@ from mxgitops.errors import (
     LeaseHeldError,
     ManifestError,
     MxGitOpsError,
+    PrerequisiteMissing,
     StateDamagedError,
 )
 
@@ -40,6 +41,7 @@ class ExitCode(IntEnum):
 # Most specific first: the first match wins.
 ERROR_CODES: tuple[tuple[type[MxGitOpsError], ExitCode], ...] = (
     (ManifestError, ExitCode.FAILED),
+    (PrerequisiteMissing, ExitCode.FAILED),  # mxgitops check
     (ConfigError, ExitCode.USAGE),
     (GitError, ExitCode.GIT),
     (ClusterError, ExitCode.CLUSTER),
@@ -130,13 +132,15 @@ Examples:
   mxgitops status --repo URL             the status note of the branch tip
   mxgitops diff origin/main HEAD         what a pull request does to the jobs
   mxgitops convert -w jobs/old.yaml      rewrite an older manifest as kubeflow.org/v1
+  mxgitops check --repo URL              what a cluster and a repository lack for a first sync
   mxgitops --debug sync ...              show a traceback if something unexpected breaks
 
 Each command has its own --help, with more examples.
 
 \b
 Exit codes:
-  0 OK   1 invalid manifest or failed job   2 usage or configuration error
+  0 OK   1 invalid manifest, failed job, or (check) a prerequisite missing
+  2 usage or configuration error
   3 git error (also: a sync that applied but could not push its note, post a
     commit status, write its Events or push its metrics)
   4 cluster unreachable or forbidden   5 another sync holds the lease or the Git cache
