@@ -105,9 +105,7 @@ def load_like_sync(
 
 
 @main.command(name="convert")
-@click.argument(
-    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--to",
     "target",
@@ -120,6 +118,10 @@ def load_like_sync(
 def convert_command(files: tuple[Path, ...], target: str, write: bool) -> ExitCode:
     """Rewrite manifests of any MXJob API version in kubeflow.org/v1 (or the seed dialect).
 
+    FILES may be directories: their manifest files holding a job are converted, as
+    validate reads them (hidden files skipped). An editor's
+    `# yaml-language-server: $schema=` comment is pointed at the new version's
+    schema (or dropped if it names another schema than mxgitops').
     Comments, key order and quoting are kept wherever the YAML library allows;
     `kubectl get` output is cleaned. Each job is listed on stderr, with a note
     when its spec changes (a sync then replaces it once). Documents of other
@@ -129,7 +131,7 @@ def convert_command(files: tuple[Path, ...], target: str, write: bool) -> ExitCo
     \b
     Examples:
       mxgitops convert jobs/old-mxjob.yaml            print it as kubeflow.org/v1
-      mxgitops convert -w jobs/*.yaml                 rewrite the files in place
+      mxgitops convert -w jobs/                       rewrite every job under jobs/ in place
       mxgitops convert --to seed jobs/local.yaml
     """
     from mxgitops import convert  # ruamel.yaml: imported by this command only
