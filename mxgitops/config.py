@@ -230,6 +230,16 @@ def read_repo_config(root: Path) -> dict[str, Any]:
     return repofile.read(root).values
 
 
+def manifest_dir(root: Path, path: str) -> Path:
+    """The directory of the manifests, `path` of the repository at `root`."""
+    target = (root / path).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise ConfigError(f"path {path!r} leaves the jobs repository")
+    if not target.exists():
+        raise ConfigError(f"path {path!r} does not exist in the jobs repository")
+    return target
+
+
 def rooted(loaded: LoadResult, path: str) -> LoadResult:
     """File names as the repository has them (`jobs/a.yaml` under `path: jobs`), as
     `validate` prints them at the repository's root: sync, its note, `status` and

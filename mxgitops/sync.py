@@ -271,7 +271,7 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
 def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:
     """Validate the manifests, reusing the verdict on each file seen before unchanged
     (in most syncs, all of them)."""
-    directory = _manifest_dir(workspace.root, config.path)
+    directory = settings.manifest_dir(workspace.root, config.path)
     policy = settings.effective_policy(config)
 
     def validate(verdicts: manifests.Verdicts) -> manifests.LoadResult:
@@ -298,15 +298,6 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
         config.default_runtime,
     )
     return loadcache.load(kept, shaping, validate)
-
-
-def _manifest_dir(root: Path, path: str) -> Path:
-    target = (root / path).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise ConfigError(f"path {path!r} leaves the jobs repository")
-    if not target.exists():
-        raise ConfigError(f"path {path!r} does not exist in the jobs repository")
-    return target
 
 
 def _cluster(

@@ -327,3 +327,26 @@ def test_the_default_namespace_comes_from_the_repositorys_settings(
     (repo / ".mxgitops.yaml").write_text("namespace: [broken\n")
     broken = CliRunner().invoke(main, ["validate"])
     assert broken.exit_code == ExitCode.USAGE and ".mxgitops.yaml: not valid YAML" in broken.stderr
+
+
+# -- .mxgitops.yaml's path, as sync reads it (issue 34) ----------------------------------
+
+
+def test_validate_reads_where_the_repositorys_path_says(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no PATHS, validate reads `path:` of .mxgitops.yaml, as sync does, and names
+    files from the repository's root; a path that does not exist fails as in sync."""
+    (repo / "notes.yaml").write_text("kind: [\n")  # outside jobs/: sync never reads it
+    (repo / ".mxgitops.yaml").write_text("path: jobs\n")
+    monkeypatch.chdir(repo)
+    result = invoke("validate")
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout.splitlines() == [
+        "jobs/settings.yaml:1: ignored ConfigMap: not an MxJob",
+        "1 job valid, 0 invalid manifests, 0 problems, 1 document ignored",
+    ]
+    (repo / ".mxgitops.yaml").write_text("path: jobz\n")
+    missing = CliRunner().invoke(main, ["validate"])
+    assert missing.exit_code == ExitCode.USAGE
+    assert missing.stderr == "Error: path 'jobz' does not exist in the jobs repository\n"

@@ -20,7 +20,14 @@ from mxgitops.cli.options import (
     output_option,
     policy_file_option,
 )
-from mxgitops.config import SyncConfig, effective_policy, read_repo_settings, with_problems
+from mxgitops.config import (
+    SyncConfig,
+    effective_policy,
+    manifest_dir,
+    read_repo_settings,
+    rooted,
+    with_problems,
+)
 from mxgitops.manifests import LoadResult, load
 from mxgitops.model import Runtime
 from mxgitops.spec import NAMESPACE
@@ -49,7 +56,8 @@ def validate(
 ) -> ExitCode:
     """Check job manifests without touching a cluster.
 
-    Reads every *.yaml and *.yml file under PATHS (default: the current
+    Reads every *.yaml and *.yml file under PATHS (default: the `path:` of
+    the current directory's .mxgitops.yaml, as sync reads it, else the current
     directory; hidden files and directories are skipped), checks each MxJob
     against the schema of its dialect and the rules of mxgitops, and prints
     one line per problem: FILE:LINE: job NAME: field.path: message.
@@ -94,14 +102,16 @@ def load_like_sync(
     policy = effective_policy(
         SyncConfig(policy_file=policy_file, repo_policy=repo_file.values.get("repo_policy", {}))
     )
+    # No PATHS: the repository's own `path:`, read and named as sync reads it.
+    path = "." if paths else repo_file.values.get("path", ".")
     loaded = load(
-        paths or ["."],
+        paths or [manifest_dir(Path("."), path)],
         default_namespace=namespace,
         max_file_size=max_file_size,
         policy=policy,
         default_runtime=Runtime(default_runtime),
     )
-    return with_problems(loaded, repo_file.refused)
+    return with_problems(rooted(loaded, path), repo_file.refused)
 
 
 @main.command(name="convert")

@@ -51,10 +51,11 @@ Examples:
 \b
 Every option can also be set by an MXGITOPS_* environment variable (the option
 name in upper case, dashes as underscores: --max-prune-share is
-MXGITOPS_MAX_PRUNE_SHARE). The jobs repository's .mxgitops.yaml may set --path,
---namespace and --prune (and a policy stricter than the one of --policy-file);
-the others are the operator's, and a
-repository that sets one gets an error (docs/reference/settings.md has the table). Flags win over
+MXGITOPS_MAX_PRUNE_SHARE). The jobs repository's .mxgitops.yaml may set `path`,
+`namespace`, `prune` (the options of those names), `policy` (stricter than
+--policy-file's) and `cancel` (jobs removed at once, even with on-change: wait);
+the others are the operator's, and a repository that sets one gets an error
+(docs/reference/settings.md has the table). Flags win over
 the environment, the environment over the file. An HTTPS token is read from
 MXGITOPS_GIT_TOKEN only, so it never shows in a process list; so is the forge token
 for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
