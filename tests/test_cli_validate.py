@@ -187,10 +187,8 @@ def test_validate_reports_each_problem_on_one_line_and_exits_1(repo: Path) -> No
     assert result.exit_code == ExitCode.FAILED == 1
     lines = result.stdout.splitlines()
     assert lines[0].startswith("jobs/bad.yaml:4: job Bad_Name: metadata.name: 'Bad_Name' is not")
-    assert (
-        lines[1]
-        == "jobs/broken.yaml:1: invalid YAML: unclosed '[' at column 7: the file ends before its ']'"
-    )
+    unclosed = "unclosed '[' at column 7: the file ends before its ']'"
+    assert lines[1] == f"jobs/broken.yaml:1: invalid YAML: {unclosed}"
     assert lines[-1] == "1 job valid, 2 invalid manifests, 2 problems, 1 document ignored"
 
 
