@@ -87,9 +87,9 @@ def diff_commits(
                 default_namespace=default_namespace,
                 policy=policy,
                 default_runtime=default_runtime,
+                named_from=directory,
             )
-            rooted = settings.rooted(loaded, directory)
-            results.append(settings.with_problems(rooted, repo_file.refused))
+            results.append(settings.with_problems(loaded, repo_file.refused))
         return review(results[0], results[1], cancel=frozenset(cancel))
 
 

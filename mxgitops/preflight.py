@@ -84,7 +84,10 @@ def check(
         else:
             config, _ = settings.apply_repo_settings(config, set(explicit), workspace.root)
             findings.append(_notes_finding(workspace, config))
-            namespaces = job_namespaces(workspace, config)
+            try:
+                namespaces = job_namespaces(workspace, config)
+            except ConfigError as exc:  # `path` names no directory of the repository
+                findings.append(problem("repository", str(exc), exc))
     return findings + cluster_findings(config, connect, namespaces)
 
 
@@ -160,15 +163,13 @@ def _notes_finding(workspace: Workspace, config: SyncConfig) -> Finding:
 
 def job_namespaces(workspace: Workspace, config: SyncConfig) -> dict[str, list[str]]:
     """The namespaces the repository's valid jobs go to, each with its jobs' files."""
-    directory = (workspace.root / config.path).resolve()
-    if not directory.is_relative_to(workspace.root.resolve()) or not directory.is_dir():
-        return {}  # the sync's own error says so; the cluster's checks still run
     loaded = manifests.load(
-        [directory],
+        [settings.manifest_dir(workspace.root, config.path)],
         default_namespace=config.namespace,
         max_file_size=config.max_file_size,
         policy=settings.effective_policy(config),
         default_runtime=Runtime(config.default_runtime),
+        named_from=config.path,
     )
     found: dict[str, list[str]] = defaultdict(list)
     for job in loaded.jobs:

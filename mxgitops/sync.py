@@ -108,7 +108,7 @@ def sync(
         workspace = open_workspace(config, notices, cache, progress)
         config, refused = settings.apply_repo_settings(config, set(explicit), workspace.root)
         progress.phase("validating manifests")
-        manifests_read = settings.rooted(_load_manifests(workspace, config), config.path)
+        manifests_read = _load_manifests(workspace, config)
         loaded = settings.with_problems(manifests_read, refused)
         options = PlanOptions(
             instance=config.instance,
@@ -282,6 +282,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
             policy=policy,
             verdicts=verdicts,
             default_runtime=Runtime(config.default_runtime),
+            named_from=config.path,
         )
 
     repository = workspace.repository

@@ -390,3 +390,14 @@ def test_diff_markdown_in_a_checkout(make_git_remote: Callable[..., GitRemote]) 
     assert "default/gamma" in rows["removed"]
     assert "broken.yaml" in out and "CHIEF" in out
     assert "alpha" not in out.replace("unchanged", "")
+
+
+def test_a_duplicate_names_its_twin_from_the_repositorys_root(
+    remote: GitRemote, tmp_path: Path
+) -> None:
+    """`sync --dry-run` names both files of a duplicate as validate does (`jobs/...`)."""
+    remote.commit({"jobs/twin.yaml": mxjob("alpha")}, "a twin")
+    result = invoke(*sync_args(remote.url, tmp_path, None, "--dry-run"))
+    problems = [line for line in result.stdout.splitlines() if "more than once" in line]
+    assert problems and all("(also at jobs/" in line for line in problems), result.stdout
+    assert any(line.lstrip().startswith("Invalid: jobs/twin.yaml:") for line in problems)

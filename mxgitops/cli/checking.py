@@ -25,7 +25,6 @@ from mxgitops.config import (
     effective_policy,
     manifest_dir,
     read_repo_settings,
-    rooted,
     with_problems,
 )
 from mxgitops.manifests import LoadResult, load
@@ -110,8 +109,9 @@ def load_like_sync(
         max_file_size=max_file_size,
         policy=policy,
         default_runtime=Runtime(default_runtime),
+        named_from=path,
     )
-    return with_problems(rooted(loaded, path), repo_file.refused)
+    return with_problems(loaded, repo_file.refused)
 
 
 @main.command(name="convert")
