@@ -125,7 +125,7 @@ class LoadResult:
                     "file": job.source_path,
                     "dialect": job.dialect.value,
                     "mode": job.mode.value,
-                    "specHash": job.spec_hash,
+                    "spec_hash": job.spec_hash,
                 }
                 for job in self.jobs
             ],
@@ -135,7 +135,7 @@ class LoadResult:
                 {
                     "file": i.file,
                     "line": i.line,
-                    "apiVersion": i.api_version,
+                    "api_version": i.api_version,
                     "kind": i.kind,
                     "name": i.name,
                 }

@@ -217,7 +217,7 @@ def test_validate_json_report(repo: Path) -> None:
     assert [(j["namespace"], j["name"], j["file"]) for j in report["jobs"]] == [
         ("ml", "train", "jobs/train.yaml")
     ]
-    assert len(report["jobs"][0]["specHash"]) == 64
+    assert len(report["jobs"][0]["spec_hash"]) == 64
     assert report["problems"] == [
         {
             "file": "jobs/bad.yaml",
@@ -228,7 +228,7 @@ def test_validate_json_report(repo: Path) -> None:
         }
     ]
     assert report["ignored"] == [
-        {"file": "jobs/settings.yaml", "line": 1, "apiVersion": "v1", "kind": "ConfigMap",
+        {"file": "jobs/settings.yaml", "line": 1, "api_version": "v1", "kind": "ConfigMap",
          "name": None}
     ]  # fmt: skip
     assert report["summary"] == "1 job valid, 1 invalid manifest, 1 problem, 1 document ignored"
@@ -351,3 +351,20 @@ def test_validate_reads_where_the_repositorys_path_says(
     missing = CliRunner().invoke(main, ["validate"])
     assert missing.exit_code == ExitCode.USAGE
     assert missing.stderr == "Error: path 'jobz' does not exist in the jobs repository\n"
+
+
+def json_keys(value: object) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in json_keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in json_keys(v)}
+    return set()
+
+
+def test_every_json_output_names_its_keys_one_way(repo: Path) -> None:
+    """snake_case, as sync's, diff's, status's JSON and the note's (`spec_hash`,
+    `policy_violations`): validate's too."""
+    result = invoke("validate", "-o", "json", str(repo))
+    keys = json_keys(json.loads(result.stdout))
+    assert {"spec_hash", "api_version"} <= keys
+    assert all(key == key.lower() for key in keys), keys

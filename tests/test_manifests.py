@@ -615,7 +615,7 @@ def test_json_report(tmp_path: Path) -> None:
     report = json.loads(json.dumps(load(tmp_path).to_json()))
     assert report["ok"] is False
     (job,) = report["jobs"]
-    assert job["name"] == "train" and job["file"] == "a.yaml" and len(job["specHash"]) == 64
+    assert job["name"] == "train" and job["file"] == "a.yaml" and len(job["spec_hash"]) == 64
     assert report["problems"][0]["file"] == "c.yaml"
     assert report["ignored"][0]["kind"] == "ConfigMap"
     assert report["summary"] == "1 job valid, 1 invalid manifest, 1 problem, 1 document ignored"
