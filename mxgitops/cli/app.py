@@ -63,9 +63,11 @@ def exit_code_for(error: BaseException) -> ExitCode:
     return ExitCode.INTERNAL
 
 
-# The manual's page for the command line, as a path in the repository (no site is
-# published); every command's --help ends with its section there.
+# The manual's page for the command line, in the repository, and where the published
+# manual shows it (mkdocs.yml's site_url; pyproject.toml's Documentation URL): every
+# command's --help ends with the URL of its section there.
 MANUAL = "docs/reference/cli.md"
+MANUAL_URL = "https://mxgitops.github.io/mxgitops/reference/cli/"
 
 
 def manual_anchor(command_path: str) -> str:
@@ -76,11 +78,11 @@ def manual_anchor(command_path: str) -> str:
 
 def _write_manual_path(ctx: click.Context, formatter: click.HelpFormatter) -> None:
     formatter.write_paragraph()
-    formatter.write_text(f"Manual: {MANUAL}#{manual_anchor(ctx.command_path)}")
+    formatter.write_text(f"Manual: {MANUAL_URL}#{manual_anchor(ctx.command_path)}")
 
 
 class ManualCommand(click.Command):
-    """A command whose --help ends with the path of its section in the manual."""
+    """A command whose --help ends with the URL of its section in the manual."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
@@ -90,7 +92,7 @@ class ManualCommand(click.Command):
 class Main(click.Group):
     """The root group: maps errors to exit codes and a command's return to its exit code.
 
-    Its commands are ManualCommands, and its own --help ends with the manual's path too."""
+    Its commands are ManualCommands, and its own --help ends with the manual's URL too."""
 
     command_class = ManualCommand
 
