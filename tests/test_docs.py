@@ -259,5 +259,5 @@ def test_the_site_the_repository_and_help_name_one_place() -> None:
     urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
     assert site["site_url"] == urls["Documentation"] and site["repo_url"] == urls["Source"]
     page = PurePosixPath(MANUAL).relative_to("docs").with_suffix("")
-    assert MANUAL_URL == f"{site['site_url']}{page}/"
+    assert f"{site['site_url']}{page}/" == MANUAL_URL
     assert urls["Changelog"] == f"{site['site_url']}changelog/"
