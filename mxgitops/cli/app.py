@@ -128,7 +128,7 @@ job manifests.
 Examples:
   mxgitops validate                      check the manifests under the current directory
   mxgitops validate jobs/ extra.yaml     check some directories and files
-  mxgitops sync --dry-run                what a sync of this checkout would do, writing nothing
+  mxgitops sync --dry-run                what a sync of this checkout would do, changing nothing
   mxgitops sync --repo URL --kubeconfig ~/.kube/config --namespace ml
                                          reconcile the cluster with the repository
   mxgitops status --repo URL             the status note of the branch tip

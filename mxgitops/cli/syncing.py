@@ -103,7 +103,12 @@ went well).
     is_flag=True,
     help="Prune even beyond --max-prune-share, or when no valid manifest is left.",
 )
-@setting("--dry-run", is_flag=True, help="Print the plan; write nothing anywhere.")
+@setting(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan; change nothing in the cluster or the repository (only the "
+    "caches under --cache-dir are written: the clone, the manifests' verdicts).",
+)
 @notes_setting
 @setting(
     "--parallelism",
