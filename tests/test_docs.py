@@ -261,3 +261,22 @@ def test_the_site_the_repository_and_help_name_one_place() -> None:
     page = PurePosixPath(MANUAL).relative_to("docs").with_suffix("")
     assert f"{site['site_url']}{page}/" == MANUAL_URL
     assert urls["Changelog"] == f"{site['site_url']}changelog/"
+
+
+def test_no_section_starts_in_the_middle_of_a_sentence() -> None:
+    """A section's first words start a sentence (a split page once left one beginning
+    "even if its holder is killed)"): a capital, a code span, a link, a list; or one
+    of the names written in lower case."""
+    lower_case_names = {"mxgitops", "etcd,"}
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        fenced = False
+        for number, line in enumerate(lines):
+            fenced ^= line.startswith("```")
+            if fenced or not line.startswith("#"):
+                continue
+            first = next((text for text in lines[number + 1 :] if text.strip()), "")
+            if first[:1].islower() and first.split()[0] not in lower_case_names:
+                found.append(f"{page.relative_to(ROOT)}:{number + 2}: {first[:40]}")
+    assert found == []
