@@ -150,7 +150,7 @@ def render_text(result: Review) -> str:
         f"{len(result.updated)} updated in place, "
         f"{len(result.removed)} removed (pruned on sync), {result.unchanged} unchanged, "
         f"{counted(len(result.broken), 'new problem')}"
-        + (f", {len(result.violations)} of them policy violations" if result.violations else "")
+        + (f", {_of_them(len(result.violations))}" if result.violations else "")
     ]
     lines += [f"  + {c.qualified_name} ({c.source})" for c in result.added]
     lines += [
@@ -170,6 +170,11 @@ def render_text(result: Review) -> str:
     lines += [f"  ! (already before) {p}" for p in result.still_broken]
     lines += [f"  ? {w}" for w in result.warnings]
     return "\n".join(visible(line) for line in lines)
+
+
+def _of_them(violations: int) -> str:
+    what = "a policy violation" if violations == 1 else "policy violations"
+    return f"{violations} of them {what}"
 
 
 def render_markdown(result: Review) -> str:
