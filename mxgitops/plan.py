@@ -48,7 +48,6 @@ from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
 from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
 from mxgitops.trainer import (
-from mxgitops.words import counted
     Failure,
     InPlace,
     MxReplicaStatus,
@@ -56,6 +55,7 @@ from mxgitops.words import counted
     ReplicaState,
     State,
 )
+from mxgitops.words import counted
 
 FINISHED = (State.SUCCEEDED, State.FAILED)
 
