@@ -53,7 +53,12 @@ def mxjob(name: str, namespace: str | None = None) -> str:
     )
 
 
-JOBS = {"jobs/a.yaml": mxjob("a"), "jobs/b.yaml": mxjob("b", MISSING)}
+# The repository's namespace (the default policy lets its jobs go there only).
+JOBS = {
+    ".mxgitops.yaml": f"namespace: {MISSING}\n",
+    "jobs/a.yaml": mxjob("a"),
+    "jobs/b.yaml": mxjob("b"),
+}
 
 
 def run_check(*args: str, token: str | None = None) -> Result:
@@ -161,12 +166,12 @@ def test_each_missing_prerequisite_is_one_line(
         "(the overlay's cache.yaml) would stay Pending; mark one default (kubectl annotate "
         "storageclass NAME storageclass.kubernetes.io/is-default-class=true) or name one in "
         "cache.yaml (spec.storageClassName)",
-        f"problem: namespace {MISSING}: does not exist, and 1 job (jobs/b.yaml) go there: "
-        f"create it (kubectl create namespace {MISSING}); mxgitops creates no namespace",
+        f"problem: namespace {MISSING}: does not exist, and 2 jobs (jobs/a.yaml, "
+        f"jobs/b.yaml) go there: create it (kubectl create namespace {MISSING}); mxgitops "
+        "creates no namespace",
     ]
     assert result.exit_code == ExitCode.FAILED
     assert f"ok: notes: the credential may push to {remote.url}" in result.output
-    assert "ok: namespace default: exists, for 1 job (jobs/a.yaml)" in result.output
     assert "ok: cluster: Kubernetes v1.34" in result.output
     # The scratch ref the push proved with is gone.
     assert run_git("for-each-ref", "refs/mxgitops", cwd=remote.bare) == ""
@@ -177,6 +182,7 @@ def test_each_missing_prerequisite_is_one_line(
     fixed = run_check(*args)
     assert lines(fixed, State.PROBLEM) == [], fixed.output
     assert "ok: storage: default StorageClass standard" in fixed.output
+    assert f"ok: namespace {MISSING}: exists, for 2 jobs (jobs/a.yaml, jobs/b.yaml)" in fixed.output
     assert fixed.exit_code == ExitCode.OK
 
 
