@@ -239,8 +239,8 @@ def gitea(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gitea]:
 def test_a_read_only_token_on_a_forge_reads_so(
     gitea: Gitea, plane: RealCluster, tmp_path: Path, git_isolation: None
 ) -> None:
-    """On a forge, a token without write access is refused at the push (Gitea: HTTP
-    403): the line quotes the forge and says which scope to give."""
+    """On a forge, a token without write access is refused at the push (Gitea says
+    "remote: Forbidden"): the line quotes the forge and says which scope to give."""
     url = gitea.create_repository("preflight")
     writer = gitea.token("preflight-write", ["write:repository"])
     work = tmp_path / "work"
@@ -258,7 +258,8 @@ def test_a_read_only_token_on_a_forge_reads_so(
     refused = run_check(*args, token=reader)
     (line,) = lines(refused, State.PROBLEM)
     assert line.startswith("problem: notes: the credential cannot push to http://")
-    assert "Gitea: write:repository" in line and reader not in refused.output
+    assert "(remote: Forbidden)" in line and "Gitea: write:repository" in line
+    assert reader not in refused.output
     print(line)  # how it reads, for the manual
     assert refused.exit_code == ExitCode.GIT
     allowed = run_check(*args, token=writer)
