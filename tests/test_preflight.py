@@ -30,6 +30,9 @@ from mxgitops.preflight import State, kustomize_finding, kustomize_version, pyth
 from tests.controlplane.harness import RealCluster
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitfixtures import GitRemote, run_git
+from tests.test_outputs_gitea import gitea
+
+__all__ = ["gitea"]  # the Gitea fixture of the statuses' tests, used here too
 
 MISSING = "preflight-missing"  # a jobs' namespace no other test makes
 STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
@@ -228,12 +231,6 @@ def test_a_read_only_repository_is_a_problem_of_the_notes(
         assert result.exit_code == ExitCode.GIT
         off = run_check(*args, "--no-notes", "--kubeconfig", str(plane.kubeconfig))
         assert lines(off, State.PROBLEM) == [] and off.exit_code == ExitCode.OK
-
-
-@pytest.fixture(scope="module")
-def gitea(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gitea]:
-    with Gitea(tmp_path_factory.mktemp("gitea")) as server:
-        yield server
 
 
 def test_a_read_only_token_on_a_forge_reads_so(
