@@ -69,11 +69,9 @@ def check(
     *,
     explicit: frozenset[str] = frozenset(),
     connect: Callable[..., kube.Cluster] = kube.connect,
-    python: Sequence[int] = tuple(sys.version_info[:3]),
-    kustomize: Callable[[], str | None] | None = None,
 ) -> list[Finding]:
     """Every finding, in the order an installation meets them."""
-    findings = [python_finding(python), kustomize_finding((kustomize or kustomize_version)())]
+    findings = [python_finding(sys.version_info[:3]), kustomize_finding(kustomize_version())]
     namespaces: dict[str, list[str]] = {}
     with ExitStack() as cache:
         try:
@@ -82,11 +80,11 @@ def check(
             fix = "check --repo, --ref and the credential (MXGITOPS_GIT_TOKEN or --ssh-key)"
             findings.append(problem("repository", f"{exc}; {fix}", exc))
         else:
-            config, _ = settings.apply_repo_settings(config, set(explicit), workspace.root)
-            findings.append(_notes_finding(workspace, config))
-            try:
+            try:  # a .mxgitops.yaml a sync refuses, a `path` that names no directory
+                config, _ = settings.apply_repo_settings(config, set(explicit), workspace.root)
+                findings.append(_notes_finding(workspace, config))
                 namespaces = job_namespaces(workspace, config)
-            except ConfigError as exc:  # `path` names no directory of the repository
+            except ConfigError as exc:
                 findings.append(problem("repository", str(exc), exc))
     return findings + cluster_findings(config, connect, namespaces)
 

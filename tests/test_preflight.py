@@ -261,3 +261,15 @@ def test_a_read_only_token_on_a_forge_reads_so(
     assert refused.exit_code == ExitCode.GIT
     allowed = run_check(*args, token=writer)
     assert lines(allowed, State.PROBLEM) == [] and allowed.exit_code == ExitCode.OK
+
+
+def test_a_path_the_repository_has_not_is_a_problem_of_the_repository(
+    tmp_path: Path, make_git_remote: Any
+) -> None:
+    remote: GitRemote = make_git_remote("jobs", files=JOBS)
+    args = ["--repo", remote.url, "--cache-dir", str(tmp_path / "cache"), "--path", "jobz"]
+    result = run_check(*args, "--kubeconfig", str(tmp_path / "none"))
+    problems = lines(result, State.PROBLEM)
+    assert problems[0] == "problem: repository: path 'jobz' does not exist in the jobs repository"
+    assert problems[1] == f"problem: cluster: kubeconfig {tmp_path / 'none'} does not exist"
+    assert result.exit_code == ExitCode.USAGE  # the first problem's, as a sync would exit
