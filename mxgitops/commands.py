@@ -15,6 +15,7 @@ from mxgitops import config as settings
 from mxgitops import gittree, manifests, report, source
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ConfigError
+from mxgitops.gitcommand import local_git
 from mxgitops.model import Runtime
 from mxgitops.review import Review, review
 from mxgitops.spec import NAMESPACE
@@ -42,8 +43,12 @@ def missing_note_hint(config: SyncConfig) -> str:
     """What to run when a local checkout has no status notes: a clone does not fetch them."""
     if repository_kind(config.repo) not in ("work tree", "bare repository"):
         return ""
+    remotes = local_git(Path(config.repo))("remote").split()
+    if not remotes:
+        return "; it has no remote to fetch notes from: ask the repository's URL (--repo URL)"
+    remote = "origin" if "origin" in remotes else remotes[0]
     ref = source.full_notes_ref(config.notes_ref)
-    return f"; a clone does not fetch notes: git -C {config.repo} fetch origin {ref}:{ref}"
+    return f"; a clone does not fetch notes: git -C {config.repo} fetch {remote} {ref}:{ref}"
 
 
 def diff_commits(
@@ -87,9 +92,9 @@ def diff_commits(
                 default_namespace=default_namespace,
                 policy=policy,
                 default_runtime=default_runtime,
+                named_from=directory,
             )
-            rooted = settings.rooted(loaded, directory)
-            results.append(settings.with_problems(rooted, repo_file.refused))
+            results.append(settings.with_problems(loaded, repo_file.refused))
         return review(results[0], results[1], cancel=frozenset(cancel))
 
 

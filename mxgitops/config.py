@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from mxgitops import policy, repofile
@@ -230,25 +230,14 @@ def read_repo_config(root: Path) -> dict[str, Any]:
     return repofile.read(root).values
 
 
-def rooted(loaded: LoadResult, path: str) -> LoadResult:
-    """File names as the repository has them (`jobs/a.yaml` under `path: jobs`), as
-    `validate` prints them at the repository's root: sync, its note, `status` and
-    `diff` name each file the same way."""
-    prefix = PurePosixPath(path)
-    if prefix == PurePosixPath("."):
-        return loaded
-
-    def name(file: str) -> str:
-        return (prefix / file).as_posix()
-
-    return replace(
-        loaded,
-        jobs=[replace(j, source_path=name(j.source_path)) for j in loaded.jobs],
-        held=[replace(j, source_path=name(j.source_path)) for j in loaded.held],
-        problems=[replace(p, file=name(p.file)) for p in loaded.problems],
-        warnings=[replace(w, file=name(w.file)) for w in loaded.warnings],
-        ignored=[replace(i, file=name(i.file)) for i in loaded.ignored],
-    )
+def manifest_dir(root: Path, path: str) -> Path:
+    """The directory of the manifests, `path` of the repository at `root`."""
+    target = (root / path).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise ConfigError(f"path {path!r} leaves the jobs repository")
+    if not target.exists():
+        raise ConfigError(f"path {path!r} does not exist in the jobs repository")
+    return target
 
 
 def with_problems(loaded: LoadResult, problems: tuple[Problem, ...]) -> LoadResult:

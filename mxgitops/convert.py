@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import io
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ from ruamel.yaml.error import YAMLError
 from mxgitops.convertcheck import as_validate_reads, cleaned, job_of, prove
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.errors import ManifestError
+from mxgitops.manifestfiles import manifest_files
 from mxgitops.spec import (
     DEFAULT_PS_ROOT_PORT,
     KUBEFLOW_PORT_NAME,
@@ -60,6 +62,9 @@ from mxgitops.spec import (
 from mxgitops.yamlcomments import Comments, plain, written_key
 
 TARGETS = {"kubeflow": Dialect.KUBEFLOW, "seed": Dialect.SEED}
+# The modeline of the YAML language server (editors): `# yaml-language-server: $schema=URL`.
+_MODELINE = re.compile(r"^(#\s*yaml-language-server:\s*\$schema=)(\S+)[ \t]*(?:\n|$)", re.MULTILINE)
+_SCHEMA_FILES = frozenset(version.schema_file for version in VERSIONS.values())
 # Each run-policy field as kubeflow.org/v1 writes it, then the spellings older versions
 # wrote inline in `spec` (where its comments are found).
 _RUN_POLICY_NAMES = {
@@ -84,10 +89,12 @@ class Converted:
     file: str
     text: str  # the whole file, converted
     jobs: list[ConvertedJob] = field(default_factory=list)
+    schema_comment: str = ""  # what became of the editor's schema comment, if anything
 
     def describe(self, target: Dialect) -> list[str]:
         """One line per converted job, for people."""
-        return [
+        said = [f"{self.file}: {self.schema_comment}"] if self.schema_comment else []
+        return said + [
             f"{self.file}: job {job.name}: {job.source} -> {target}"
             + (
                 ""
@@ -101,15 +108,28 @@ class Converted:
 
 
 def convert_files(paths: Iterable[Path], target: Dialect) -> list[Converted]:
-    """Every file converted (nothing written); ManifestError if one cannot be."""
+    """Every file converted (nothing written); ManifestError if one cannot be. A
+    directory is read as validate reads it (its manifest files, hidden ones skipped),
+    and only its files holding a job are converted: the others are left as they are."""
     converted = []
     for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ManifestError(f"{path}: cannot read: {error}") from error
-        converted.append(convert_text(text, target, name=str(path)))
+        if not path.is_dir():
+            converted.append(_convert_file(path, target))
+            continue
+        files, problems = manifest_files(path)
+        if problems:
+            raise ManifestError("; ".join(f"{path / p.file}: {p.message}" for p in problems))
+        found = [_convert_file(path / name, target) for name, _ in files]
+        converted += [result for result in found if result.jobs]
     return converted
+
+
+def _convert_file(path: Path, target: Dialect) -> Converted:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ManifestError(f"{path}: cannot read: {error}") from error
+    return convert_text(text, target, name=str(path))
 
 
 def write(converted: Iterable[Converted]) -> None:
@@ -139,11 +159,34 @@ def convert_text(text: str, target: Dialect, *, name: str = "<text>") -> Convert
     converted = out.getvalue()
     if text.endswith("\n") and not converted.endswith("\n"):
         converted += "\n"  # ruamel ends a stream after a flow node's comment without one
+    said = ""
+    if jobs:
+        converted, said = _schema_comment(converted, target)
     proved = prove(text, converted, name=name)
     jobs = [
         ConvertedJob(job.name, job.source, job.same_spec, proved.get(job.name, ())) for job in jobs
     ]
-    return Converted(name, converted, jobs)
+    return Converted(name, converted, jobs, said)
+
+
+def _schema_comment(text: str, target: Dialect) -> tuple[str, str]:
+    """The editor's `# yaml-language-server: $schema=...` comment of a converted file
+    made to name the target's schema, and what was done: one of mxgitops' schemas is
+    swapped for the target's, in the same place; any other (a schema of the version the
+    file no longer has) is dropped, so that the editor checks nothing against it."""
+    wanted = VERSIONS[target].schema_file
+    said = ""
+
+    def point(match: re.Match[str]) -> str:
+        nonlocal said
+        where, _, schema = match.group(2).rpartition("/")
+        if schema in _SCHEMA_FILES:
+            said = f"the editor's schema comment now names {wanted}"
+            return f"{match.group(1)}{where}{'/' if where else ''}{wanted}\n"
+        said = f"the editor's schema comment was dropped: it named {match.group(2)}, not {wanted}"
+        return ""
+
+    return _MODELINE.sub(point, text), said
 
 
 def _yaml() -> YAML:

@@ -54,6 +54,11 @@ class ClusterServerError(ClusterError):
         self.status = status
 
 
+class PrerequisiteMissing(MxGitOpsError):
+    """What an installation needs is missing: a default StorageClass, a jobs' namespace,
+    a recent enough tool (`mxgitops check`)."""
+
+
 class LeaseHeldError(MxGitOpsError):
     """Another sync holds the Lease; this one must not write."""
 

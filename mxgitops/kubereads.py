@@ -24,6 +24,12 @@ from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
 # The label Kueue reads a job's queue from (`scheduling.QUEUE_LABEL`): a JobSet with it
 # has a Workload, which says why it waits.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# The annotation that makes a StorageClass the default, and its beta spelling, which
+# Kubernetes still honours.
+DEFAULT_STORAGE_CLASS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
 GONE_POLL = 0.5  # seconds between reads of objects being deleted
 
 # What planning (trainer.live, trainer.status, trainer.inplace) never reads of a live
@@ -69,6 +75,34 @@ class Reads(Calls):
         """The names of Kueue's WorkloadPriorityClasses (none where Kueue is not served)."""
         found = self._list_if_served(Kind.WORKLOAD_PRIORITY_CLASS, "")
         return frozenset(str(o["metadata"]["name"]) for o in found)
+
+    # -- what `mxgitops check` reads (preflight.py) ----------------------------------
+
+    def server_version(self) -> str:
+        """The API server's version (`gitVersion` of GET /version)."""
+        return str(self._request("GET", "/version").get("gitVersion") or "of unknown version")
+
+    def default_storage_classes(self) -> list[str]:
+        """The StorageClasses marked default: a PersistentVolumeClaim that names none
+        gets one (none: it stays Pending)."""
+        found = self._request("GET", "/apis/storage.k8s.io/v1/storageclasses")
+        return sorted(
+            str(item["metadata"]["name"])
+            for item in found.get("items") or []
+            if any(
+                (item["metadata"].get("annotations") or {}).get(key) == "true"
+                for key in DEFAULT_STORAGE_CLASS
+            )
+        )
+
+    def namespace_exists(self, name: str) -> bool:
+        try:
+            self._request("GET", f"/api/v1/namespaces/{name}")
+        except ClusterClientError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
 
     def _list_if_served(self, kind: Kind, selector: str) -> list[KubeObject]:
         """A LIST of a custom resource; none when the cluster does not serve it (404: its

@@ -25,8 +25,8 @@ import hashlib
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from mxgitops import policy as rules
@@ -48,6 +48,7 @@ from mxgitops.spec import (
     read_manifest,
     refusals,
 )
+from mxgitops.words import counted
 from mxgitops.yamldoc import Document, FieldPath, Issue, YamlError, documents
 
 Key = tuple[str, str]
@@ -103,14 +104,14 @@ class LoadResult:
         return self.ok and not (strict and self.warnings)
 
     def summary(self) -> str:
-        warnings = [_count(len(self.warnings), "warning")] if self.warnings else []
+        warnings = [counted(len(self.warnings), "warning")] if self.warnings else []
         return ", ".join(
             [
-                _count(len(self.jobs), "job") + " valid",
-                _count(self.invalid_manifests, "invalid manifest"),
-                _count(len(self.problems), "problem"),
+                counted(len(self.jobs), "job") + " valid",
+                counted(self.invalid_manifests, "invalid manifest"),
+                counted(len(self.problems), "problem"),
                 *warnings,
-                _count(len(self.ignored), "document") + " ignored",
+                counted(len(self.ignored), "document") + " ignored",
             ]
         )
 
@@ -124,7 +125,7 @@ class LoadResult:
                     "file": job.source_path,
                     "dialect": job.dialect.value,
                     "mode": job.mode.value,
-                    "specHash": job.spec_hash,
+                    "spec_hash": job.spec_hash,
                 }
                 for job in self.jobs
             ],
@@ -134,7 +135,7 @@ class LoadResult:
                 {
                     "file": i.file,
                     "line": i.line,
-                    "apiVersion": i.api_version,
+                    "api_version": i.api_version,
                     "kind": i.kind,
                     "name": i.name,
                 }
@@ -152,6 +153,7 @@ def load(
     policy: rules.Policy | None = None,
     verdicts: Verdicts | None = None,
     default_runtime: Runtime = Runtime.BATCH,
+    named_from: str = ".",
 ) -> LoadResult:
     """Validate every manifest under `paths` (files or directories), and, given a
     `policy`, check each valid job against it (a violation is a problem, and the job
@@ -159,11 +161,15 @@ def load(
     again; a file validated is added to them.
 
     File names in the result are relative to the directory given (a file given
-    directly keeps the name it was given as). Raise ConfigError for a path
-    that does not exist; everything wrong inside the files is a Problem.
+    directly keeps the name it was given as), under `named_from`: the manifests'
+    directory in the repository (`jobs/a.yaml` under `path: jobs`), so that sync,
+    its note, `status`, `diff` and validate at the repository's root name each file
+    the same way, in every message. Raise ConfigError for a path that does not
+    exist; everything wrong inside the files is a Problem.
     """
     roots = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     loader = _Loader(default_namespace, max_file_size, policy, verdicts, default_runtime)
+    loader.prefix = "" if PurePosixPath(named_from) == PurePosixPath(".") else f"{named_from}/"
     for root in roots:
         loader.load_root(Path(root))
     return loader.result()
@@ -227,15 +233,16 @@ class _Loader:
     invalid: set[tuple[str, int]] = field(default_factory=set)
     unnamed_invalid: int = 0
     seen: set[Path] = field(default_factory=set)
+    prefix: str = ""  # of every file name: `named_from` of `load`
 
     def load_root(self, root: Path) -> None:
         files, problems = manifest_files(root)
         for problem in problems:
-            self._file_problem(problem)
+            self._file_problem(replace(problem, file=self.prefix + problem.file))
         for name, real in files:
             if real not in self.seen:
                 self.seen.add(real)
-                self.load_file(name, real)
+                self.load_file(self.prefix + name, real)
 
     def load_file(self, name: str, path: Path) -> None:
         try:
@@ -475,7 +482,3 @@ def _hinted(version: Version, data: Mapping[str, Any], problems: list[Issue]) ->
 
 def _field(path: FieldPath) -> str:
     return format_path(tuple(path)) if path else ""
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"

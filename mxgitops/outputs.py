@@ -118,7 +118,7 @@ class Metrics:
 
 def sinks_for(config: SyncConfig) -> list[Sink]:
     """The sinks the operator's settings ask for; a ConfigError for a setting that is wrong.
-    A dry run has none: it writes nothing anywhere."""
+    A dry run has none: it changes nothing in the cluster or the repository."""
     sinks: list[Sink] = []
     if config.dry_run:
         return sinks

@@ -55,6 +55,7 @@ from mxgitops.trainer import (
     ReplicaState,
     State,
 )
+from mxgitops.words import counted
 
 FINISHED = (State.SUCCEEDED, State.FAILED)
 
@@ -454,13 +455,15 @@ def _prune_refusal(
         return None
     if unnamed_invalid:
         return (
-            f"{unnamed_invalid} invalid manifests name no job, and any of them may be "
+            f"{counted(unnamed_invalid, 'invalid manifest')} "
+            f"{'names' if unnamed_invalid == 1 else 'name'} no job, and any of them may be "
             "the manifest of a job that would be pruned; fix them first"
         )
     if desired_count == 0:
         return (
-            f"no valid manifest was found but {live_count} live jobs exist; refusing to "
-            "prune them all (use --force-prune if that is really wanted)"
+            f"no valid manifest was found but {counted(live_count, 'live job')} "
+            f"{'exists' if live_count == 1 else 'exist'}; refusing to prune them all (use "
+            "--force-prune if that is really wanted)"
         )
     share = deleting / live_count
     if share > options.max_prune_share:

@@ -125,10 +125,9 @@ def _settings(doc: Document) -> RepoFile:
             refused.append(Problem(REPO_CONFIG_FILE, line, None, key, _operator_only(key)))
             continue
         if key not in REPO_SETTINGS:
-            allowed = ", ".join(REPO_SETTINGS)
             raise ConfigError(
-                f"{REPO_CONFIG_FILE}: {_quoted(key)}: not a setting of the jobs repository "
-                f"(allowed: {allowed})"
+                f"{REPO_CONFIG_FILE}:{line}: {_quoted(key)}: not a setting of the jobs "
+                f"repository{_meant(key)} (allowed: {', '.join(REPO_SETTINGS)})"
             )
         attribute, expected = REPO_SETTINGS[key]
         if not isinstance(value, expected):
@@ -144,6 +143,14 @@ def _settings(doc: Document) -> RepoFile:
             value = _cancelled(value, line)
         values[attribute] = value
     return RepoFile(values, tuple(refused))
+
+
+def _meant(key: Any) -> str:
+    """ "; did you mean 'cancel'?" for a key close to one this file may set."""
+    from difflib import get_close_matches  # only a misspelled file needs it
+
+    close = get_close_matches(str(key), list(REPO_SETTINGS), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _cancelled(value: list[Any], line: int) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ from mxgitops.ledger import JobKey
 from mxgitops.markdown import code, text, visible
 from mxgitops.notecheck import FAILURE, JOB, REPLICA, SUMMARY, NoteError, fields
 from mxgitops.trainer import Failure, State
+from mxgitops.words import counted
 
 NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"
 FORMAT_VERSION = 1
@@ -276,9 +277,8 @@ def age(summary: Summary, now: datetime) -> str:
     seconds = max(0, int((now - then).total_seconds()))
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count > 1 else ''} ago"
-    return f"{seconds} seconds ago"
+            return f"{counted(seconds // size, unit)} ago"
+    return f"{counted(seconds, 'second')} ago"
 
 
 def _parse(stamp: str) -> datetime | None:

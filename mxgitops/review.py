@@ -22,6 +22,7 @@ from mxgitops.markdown import code, text, visible
 from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.trainer import RenderContext
 from mxgitops.trainer.inplace import Move, desired
+from mxgitops.words import counted
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,8 @@ def render_text(result: Review) -> str:
         f"{len(result.added)} added, {len(result.changed)} changed (replaced on sync), "
         f"{len(result.updated)} updated in place, "
         f"{len(result.removed)} removed (pruned on sync), {result.unchanged} unchanged, "
-        f"{len(result.broken)} new problems"
-        + (f", {len(result.violations)} of them policy violations" if result.violations else "")
+        f"{counted(len(result.broken), 'new problem')}"
+        + (f", {_of_them(len(result.violations))}" if result.violations else "")
     ]
     lines += [f"  + {c.qualified_name} ({c.source})" for c in result.added]
     lines += [
@@ -171,6 +172,11 @@ def render_text(result: Review) -> str:
     return "\n".join(visible(line) for line in lines)
 
 
+def _of_them(violations: int) -> str:
+    what = "a policy violation" if violations == 1 else "policy violations"
+    return f"{violations} of them {what}"
+
+
 def render_markdown(result: Review) -> str:
     """The comment, most important first: a comment cut at the forge's size limit
     (ci/pr-plan.py) keeps the policy violations and the jobs deleted, and loses
@@ -179,7 +185,7 @@ def render_markdown(result: Review) -> str:
     violations = result.violations
     if violations:
         lines += [
-            f"**This change adds {len(violations)} policy violations**: a sync "
+            f"**This change adds {counted(len(violations), 'policy violation')}**: a sync "
             "neither creates nor changes those jobs.",
             "",
         ]
@@ -189,7 +195,7 @@ def render_markdown(result: Review) -> str:
     if others or result.still_broken:
         lines += [
             "",
-            f"**{len(result.broken) + len(result.still_broken)} problems** "
+            f"**{counted(len(result.broken) + len(result.still_broken), 'problem')}** "
             "(invalid manifests are never applied)"
             + (", the policy violations above among them" if violations else "")
             + ":",

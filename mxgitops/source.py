@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -55,6 +56,7 @@ _TAGS = "+refs/tags/*:refs/tags/*"
 # dry run) must not change the notes this cache writes.
 _NOTES = "+refs/notes/*:refs/notes/remotes/origin/*"
 _LAST_SYNCED = "refs/mxgitops/last-synced/"
+_CHECK_REFS = "refs/mxgitops/check/"  # `mxgitops check`'s scratch refs (push_refused)
 _HEX_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
 _BAD_REV = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|^-")
 _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
@@ -196,6 +198,20 @@ class Repository:
             f"pushing {ref} to {self.url} was rejected {attempts} times (last: {last_rejection}); "
             "the notes stay in the cache and go with the next push"
         )
+
+    def push_refused(self, commit: str) -> str | None:
+        """Why the remote refuses this credential's pushes (the notes need them), in one
+        line; None when it accepts them. The proof is a push: `commit` (already on the
+        remote, so nothing is uploaded) to a scratch ref, deleted at once."""
+        runner = self._synced_git()
+        scratch = f"{_CHECK_REFS}{secrets.token_hex(8)}"
+        status, stderr = runner.attempt("push", "--quiet", _REMOTE, f"{commit}:{scratch}")
+        if status != 0:
+            return push_refusal(stderr)
+        status, stderr = runner.attempt("push", "--quiet", _REMOTE, f":{scratch}")
+        if status != 0:
+            return f"pushed {scratch} but could not delete it: {push_refusal(stderr)}"
+        return None
 
     # -- cache life cycle -------------------------------------------------------------
 

@@ -108,7 +108,7 @@ def sync(
         workspace = open_workspace(config, notices, cache, progress)
         config, refused = settings.apply_repo_settings(config, set(explicit), workspace.root)
         progress.phase("validating manifests")
-        manifests_read = settings.rooted(_load_manifests(workspace, config), config.path)
+        manifests_read = _load_manifests(workspace, config)
         loaded = settings.with_problems(manifests_read, refused)
         options = PlanOptions(
             instance=config.instance,
@@ -271,7 +271,7 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
 def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:
     """Validate the manifests, reusing the verdict on each file seen before unchanged
     (in most syncs, all of them)."""
-    directory = _manifest_dir(workspace.root, config.path)
+    directory = settings.manifest_dir(workspace.root, config.path)
     policy = settings.effective_policy(config)
 
     def validate(verdicts: manifests.Verdicts) -> manifests.LoadResult:
@@ -282,6 +282,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
             policy=policy,
             verdicts=verdicts,
             default_runtime=Runtime(config.default_runtime),
+            named_from=config.path,
         )
 
     repository = workspace.repository
@@ -298,15 +299,6 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
         config.default_runtime,
     )
     return loadcache.load(kept, shaping, validate)
-
-
-def _manifest_dir(root: Path, path: str) -> Path:
-    target = (root / path).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise ConfigError(f"path {path!r} leaves the jobs repository")
-    if not target.exists():
-        raise ConfigError(f"path {path!r} does not exist in the jobs repository")
-    return target
 
 
 def _cluster(

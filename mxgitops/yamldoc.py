@@ -112,12 +112,8 @@ def documents(
                 yield _Builder(loader, index, max_values, max_depth).build()
                 index += 1
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        problem = error.problem or "invalid YAML"
-        context = f" ({error.context})" if error.context else ""
-        raise YamlError(
-            mark.line + 1 if mark else 0, f"invalid YAML: {problem}{context}"
-        ) from error
+        line, message = _explained(text, error)
+        raise YamlError(line, f"invalid YAML: {message}") from error
     except yaml.YAMLError as error:
         raise YamlError(0, f"invalid YAML: {error}") from error
     finally:
@@ -344,3 +340,56 @@ class _Builder:
             elif isinstance(parent.key, str):
                 path.append(parent.key)
         return tuple(path)
+
+
+_CLOSING = {"[": "]", "{": "}"}
+
+
+def _explained(text: str, error: yaml.MarkedYAMLError) -> tuple[int, str]:
+    """The line of a YAML error and what it says, where the fix goes: at a tab, the
+    tab's column and that YAML indents with spaces; at the end of the file inside a
+    flow collection, the bracket left open (the parser's mark is past the last line);
+    anything else, the parser's words and the column."""
+    mark = error.problem_mark or error.context_mark
+    if mark is None:
+        return 0, error.problem or str(error)
+    if text[mark.index : mark.index + 1] == "\t":
+        where = f"a tab at column {mark.column + 1}"
+        return mark.line + 1, f"{where}: YAML indents with spaces only; replace the tab with spaces"
+    opened = _unclosed(text) if not text[mark.index :].strip() else None
+    if opened is not None:
+        line, column, bracket = opened
+        return line, (
+            f"unclosed {bracket!r} at column {column}: the file ends before its "
+            f"{_CLOSING[bracket]!r}"
+        )
+    context = f" ({error.context})" if error.context else ""
+    last_line = text.count("\n") + (0 if text.endswith("\n") else 1)
+    line = min(mark.line + 1, max(last_line, 1))
+    return line, f"{error.problem or 'invalid YAML'}{context} at column {mark.column + 1}"
+
+
+def _unclosed(text: str) -> tuple[int, int, str] | None:
+    """The innermost `[` or `{` not closed by the end of `text` (line and column from 1),
+    skipping quoted text and comments; None if every one is closed."""
+    stack: list[tuple[int, int, str]] = []
+    line, column, quote, comment = 1, 0, "", False
+    previous = "\n"
+    for char in text:
+        column += 1
+        if char == "\n":
+            line, column, comment = line + 1, 0, False
+        elif comment:
+            pass
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and previous in " \t\n":
+            comment = True
+        elif char in _CLOSING:
+            stack.append((line, column, char))
+        elif char in "]}" and stack:
+            stack.pop()
+        previous = char
+    return stack[-1] if stack else None

@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 
 from mxgitops import cluster
 from mxgitops.cli import main
-from tests.gitfixtures import GitRemote
+from tests.gitfixtures import GitRemote, run_git
 from tests.kubeapi.harness import KubeAPI
 from tests.test_sync_git_e2e import INSTANCE, NS, jobs_files, mxjob
 
@@ -390,3 +390,27 @@ def test_diff_markdown_in_a_checkout(make_git_remote: Callable[..., GitRemote]) 
     assert "default/gamma" in rows["removed"]
     assert "broken.yaml" in out and "CHIEF" in out
     assert "alpha" not in out.replace("unchanged", "")
+
+
+def test_a_duplicate_names_its_twin_from_the_repositorys_root(
+    remote: GitRemote, tmp_path: Path
+) -> None:
+    """`sync --dry-run` names both files of a duplicate as validate does (`jobs/...`)."""
+    remote.commit({"jobs/twin.yaml": mxjob("alpha")}, "a twin")
+    result = invoke(*sync_args(remote.url, tmp_path, None, "--dry-run"))
+    problems = [line for line in result.stdout.splitlines() if "more than once" in line]
+    assert problems and all("(also at jobs/" in line for line in problems), result.stdout
+    assert any(line.lstrip().startswith("Invalid: jobs/twin.yaml:") for line in problems)
+
+
+def test_a_dry_run_writes_only_its_caches(remote: GitRemote, tmp_path: Path) -> None:
+    """What --help says: nothing changes in the cluster (none here) or the repository;
+    only --cache-dir is written (HOME, the test's, stays empty)."""
+    before = run_git("for-each-ref", cwd=remote.bare)
+    result = invoke(*sync_args(remote.url, tmp_path, None, "--dry-run"))
+    assert result.exit_code == 0, everything(result)
+    assert run_git("for-each-ref", cwd=remote.bare) == before
+    assert list((tmp_path / "home").rglob("*")) == []
+    assert any((tmp_path / "cache").rglob("*"))
+    shown = " ".join(invoke("sync", "--help").output.split())
+    assert "change nothing in the cluster or the repository (only the caches under" in shown

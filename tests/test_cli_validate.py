@@ -187,7 +187,8 @@ def test_validate_reports_each_problem_on_one_line_and_exits_1(repo: Path) -> No
     assert result.exit_code == ExitCode.FAILED == 1
     lines = result.stdout.splitlines()
     assert lines[0].startswith("jobs/bad.yaml:4: job Bad_Name: metadata.name: 'Bad_Name' is not")
-    assert lines[1].startswith("jobs/broken.yaml:2: invalid YAML: ")
+    unclosed = "unclosed '[' at column 7: the file ends before its ']'"
+    assert lines[1] == f"jobs/broken.yaml:1: invalid YAML: {unclosed}"
     assert lines[-1] == "1 job valid, 2 invalid manifests, 2 problems, 1 document ignored"
 
 
@@ -216,7 +217,7 @@ def test_validate_json_report(repo: Path) -> None:
     assert [(j["namespace"], j["name"], j["file"]) for j in report["jobs"]] == [
         ("ml", "train", "jobs/train.yaml")
     ]
-    assert len(report["jobs"][0]["specHash"]) == 64
+    assert len(report["jobs"][0]["spec_hash"]) == 64
     assert report["problems"] == [
         {
             "file": "jobs/bad.yaml",
@@ -227,7 +228,7 @@ def test_validate_json_report(repo: Path) -> None:
         }
     ]
     assert report["ignored"] == [
-        {"file": "jobs/settings.yaml", "line": 1, "apiVersion": "v1", "kind": "ConfigMap",
+        {"file": "jobs/settings.yaml", "line": 1, "api_version": "v1", "kind": "ConfigMap",
          "name": None}
     ]  # fmt: skip
     assert report["summary"] == "1 job valid, 1 invalid manifest, 1 problem, 1 document ignored"
@@ -327,3 +328,43 @@ def test_the_default_namespace_comes_from_the_repositorys_settings(
     (repo / ".mxgitops.yaml").write_text("namespace: [broken\n")
     broken = CliRunner().invoke(main, ["validate"])
     assert broken.exit_code == ExitCode.USAGE and ".mxgitops.yaml: not valid YAML" in broken.stderr
+
+
+# -- .mxgitops.yaml's path, as sync reads it (issue 34) ----------------------------------
+
+
+def test_validate_reads_where_the_repositorys_path_says(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no PATHS, validate reads `path:` of .mxgitops.yaml, as sync does, and names
+    files from the repository's root; a path that does not exist fails as in sync."""
+    (repo / "notes.yaml").write_text("kind: [\n")  # outside jobs/: sync never reads it
+    (repo / ".mxgitops.yaml").write_text("path: jobs\n")
+    monkeypatch.chdir(repo)
+    result = invoke("validate")
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout.splitlines() == [
+        "jobs/settings.yaml:1: ignored ConfigMap: not an MxJob",
+        "1 job valid, 0 invalid manifests, 0 problems, 1 document ignored",
+    ]
+    (repo / ".mxgitops.yaml").write_text("path: jobz\n")
+    missing = CliRunner().invoke(main, ["validate"])
+    assert missing.exit_code == ExitCode.USAGE
+    assert missing.stderr == "Error: path 'jobz' does not exist in the jobs repository\n"
+
+
+def json_keys(value: object) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in json_keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in json_keys(v)}
+    return set()
+
+
+def test_every_json_output_names_its_keys_one_way(repo: Path) -> None:
+    """snake_case, as sync's, diff's, status's JSON and the note's (`spec_hash`,
+    `policy_violations`): validate's too."""
+    result = invoke("validate", "-o", "json", str(repo))
+    keys = json_keys(json.loads(result.stdout))
+    assert {"spec_hash", "api_version"} <= keys
+    assert all(key == key.lower() for key in keys), keys

@@ -41,7 +41,7 @@ def test_the_file_fills_in_only_what_flags_and_environment_left_unset(tmp_path: 
     [
         ("namespace: [unclosed", ".mxgitops.yaml: not valid YAML"),
         ("- a list", ".mxgitops.yaml: must be a mapping of settings"),
-        ("nmespace: ml", ".mxgitops.yaml: 'nmespace': not a setting of the jobs repository"),
+        ("nmespace: ml", ".mxgitops.yaml:1: 'nmespace': not a setting of the jobs repository"),
         ("prune: 1", ".mxgitops.yaml: prune: expected true or false, got 1"),
         ("path: [jobs]", ".mxgitops.yaml: path: expected a string, got ['jobs']"),
         ("namespace: Bad_NS", "namespace 'Bad_NS' is not a valid namespace name"),
@@ -221,3 +221,29 @@ def test_outside_a_pod_the_state_namespace_is_the_operators_namespace(
     assert config.state_namespace == "ml"
     config = with_repo_file(from_options({}), set(), root)
     assert (config.namespace, config.state_namespace) == ("from-repo", "default")
+
+
+# -- a misspelled key, and the keys told the same everywhere (issue 34) ---------------
+
+
+def test_a_misspelled_key_is_named_with_its_line_and_what_was_meant(tmp_path: Path) -> None:
+    root = repo_file(tmp_path, "namespace: ml\n\ncancle:\n  - ml/old\n")
+    with pytest.raises(ConfigError) as caught:
+        with_repo_file(SyncConfig(), set(), root)
+    assert str(caught.value) == (
+        ".mxgitops.yaml:3: 'cancle': not a setting of the jobs repository; did you mean "
+        "'cancel'? (allowed: path, namespace, prune, policy, cancel)"
+    )
+
+
+def test_the_repository_keys_are_the_same_in_help_error_and_example() -> None:
+    from click.testing import CliRunner
+
+    from mxgitops.cli import main
+    from mxgitops.repofile import REPO_SETTINGS
+
+    example = (Path(__file__).resolve().parents[1] / "jobs-repo-example/.mxgitops.yaml").read_text()
+    shown = " ".join(CliRunner().invoke(main, ["sync", "--help"]).output.split())
+    for key in REPO_SETTINGS:
+        assert f"{key}:" in example, key
+        assert f"`{key}`" in shown or f" {key}," in shown or f" {key} " in shown, key

@@ -350,3 +350,61 @@ def test_comments_in_flow_nodes_lists_and_aliases_are_written_once(tmp_path: Pat
         comment_at(text, comment, field)
     assert "template: *pod\n" in text
     assert text.endswith("\n      # the last\n")
+
+
+SEED_JOB = """\
+# yaml-language-server: $schema=../../schemas/mxjob-seed-v1beta1.json
+apiVersion: mxnet.mlkube.io/v1beta1
+kind: MxJob
+metadata:
+  name: seeded
+spec:
+  jobMode: local
+  replicaSpecs:
+    - mxReplicaType: WORKER
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: mxnet
+              image: mxnet:1.9
+"""
+
+
+def test_convert_w_points_the_editors_schema_comment_at_the_new_dialect(tmp_path: Path) -> None:
+    """The editor's modeline named the old dialect's schema: it now names the target's,
+    in the same directory, and stderr says so."""
+    path = tmp_path / "jobs" / "seeded.yaml"
+    path.parent.mkdir()
+    path.write_text(SEED_JOB)
+    result = CliRunner().invoke(main, ["convert", "-w", str(path)])
+    assert result.exit_code == 0, result.output
+    first = path.read_text().splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../../schemas/mxjob-kubeflow-v1.json"
+    assert "schema comment now names mxjob-kubeflow-v1.json" in result.stderr
+    back = CliRunner().invoke(main, ["convert", "--to", "seed", str(path)])
+    assert back.stdout.splitlines()[0].endswith("$schema=../../schemas/mxjob-seed-v1beta1.json")
+
+
+def test_convert_drops_a_schema_comment_it_cannot_point_at_the_new_dialect() -> None:
+    other = "# yaml-language-server: $schema=https://example.com/mxjob-v1beta1.json\n"
+    converted = convert_text(other + SEED_JOB.split("\n", 1)[1], Dialect.KUBEFLOW)
+    assert "yaml-language-server" not in converted.text
+    assert any("dropped" in line for line in converted.describe(Dialect.KUBEFLOW))
+
+
+def test_convert_takes_a_directory_as_validate_does(tmp_path: Path) -> None:
+    """`convert -w jobs/` over the template's jobs/<team>/ layout: every job converted,
+    other files left byte for byte."""
+    team = tmp_path / "jobs" / "vision"
+    team.mkdir(parents=True)
+    (team / "seeded.yaml").write_text(SEED_JOB)
+    (team / "commented.yaml").write_text(COMMENTED)
+    other = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}   # odd spacing kept\n"
+    (tmp_path / "jobs" / "settings.yaml").write_text(other)
+    result = CliRunner().invoke(main, ["convert", "-w", str(tmp_path / "jobs")])
+    assert result.exit_code == 0, result.output
+    for name in ("seeded.yaml", "commented.yaml"):
+        assert "apiVersion: kubeflow.org/v1 " in (team / name).read_text().replace("\n", " ")
+    assert (tmp_path / "jobs" / "settings.yaml").read_text() == other
+    assert "job seeded: mxnet.mlkube.io/v1beta1 -> kubeflow.org/v1" in result.stderr

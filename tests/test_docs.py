@@ -14,7 +14,7 @@ import importlib.util
 import re
 import sys
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 
 import click
@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from mxgitops import policy, repofile
 from mxgitops.cli import main
-from mxgitops.cli.app import MANUAL, manual_anchor
+from mxgitops.cli.app import MANUAL, MANUAL_URL, manual_anchor
 from mxgitops.config import SyncConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +109,7 @@ def test_the_cli_reference_says_what_help_prints(path: str, generator: ModuleTyp
 def test_every_help_ends_with_its_section_of_the_manual(path: str) -> None:
     ctx = next(c for c, _ in commands() if c.command_path == path)
     last = help_output(ctx).rstrip().splitlines()[-1]
-    assert last == f"Manual: {MANUAL}#{manual_anchor(path)}"
+    assert last == f"Manual: {MANUAL_URL}#{manual_anchor(path)}"
     page = (ROOT / MANUAL).read_text(encoding="utf-8")
     assert f"\n## {path}\n" in page
     from markdown.extensions.toc import slugify
@@ -248,3 +248,35 @@ def test_the_readme_example_validates_and_plans_as_the_readme_shows(
         assert result.exit_code == 0, result.output
         shown += [f"$ mxgitops {command}", *result.stdout.rstrip("\n").splitlines()]
     assert shown == session.group(1).rstrip("\n").splitlines()
+
+
+def test_the_site_the_repository_and_help_name_one_place() -> None:
+    """mkdocs.yml's site_url and repo_url are pyproject.toml's URLs, and --help's manual
+    is the site's page of the command line (where MkDocs publishes MANUAL)."""
+    import tomllib
+
+    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
+    assert site["site_url"] == urls["Documentation"] and site["repo_url"] == urls["Source"]
+    page = PurePosixPath(MANUAL).relative_to("docs").with_suffix("")
+    assert f"{site['site_url']}{page}/" == MANUAL_URL
+    assert urls["Changelog"] == f"{site['site_url']}changelog/"
+
+
+def test_no_section_starts_in_the_middle_of_a_sentence() -> None:
+    """A section's first words start a sentence (a split page once left one beginning
+    "even if its holder is killed)"): a capital, a code span, a link, a list; or one
+    of the names written in lower case."""
+    lower_case_names = {"mxgitops", "etcd,"}
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        fenced = False
+        for number, line in enumerate(lines):
+            fenced ^= line.startswith("```")
+            if fenced or not line.startswith("#"):
+                continue
+            first = next((text for text in lines[number + 1 :] if text.strip()), "")
+            if first[:1].islower() and first.split()[0] not in lower_case_names:
+                found.append(f"{page.relative_to(ROOT)}:{number + 2}: {first[:40]}")
+    assert found == []

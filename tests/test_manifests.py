@@ -615,7 +615,44 @@ def test_json_report(tmp_path: Path) -> None:
     report = json.loads(json.dumps(load(tmp_path).to_json()))
     assert report["ok"] is False
     (job,) = report["jobs"]
-    assert job["name"] == "train" and job["file"] == "a.yaml" and len(job["specHash"]) == 64
+    assert job["name"] == "train" and job["file"] == "a.yaml" and len(job["spec_hash"]) == 64
     assert report["problems"][0]["file"] == "c.yaml"
     assert report["ignored"][0]["kind"] == "ConfigMap"
     assert report["summary"] == "1 job valid, 1 invalid manifest, 1 problem, 1 document ignored"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (
+            "apiVersion: v1\nmetadata:\n\tname: x\n",
+            3,
+            "invalid YAML: a tab at column 1: YAML indents with spaces only; "
+            "replace the tab with spaces",
+        ),
+        (
+            "kind: [\n",
+            1,
+            "invalid YAML: unclosed '[' at column 7: the file ends before its ']'",
+        ),
+        (
+            "kind: MxJob\nspec:\n  x: [1, {a: 2}\n\n",
+            3,
+            "invalid YAML: unclosed '[' at column 6: the file ends before its ']'",
+        ),
+        (
+            "a: b: c\n",
+            1,
+            "invalid YAML: mapping values are not allowed in this context at column 5",
+        ),
+    ],
+    ids=["tab", "bracket", "bracket-nested", "column"],
+)
+def test_a_yaml_error_says_where_and_what_to_do(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    """A tab, an unclosed bracket: the line and column where the fix goes (never past
+    the end of the file), and the fix."""
+    write(tmp_path, "a.yaml", text)
+    problem = only_problem(load(tmp_path))
+    assert (problem.line, problem.message) == (line, message)

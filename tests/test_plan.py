@@ -292,7 +292,8 @@ def test_pruning_more_than_the_allowed_share_is_refused() -> None:
 def test_unnamed_invalid_manifests_block_every_prune() -> None:
     a, b = job("a"), job("b")
     result = plan([a], live(a, b), BATCH_ONLY, OPTIONS, unnamed_invalid=1)
-    assert result.prune_refused is not None and "name no job" in result.prune_refused
+    refused = result.prune_refused
+    assert refused is not None and "1 invalid manifest names no job" in refused
     assert result.changes[1].action is Action.HOLD
     nothing_to_prune = plan([a], live(a), BATCH_ONLY, OPTIONS, unnamed_invalid=1)
     assert nothing_to_prune.prune_refused is None

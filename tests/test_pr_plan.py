@@ -89,6 +89,8 @@ def test_the_plan_of_a_pull_request(pull_request: GitRemote) -> None:
         assert row in plan, plan
     assert "mxgitops validate passed" in plan
     assert "3 jobs valid, 0 invalid manifests" in plan
+    # The plan it wrote is ignored by git (the example's .gitignore): the tree stays clean.
+    assert pull_request.git("status", "--porcelain") == ""
 
 
 def test_a_broken_manifest_fails_the_check_and_shows(pull_request: GitRemote) -> None:
@@ -396,7 +398,7 @@ def test_a_plan_over_the_comment_limit_keeps_removals_and_violations(
     body = comment["body"]
     assert len(body) <= 65536 and body.startswith(MARKER)
     assert "| removed | `ml-training/bert-gpu` | `jobs/nlp/bert-gpu.yaml` | deleted |" in body
-    assert "policy violations" in body and "zz-host" in body
+    assert "adds 1 policy violation**" in body and "zz-host" in body
     assert "the full plan is in the job's log" in body
     # The log has it all.
     assert done.stdout.count("| added |") == 701

@@ -137,3 +137,17 @@ def test_diff_plans_each_job_on_the_runtime_the_sync_runs_it_on(
     assert text.splitlines()[0].startswith("0 added, 1 changed (replaced on sync), 2 updated")
     # the sync's own variable, set in a pull request's workflow, plans the same
     assert diff(remote, base, env={"MXGITOPS_DEFAULT_RUNTIME": "jobset"}) == text
+
+
+def test_one_problem_is_counted_in_the_singular() -> None:
+    """ "1 new problem", "**1 problem**", "1 policy violation": never "1 problems"."""
+    from mxgitops.manifests import Problem
+    from mxgitops.review import Review, render_markdown, render_text
+
+    broken = Problem("jobs/a.yaml", 3, "a", "spec", "policy: hostPID is not allowed")
+    result = Review(broken=[broken])
+    first = render_text(result).splitlines()[0]
+    assert first.endswith(", 1 new problem, 1 of them a policy violation")
+    markdown = render_markdown(result)
+    assert "**This change adds 1 policy violation**" in markdown
+    assert "problems" not in render_markdown(Review(still_broken=[broken]))

@@ -358,6 +358,32 @@ def test_status_in_a_checkout_without_notes_prints_the_fetch_command(
     assert "fetch origin refs/notes/mxgitops:refs/notes/mxgitops" in result.stderr
 
 
+@pytest.mark.parametrize("remote_name", ["upstream", None])
+def test_the_fetch_command_names_the_checkouts_own_remote(
+    make_git_remote: Callable[..., GitRemote], tmp_path: Path, remote_name: str | None
+) -> None:
+    """No `origin`: the command names the remote the checkout has, and with none at
+    all, says to ask the repository's URL instead."""
+    remote = make_git_remote("jobs", files=files(mxjob("a", servers=0)))
+    checkout = tmp_path / "checkout"
+    subprocess.run(
+        ["git", "clone", "--quiet", remote.url, str(checkout)], check=True, capture_output=True
+    )
+    if remote_name:
+        subprocess.run(["git", "-C", str(checkout), "remote", "rename", "origin", remote_name])
+    else:
+        subprocess.run(["git", "-C", str(checkout), "remote", "remove", "origin"], check=True)
+    result = CliRunner().invoke(
+        main, ["status", "--repo", str(checkout), "--cache-dir", str(tmp_path / "c2")]
+    )
+    assert result.exit_code == 1
+    assert "origin" not in result.stderr
+    if remote_name:
+        assert f"fetch {remote_name} refs/notes/mxgitops:refs/notes/mxgitops" in result.stderr
+    else:
+        assert "it has no remote to fetch notes from: ask the repository's URL" in result.stderr
+
+
 # -- 6. diff knows on-change: wait ---------------------------------------------------------
 
 WAIT = {"mxgitops.io/on-change": "wait"}

@@ -18,6 +18,7 @@ To add a command, put it in the module of its family (or a new one imported here
 
 from mxgitops.cli.app import ERROR_CODES, ExitCode, Main, exit_code_for, main
 from mxgitops.cli.checking import CONVERT_TARGETS, convert_command, validate
+from mxgitops.cli.installing import check
 from mxgitops.cli.rendering import render
 from mxgitops.cli.reviewing import diff, status
 from mxgitops.cli.syncing import sync
@@ -27,6 +28,7 @@ __all__ = [
     "ERROR_CODES",
     "ExitCode",
     "Main",
+    "check",
     "convert_command",
     "diff",
     "exit_code_for",

@@ -22,6 +22,7 @@ from mxgitops.errors import (
     LeaseHeldError,
     ManifestError,
     MxGitOpsError,
+    PrerequisiteMissing,
     StateDamagedError,
 )
 
@@ -40,6 +41,7 @@ class ExitCode(IntEnum):
 # Most specific first: the first match wins.
 ERROR_CODES: tuple[tuple[type[MxGitOpsError], ExitCode], ...] = (
     (ManifestError, ExitCode.FAILED),
+    (PrerequisiteMissing, ExitCode.FAILED),  # mxgitops check
     (ConfigError, ExitCode.USAGE),
     (GitError, ExitCode.GIT),
     (ClusterError, ExitCode.CLUSTER),
@@ -61,9 +63,11 @@ def exit_code_for(error: BaseException) -> ExitCode:
     return ExitCode.INTERNAL
 
 
-# The manual's page for the command line, as a path in the repository (no site is
-# published); every command's --help ends with its section there.
+# The manual's page for the command line, in the repository, and where the published
+# manual shows it (mkdocs.yml's site_url; pyproject.toml's Documentation URL): every
+# command's --help ends with the URL of its section there.
 MANUAL = "docs/reference/cli.md"
+MANUAL_URL = "https://mxgitops.github.io/mxgitops/reference/cli/"
 
 
 def manual_anchor(command_path: str) -> str:
@@ -74,11 +78,11 @@ def manual_anchor(command_path: str) -> str:
 
 def _write_manual_path(ctx: click.Context, formatter: click.HelpFormatter) -> None:
     formatter.write_paragraph()
-    formatter.write_text(f"Manual: {MANUAL}#{manual_anchor(ctx.command_path)}")
+    formatter.write_text(f"Manual: {MANUAL_URL}#{manual_anchor(ctx.command_path)}")
 
 
 class ManualCommand(click.Command):
-    """A command whose --help ends with the path of its section in the manual."""
+    """A command whose --help ends with the URL of its section in the manual."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
@@ -88,7 +92,7 @@ class ManualCommand(click.Command):
 class Main(click.Group):
     """The root group: maps errors to exit codes and a command's return to its exit code.
 
-    Its commands are ManualCommands, and its own --help ends with the manual's path too."""
+    Its commands are ManualCommands, and its own --help ends with the manual's URL too."""
 
     command_class = ManualCommand
 
@@ -124,19 +128,21 @@ job manifests.
 Examples:
   mxgitops validate                      check the manifests under the current directory
   mxgitops validate jobs/ extra.yaml     check some directories and files
-  mxgitops sync --dry-run                what a sync of this checkout would do, writing nothing
+  mxgitops sync --dry-run                what a sync of this checkout would do, changing nothing
   mxgitops sync --repo URL --kubeconfig ~/.kube/config --namespace ml
                                          reconcile the cluster with the repository
   mxgitops status --repo URL             the status note of the branch tip
   mxgitops diff origin/main HEAD         what a pull request does to the jobs
   mxgitops convert -w jobs/old.yaml      rewrite an older manifest as kubeflow.org/v1
+  mxgitops check --repo URL              what a cluster and a repository lack for a first sync
   mxgitops --debug sync ...              show a traceback if something unexpected breaks
 
 Each command has its own --help, with more examples.
 
 \b
 Exit codes:
-  0 OK   1 invalid manifest or failed job   2 usage or configuration error
+  0 OK   1 invalid manifest, failed job, or (check) a prerequisite missing
+  2 usage or configuration error
   3 git error (also: a sync that applied but could not push its note, post a
     commit status, write its Events or push its metrics)
   4 cluster unreachable or forbidden   5 another sync holds the lease or the Git cache

@@ -20,7 +20,13 @@ from mxgitops.cli.options import (
     output_option,
     policy_file_option,
 )
-from mxgitops.config import SyncConfig, effective_policy, read_repo_settings, with_problems
+from mxgitops.config import (
+    SyncConfig,
+    effective_policy,
+    manifest_dir,
+    read_repo_settings,
+    with_problems,
+)
 from mxgitops.manifests import LoadResult, load
 from mxgitops.model import Runtime
 from mxgitops.spec import NAMESPACE
@@ -49,7 +55,8 @@ def validate(
 ) -> ExitCode:
     """Check job manifests without touching a cluster.
 
-    Reads every *.yaml and *.yml file under PATHS (default: the current
+    Reads every *.yaml and *.yml file under PATHS (default: the `path:` of
+    the current directory's .mxgitops.yaml, as sync reads it, else the current
     directory; hidden files and directories are skipped), checks each MxJob
     against the schema of its dialect and the rules of mxgitops, and prints
     one line per problem: FILE:LINE: job NAME: field.path: message.
@@ -94,20 +101,21 @@ def load_like_sync(
     policy = effective_policy(
         SyncConfig(policy_file=policy_file, repo_policy=repo_file.values.get("repo_policy", {}))
     )
+    # No PATHS: the repository's own `path:`, read and named as sync reads it.
+    path = "." if paths else repo_file.values.get("path", ".")
     loaded = load(
-        paths or ["."],
+        paths or [manifest_dir(Path("."), path)],
         default_namespace=namespace,
         max_file_size=max_file_size,
         policy=policy,
         default_runtime=Runtime(default_runtime),
+        named_from=path,
     )
     return with_problems(loaded, repo_file.refused)
 
 
 @main.command(name="convert")
-@click.argument(
-    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--to",
     "target",
@@ -120,6 +128,10 @@ def load_like_sync(
 def convert_command(files: tuple[Path, ...], target: str, write: bool) -> ExitCode:
     """Rewrite manifests of any MXJob API version in kubeflow.org/v1 (or the seed dialect).
 
+    FILES may be directories: their manifest files holding a job are converted, as
+    validate reads them (hidden files skipped). An editor's
+    `# yaml-language-server: $schema=` comment is pointed at the new version's
+    schema (or dropped if it names another schema than mxgitops').
     Comments, key order and quoting are kept wherever the YAML library allows;
     `kubectl get` output is cleaned. Each job is listed on stderr, with a note
     when its spec changes (a sync then replaces it once). Documents of other
@@ -129,7 +141,7 @@ def convert_command(files: tuple[Path, ...], target: str, write: bool) -> ExitCo
     \b
     Examples:
       mxgitops convert jobs/old-mxjob.yaml            print it as kubeflow.org/v1
-      mxgitops convert -w jobs/*.yaml                 rewrite the files in place
+      mxgitops convert -w jobs/                       rewrite every job under jobs/ in place
       mxgitops convert --to seed jobs/local.yaml
     """
     from mxgitops import convert  # ruamel.yaml: imported by this command only

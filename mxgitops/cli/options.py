@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
+from mxgitops.cluster import MAX_REQUEST_TIMEOUT
 from mxgitops.config import FILE_SIZE_BOUNDS
 from mxgitops.manifestfiles import MAX_FILE_SIZE
 
@@ -115,6 +116,38 @@ def setting(*decls: str, **kwargs: Any) -> Callable[[F], F]:
     kwargs.setdefault("default", None)
     kwargs.setdefault("show_envvar", True)
     return click.option(*decls, envvar=env_name(name), **kwargs)
+
+
+# Settings of sync that `check` reads too, defined once.
+path_setting = setting(
+    "--path", metavar="DIR", help="Directory of the manifests in the repository.  [default: .]"
+)
+namespace_setting = setting(
+    "--namespace",
+    "-n",
+    metavar="NAME",
+    help="Namespace of manifests that name none.  [default: the jobs repository's "
+    ".mxgitops.yaml, else default]",
+)
+kubeconfig_setting = setting(
+    "--kubeconfig",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Kubeconfig file.  [default: $KUBECONFIG or ~/.kube/config, else the pod's "
+    "service account]",
+)
+context_setting = setting(
+    "--context", metavar="NAME", help="Kubeconfig context.  [default: the current context]"
+)
+notes_setting = setting(
+    "--notes/--no-notes", help="Write the status as a git note and push it.  [default: notes]"
+)
+request_timeout_setting = setting(
+    "--request-timeout",
+    type=click.FloatRange(0, MAX_REQUEST_TIMEOUT, min_open=True),
+    metavar="SECONDS",
+    help="Longest one Kubernetes API call may take, retries included; an API server "
+    "that does not answer in time is unreachable (exit 4).  [default: 30]",
+)
 
 
 def repo_options(command: F) -> F:

@@ -14,8 +14,19 @@ import click
 from click.core import ParameterSource
 
 from mxgitops.cli.app import ExitCode, exit_code_for, main
-from mxgitops.cli.options import ByteSize, git_token, repo_options, setting, status_token
-from mxgitops.cluster import MAX_REQUEST_TIMEOUT
+from mxgitops.cli.options import (
+    ByteSize,
+    context_setting,
+    git_token,
+    kubeconfig_setting,
+    namespace_setting,
+    notes_setting,
+    path_setting,
+    repo_options,
+    request_timeout_setting,
+    setting,
+    status_token,
+)
 from mxgitops.config import (
     MAX_FAILURE_LOG_LINES,
     MAX_PARALLELISM,
@@ -40,10 +51,11 @@ Examples:
 \b
 Every option can also be set by an MXGITOPS_* environment variable (the option
 name in upper case, dashes as underscores: --max-prune-share is
-MXGITOPS_MAX_PRUNE_SHARE). The jobs repository's .mxgitops.yaml may set --path,
---namespace and --prune (and a policy stricter than the one of --policy-file);
-the others are the operator's, and a
-repository that sets one gets an error (docs/reference/settings.md has the table). Flags win over
+MXGITOPS_MAX_PRUNE_SHARE). The jobs repository's .mxgitops.yaml may set `path`,
+`namespace`, `prune` (the options of those names), `policy` (stricter than
+--policy-file's) and `cancel` (jobs removed at once, even with on-change: wait);
+the others are the operator's, and a repository that sets one gets an error
+(docs/reference/settings.md has the table). Flags win over
 the environment, the environment over the file. An HTTPS token is read from
 MXGITOPS_GIT_TOKEN only, so it never shows in a process list; so is the forge token
 for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
@@ -63,16 +75,8 @@ went well).
 
 @main.command(epilog=_SYNC_EXAMPLES)
 @repo_options
-@setting(
-    "--path", metavar="DIR", help="Directory of the manifests in the repository.  [default: .]"
-)
-@setting(
-    "--namespace",
-    "-n",
-    metavar="NAME",
-    help="Namespace of manifests that name none.  [default: the jobs repository's "
-    ".mxgitops.yaml, else default]",
-)
+@path_setting
+@namespace_setting
 @setting(
     "--state-namespace",
     metavar="NAME",
@@ -85,13 +89,8 @@ went well).
     help="Name of this mxgitops instance; it touches only objects labelled with it.  "
     "[default: default]",
 )
-@setting(
-    "--kubeconfig",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Kubeconfig file.  [default: $KUBECONFIG or ~/.kube/config, else the pod's "
-    "service account]",
-)
-@setting("--context", metavar="NAME", help="Kubeconfig context.  [default: the current context]")
+@kubeconfig_setting
+@context_setting
 @setting("--prune/--no-prune", help="Delete jobs whose manifest was removed.  [default: prune]")
 @setting(
     "--max-prune-share",
@@ -104,21 +103,20 @@ went well).
     is_flag=True,
     help="Prune even beyond --max-prune-share, or when no valid manifest is left.",
 )
-@setting("--dry-run", is_flag=True, help="Print the plan; write nothing anywhere.")
-@setting("--notes/--no-notes", help="Write the status as a git note and push it.  [default: notes]")
+@setting(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan; change nothing in the cluster or the repository (only the "
+    "caches under --cache-dir are written: the clone, the manifests' verdicts).",
+)
+@notes_setting
 @setting(
     "--parallelism",
     type=click.IntRange(1, MAX_PARALLELISM),
     metavar="N",
     help="Concurrent writes to the API server.  [default: 8]",
 )
-@setting(
-    "--request-timeout",
-    type=click.FloatRange(0, MAX_REQUEST_TIMEOUT, min_open=True),
-    metavar="SECONDS",
-    help="Longest one Kubernetes API call may take, retries included; an API server "
-    "that does not answer in time is unreachable (exit 4).  [default: 30]",
-)
+@request_timeout_setting
 @setting(
     "--failure-log-lines",
     type=click.IntRange(0, MAX_FAILURE_LOG_LINES),
@@ -289,9 +287,15 @@ def _exit_code(error: MxGitOpsError | None, ok: bool, undelivered: bool) -> Exit
     return ExitCode.GIT if undelivered else ExitCode.OK
 
 
-def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfig, frozenset[str]]:
+def explicit_settings(ctx: click.Context, options: dict[str, Any]) -> frozenset[str]:
+    """The settings given by flag or environment: the jobs repository's .mxgitops.yaml
+    does not override them."""
     given = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-    explicit = frozenset(name for name in options if ctx.get_parameter_source(name) in given)
+    return frozenset(name for name in options if ctx.get_parameter_source(name) in given)
+
+
+def _sync_config(ctx: click.Context, options: dict[str, Any]) -> tuple[SyncConfig, frozenset[str]]:
+    explicit = explicit_settings(ctx, options)
     verbose = options.pop("verbose")
     options["verbose"] = None if verbose is None else (1 if verbose else -1)
     options["git_token"] = git_token()
