@@ -108,6 +108,9 @@ class LiveObjects:
     # Kinds not listed: the ledger says this instance has no object of them
     # (`runtimes.unlisted`). Their tuples are empty because none exists, not unread.
     unlisted: frozenset[Kind] = frozenset()
+    # Kinds whose LIST answered 404 (a CRD not installed, or reinstalled): none was
+    # seen, which does not prove that none exists (`runtimes.in_use`).
+    unserved: frozenset[Kind] = frozenset()
 
     def of(self, kind: Kind) -> tuple[KubeObject, ...]:
         """The objects of one kind (none of a kind that is never listed live)."""
