@@ -47,6 +47,9 @@ from mxgitops.gittree import clean_subpath, follow_links, require_directory
 
 NOTES_REF = "refs/notes/mxgitops"
 PUSH_ATTEMPTS = 5
+# Bytes of a status note read at most. A note of 10,000 jobs is a few MB; one of hundreds
+# of MB packs into a few hundred KB of repeated bytes, and anyone who can push can write it.
+MAX_NOTE_SIZE = 32 << 20
 
 _REMOTE = "origin"
 _BRANCHES = "+refs/heads/*:refs/remotes/origin/*"
@@ -61,6 +64,14 @@ _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch firs
 # $GIT_DIR/info/attributes outranks every .gitattributes in the tree: with these, a
 # checkout writes each blob byte for byte, as `export_tree` does.
 _VERBATIM = "* -text -eol -crlf -ident -filter -working-tree-encoding\n"
+
+
+class NoteTooLarge(GitError):
+    """A note's blob is larger than any mxgitops writes: not read (`MAX_NOTE_SIZE`)."""
+
+    def __init__(self, message: str, *, size: int) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 @dataclass(frozen=True)
@@ -163,8 +174,11 @@ class Repository:
         """Set the note on `commit` in the cache (not pushed); False if it already says that."""
         runner = self._synced_git()
         sha = self._commit(runner, commit)
-        if self.read_note(sha, notes_ref=notes_ref) == text:
-            return False
+        try:
+            if self.read_note(sha, notes_ref=notes_ref) == text:
+                return False
+        except NoteTooLarge:
+            pass  # not ours, whatever it says: written over
         ref = _full_notes_ref(notes_ref)
         self._merge_remote_notes(runner, ref)
         blob = runner.store_blob(text.encode())
@@ -359,6 +373,9 @@ def _note_in(runner: Runner, notes_commit: str | None, sha: str) -> str | None:
     if not listing:
         return None
     blob = listing.split()[2]
+    size = int(runner("cat-file", "-s", blob))
+    if size > MAX_NOTE_SIZE:
+        raise NoteTooLarge(f"too large: {size} bytes, at most {MAX_NOTE_SIZE} are read", size=size)
     return runner.raw("cat-file", "blob", blob).decode("utf-8", errors="replace")
 
 

@@ -167,6 +167,16 @@ def sync(
         )
 
 
+def _previous_note(
+    repository: source.Repository, commit: str, notes_ref: str
+) -> tuple[report.Summary | None, str]:
+    """The note on `commit`, and why it is set aside ("" if it is not)."""
+    try:
+        return report.read_note(repository.read_note(commit, notes_ref=notes_ref) or "")
+    except source.NoteTooLarge as exc:
+        return None, str(exc)
+
+
 def _log(summary: report.Summary, notices: list[str], done: Plan) -> None:
     """What the CronJob's logs should show besides the printed summary (which already
     tells a person at a terminal about notices and problems, hence info for those),
@@ -415,8 +425,7 @@ def _note(
         return False, ""
     progress.phase("writing the status note")
     try:
-        previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
-        found, unreadable = report.read_note(previous or "")
+        found, unreadable = _previous_note(repository, workspace.commit, config.notes_ref)
         if unreadable:  # anyone who can push can write a note: read as none, and said
             notices.append(
                 f"the status note on {workspace.commit[:12]} ({config.notes_ref}) is "

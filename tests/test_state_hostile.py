@@ -5,20 +5,30 @@ or end a sync with exit 70."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mxgitops import cluster as kube
+from mxgitops import report
 from mxgitops.changes import PlanOptions
 from mxgitops.errors import ClusterClientError
+from mxgitops.gitcommand import Runner
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind
 from mxgitops.plan import plan
+from mxgitops.sync import sync
+from tests.gitfixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
+from tests.test_notes_hostile import REF, status
 from tests.test_plan import job
+from tests.test_reconcile_e2e import mxjob
+from tests.test_status_truth import files, git_config
 
 BOTH = frozenset({"batch", "jobset"})
+FORGED_NOTE_SIZE = 40 << 20  # bytes: past the bound, a few hundred KB once packed
 
 
 def test_a_jobsets_list_answering_404_keeps_jobset_in_the_ledger(
@@ -41,3 +51,40 @@ def test_a_jobsets_list_answering_404_keeps_jobset_in_the_ledger(
     done = plan([job("a")], live, Ledger(runtimes=BOTH), PlanOptions(instance="t1"))
     assert done.ledger.runtimes == BOTH
     assert not done.ledger_changed
+
+
+def test_a_note_blob_past_the_bound_is_set_aside_unread(
+    make_git_remote: Callable[..., GitRemote],
+    kubeapi: KubeAPI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A note hundreds of MB large packs into a few hundred KB of zeros: anyone who can
+    push can write one. Its size is asked of git before it is read; one past the bound
+    is as good as none, said, and written anew by the sync of its commit."""
+    remote = make_git_remote("jobs", files=files(mxjob("a", servers=0)))
+    sha = remote.rev()
+    forged = report.render_note(report.Summary(commit=sha, instance="x"))
+    padding = "\n" * (FORGED_NOTE_SIZE - len(forged))
+    note_file = tmp_path / "note"
+    note_file.write_text("forged" + padding + forged)
+    blob = remote.git("hash-object", "-w", str(note_file))  # -C: verbatim, no clean-up
+    remote.git("notes", f"--ref={REF}", "add", "--force", "-C", blob, sha)
+    remote.git("push", "--quiet", "--force", "origin", REF)
+    read: list[tuple[str, ...]] = []
+    raw = Runner.raw
+
+    def counted(self: Runner, *args: str, stdin: bytes | None = None) -> bytes:
+        read.append(args)
+        return raw(self, *args, stdin=stdin)
+
+    monkeypatch.setattr(Runner, "raw", counted)
+    result = status(remote, tmp_path)
+    assert "too large" in result.stderr and REF in result.stderr, (result.output, result.exception)
+    assert "No mxgitops status note" in result.stderr
+    outcome = sync(git_config(remote, kubeapi, tmp_path))
+    assert outcome.ok and outcome.note_written
+    assert any("too large" in n for n in outcome.notices), outcome.notices
+    assert not any(args[:2] == ("cat-file", "blob") for args in read), read
+    note = report.parse_note(remote.note(sha) or "")
+    assert note is not None and note.counts() == {"create": 1}
