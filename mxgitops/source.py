@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +59,7 @@ _TAGS = "+refs/tags/*:refs/tags/*"
 _NOTES = "+refs/notes/*:refs/notes/remotes/origin/*"
 _LAST_SYNCED = "refs/mxgitops/last-synced/"
 _HEX_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _BAD_REV = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|^-")
 _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
 # $GIT_DIR/info/attributes outranks every .gitattributes in the tree: with these, a
@@ -147,6 +148,17 @@ class Repository:
             return None
         status, sha = runner.attempt("rev-parse", "--verify", "--quiet", f"{commit}:{resolved}")
         return sha if status == 0 and sha else None
+
+    def in_history(self, commit: str, candidates: Iterable[str]) -> frozenset[str]:
+        """Those of `candidates` that are commits in the history of `commit`, each a full
+        commit id as git writes it (one `git merge-base --is-ancestor` each)."""
+        runner = self._synced_git()
+        return frozenset(
+            candidate
+            for candidate in candidates
+            if _FULL_SHA.fullmatch(candidate)
+            and runner.attempt("merge-base", "--is-ancestor", candidate, commit)[0] == 0
+        )
 
     def state_file(self, name: str) -> Path:
         """A file of mxgitops' own beside the cache's git data, untouched by checkouts."""

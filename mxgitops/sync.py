@@ -39,6 +39,7 @@ from mxgitops.changes import Plan, PlanOptions
 from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
+from mxgitops.forge.post import MAX_COMMITS
 from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects, WriteResult
 from mxgitops.plan import plan
@@ -148,6 +149,7 @@ def sync(
             synced_at=datetime.now(UTC),
             version=__version__,
         )
+        summary = _vouched_commits(summary, workspace)
         _log(summary, notices, the_plan)
         if on_summary is not None:
             on_summary(summary, tuple(notices))
@@ -165,6 +167,17 @@ def sync(
             note_error,
             undelivered,
         )
+
+
+def _vouched_commits(summary: report.Summary, workspace: Workspace) -> report.Summary:
+    """The summary with the commits that submitted live jobs (their objects' annotation,
+    which a tenant may edit) kept only if they are commits of the synced history: the
+    forge's statuses go to those, and nowhere an annotation points."""
+    repository = workspace.repository
+    candidates = report.submitting_commits(summary, MAX_COMMITS)
+    if repository is None or not workspace.commit or not candidates:
+        return report.with_commits(summary, ())
+    return report.with_commits(summary, repository.in_history(workspace.commit, candidates))
 
 
 def _previous_note(

@@ -64,7 +64,7 @@ def settings_for(
             "--status-token-file"
         )
     name = repository or repository_of(repo)
-    if not name or not re.fullmatch(r"[\w.-]+(/[\w.-]+)+", name):
+    if not name or not re.fullmatch(r"[\w.-]+(/[\w.-]+)+", name) or _dot_segment(name):
         raise ConfigError(
             f"cannot tell the forge's repository from --repo {_safe(repo)}: set "
             "--status-repository OWNER/NAME"
@@ -89,6 +89,11 @@ def repository_of(repo: str) -> str | None:
         return None
     path = path.strip("/").removesuffix(".git")
     return path if "/" in path else None
+
+
+def _dot_segment(name: str) -> bool:
+    """A `.` or `..` segment, which an API path would resolve."""
+    return any(segment in (".", "..") for segment in name.split("/"))
 
 
 def _default_api(provider: str, repo: str) -> str:

@@ -2,7 +2,8 @@
 
 The synced commit answers for everything the sync saw: every job, and the manifests
 it could not read. Each other commit that submitted a job still live answers for
-the jobs it submitted (`JobSummary.commit`, from the objects' commit annotation), so
+the jobs it submitted (`JobSummary.commit`, from the objects' commit annotation, kept
+by the sync only for a commit of the synced history), so
 the person who merged a pull request sees on that commit whether their job runs,
 waits or failed. A state is:
 
@@ -18,6 +19,7 @@ characters GitHub allows (the shortest limit of the three forges).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -28,6 +30,9 @@ from mxgitops.trainer import Failure
 MAX_DESCRIPTION = 140
 _FINISHED_OK = "Succeeded"
 _GONE = frozenset({"delete", "clean", "stop"})  # whose row says what went, not what runs
+COMMIT = re.compile(
+    r"[0-9a-f]{40}|[0-9a-f]{64}"
+)  # a full SHA-1 or SHA-256 commit id, as git writes it
 
 
 class StatusState(StrEnum):
@@ -58,7 +63,8 @@ def wanted(summary: Summary, *, limit: int) -> list[Wanted]:
     found = [_status(summary.commit, summary.jobs, summary.problems)]
     by_commit: dict[str, list[JobSummary]] = {}
     for job in summary.jobs:
-        if job.commit and job.commit != summary.commit and job.action not in _GONE:
+        submitted = job.commit != summary.commit and COMMIT.fullmatch(job.commit)
+        if submitted and job.action not in _GONE:
             by_commit.setdefault(job.commit, []).append(job)
     for commit, jobs in list(by_commit.items())[: max(0, limit - 1)]:
         found.append(_status(commit, jobs, ()))
