@@ -114,6 +114,8 @@ class SyncConfig:
                 f"status-timeout must be more than 0 and at most {MAX_STATUS_TIMEOUT:g} "
                 f"seconds, not {self.status_timeout}"
             )
+        if self.status_token:  # from a Secret made of a file: its newline is no part of it
+            object.__setattr__(self, "status_token", self.status_token.strip())
         if self.status_token_file is not None and not self.status_token:
             object.__setattr__(self, "status_token", read_token(self.status_token_file))
         if not 0 <= self.max_prune_share <= 1:

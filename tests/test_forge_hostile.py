@@ -4,7 +4,9 @@ an error, a forge that drips its answer a byte a second, credentials in a URL.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,8 @@ import pytest
 
 from mxgitops import cluster as kube
 from mxgitops import objects
-from mxgitops.errors import ConfigError
+from mxgitops.errors import ConfigError, OutputError
+from mxgitops.forge.api import Api
 from mxgitops.forge.post import settings_for
 from mxgitops.sync import sync
 from tests import forgeservers
@@ -94,3 +97,48 @@ def test_a_status_repository_with_a_dot_segment_is_refused() -> None:
                 url_template="",
                 timeout=10,
             )
+
+
+TOKEN = "forge-token"
+
+
+def test_a_status_token_with_a_trailing_newline_is_stripped_and_never_printed(
+    make_git_remote: Callable[..., GitRemote],
+    kubeapi: KubeAPI,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A Secret made from a file (`kubectl create secret --from-file`) ends in a newline;
+    MXGITOPS_STATUS_TOKEN from it was sent as is, and http.client's `Invalid header
+    value b'Bearer forge-token\\n'` printed the token in the summary and the log."""
+    remote = make_git_remote("jobs", files=files(mxjob("a", servers=0)))
+    with forgeservers.serving("github", token=TOKEN) as forge:
+        config = replace(forge_config(remote, kubeapi, tmp_path, forge), status_token=TOKEN + "\n")
+        outcome = sync(config)
+        assert outcome.undelivered == ()
+        assert forge.latest("org/jobs", remote.rev(), "mxgitops/t1") is not None
+    assert TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize("token", [f"{TOKEN}\x00x", f"{TOKEN}\nX-Evil: 1", "tökën"])
+def test_a_status_token_no_header_can_carry_is_refused_without_printing_it(token: str) -> None:
+    with pytest.raises(ConfigError, match="status token") as refused:
+        settings_for(
+            provider="gitlab",
+            api_url=None,
+            repository="org/jobs",
+            repo="x",
+            token=token,
+            url_template="",
+            timeout=10,
+        )
+    assert TOKEN not in str(refused.value) and "ökë" not in str(refused.value)
+
+
+def test_a_request_that_cannot_be_sent_is_an_error_without_its_headers() -> None:
+    """Whatever http.client says of a header (`Invalid header value ...`) holds it."""
+    with forgeservers.serving("github") as forge:
+        api = Api(forge.base, {"Authorization": "Bearer s3cr\net"}, deadline=time.monotonic() + 10)
+        with pytest.raises(OutputError) as failed:
+            api.call("GET", "/repos/org/jobs/commits/" + "a" * 40 + "/status")
+    assert "s3cr" not in str(failed.value) and "GET" in str(failed.value)

@@ -95,6 +95,6 @@ def test_a_sink_with_a_bug_is_reported_not_fatal(caplog: pytest.LogCaptureFixtur
     metrics = Recording("metrics")
     record = outputs.Record(Summary(commit="c"), 1.0, 0)
     failures = outputs.deliver([Recording("buggy"), metrics], record, lambda bad: 3 if bad else 0)
-    assert failures == ("buggy: unexpected KeyError: 'state'",)
+    assert failures == ("buggy: unexpected KeyError",)  # its words may quote a header
     assert metrics.told[0].exit_code == 3
-    assert "Traceback" in caplog.text or any(r.exc_info for r in caplog.records)
+    assert "test_outputs.py" in caplog.text and "'state'" not in caplog.text  # where, not what

@@ -12,6 +12,7 @@ is retried, briefly.
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -72,6 +73,12 @@ class Api:
                 )
                 status, text = answer.status, answer.read(MAX_BODY).decode("utf-8", "replace")
                 answer.release_conn()
+            except (ValueError, TypeError, http.client.HTTPException) as exc:
+                # http.client's words for a header it cannot send quote the header, and
+                # the token in it: its kind is said, not its words.
+                raise OutputError(
+                    f"{method} {url}: the request could not be sent ({type(exc).__name__})"
+                ) from None
             except urllib3.exceptions.HTTPError as exc:
                 failures += 1
                 if failures > RETRIES:

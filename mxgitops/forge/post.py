@@ -24,6 +24,7 @@ from mxgitops.report import Summary
 
 log = logging.getLogger("mxgitops")
 MAX_COMMITS = 50  # statuses read back per sync: the synced commit and 49 that submitted jobs
+_HEADER_VALUE = re.compile(r"[\x21-\x7e]+")  # what a token in a header may be made of
 _SCP_LIKE = re.compile(r"^[^/@]+@[^/:]+:(?P<path>.+)$")
 
 
@@ -62,6 +63,11 @@ def settings_for(
         raise ConfigError(
             f"status-provider {provider} needs a token: set MXGITOPS_STATUS_TOKEN or "
             "--status-token-file"
+        )
+    if not _HEADER_VALUE.fullmatch(token):
+        raise ConfigError(
+            f"status-provider {provider}: the status token holds a character an HTTP header "
+            "cannot carry (a control character or a letter outside ASCII); not shown here"
         )
     name = repository or repository_of(repo)
     if not name or not re.fullmatch(r"[\w.-]+(/[\w.-]+)+", name) or _dot_segment(name):
