@@ -64,7 +64,7 @@ class Reads(Calls):
             # Kueue labels no Workload with ours: all of them, and only when one is needed.
             workloads=tuple(self._list_if_served(Kind.WORKLOAD, "") or ()) if queued else (),
             unlisted=skipped,
-            unserved=frozenset() if skipped or found is not None else {Kind.JOBSET},
+            unserved=frozenset() if skipped or found is not None else frozenset({Kind.JOBSET}),
         )
 
     def workload_priority_classes(self) -> frozenset[str]:
