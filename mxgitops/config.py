@@ -85,14 +85,17 @@ class SyncConfig:
     tenant_service_account: str | None = None  # writes into N impersonate N's account
     # Where results go besides the note (outputs.py); all the operator's.
     status_provider: str = ""  # github, gitlab, gitea; "": no commit statuses
-    status_api_url: str = ""  # "": the provider's public API (Gitea: the --repo host's)
+    # "": the provider's public API (Gitea: the --repo host's); never shown (a URL may
+    # hold credentials, which are refused)
+    status_api_url: str = field(default="", repr=False)
     status_repository: str = ""  # OWNER/NAME on the forge; "": from --repo
     status_url: str = ""  # the statuses' link, {commit} and {instance} filled in
     status_token: str | None = field(default=None, repr=False)
     status_token_file: Path | None = None
     status_timeout: float = DEFAULT_STATUS_TIMEOUT  # seconds, rate-limit waits included
     events: bool = True  # Kubernetes Events on the jobs a sync acts on
-    pushgateway: str = ""  # URL of a Pushgateway for the metrics; "": none
+    # URL of a Pushgateway for the metrics ("": none); its credentials are basic auth
+    pushgateway: str = field(default="", repr=False)
     default_runtime: str = "batch"  # the operator's: what a dist job naming no queue runs on
 
     def __post_init__(self) -> None:

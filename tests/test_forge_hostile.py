@@ -16,7 +16,8 @@ from mxgitops import cluster as kube
 from mxgitops import objects
 from mxgitops.errors import ConfigError, OutputError
 from mxgitops.forge.api import Api
-from mxgitops.forge.post import settings_for
+from mxgitops.forge.post import StatusSettings, post, settings_for
+from mxgitops.report import Summary
 from mxgitops.sync import sync
 from tests import forgeservers
 from tests.gitfixtures import GitRemote
@@ -142,3 +143,14 @@ def test_a_request_that_cannot_be_sent_is_an_error_without_its_headers() -> None
         with pytest.raises(OutputError) as failed:
             api.call("GET", "/repos/org/jobs/commits/" + "a" * 40 + "/status")
     assert "s3cr" not in str(failed.value) and "GET" in str(failed.value)
+
+
+def test_the_status_timeout_bounds_a_forge_that_drips_its_answer() -> None:
+    """A forge answering a byte now and then: no socket read times out, and urllib3's
+    `total` bounds only the connect and each read. The timeout is the whole call's."""
+    with forgeservers.dripping() as url:
+        settings = StatusSettings("github", url, "org/jobs", TOKEN, "", 2.0)
+        started = time.monotonic()
+        with pytest.raises(OutputError, match=r"no answer within"):
+            post(Summary(commit="a" * 40, instance="t1"), settings)
+        assert time.monotonic() - started < 2.0 + 1.5

@@ -77,7 +77,12 @@ def settings_for(
         )
     base = api_url or _default_api(provider, repo)
     if not re.match(r"^https?://[^/]+", base):
-        raise ConfigError(f"status-api-url {base!r} must be an http:// or https:// URL")
+        raise ConfigError(f"status-api-url {_safe(base)!r} must be an http:// or https:// URL")
+    if urlsplit(base).netloc.rpartition("@")[1]:
+        raise ConfigError(
+            f"status-api-url {_safe(base)} must not hold credentials: the forge's token "
+            "comes from MXGITOPS_STATUS_TOKEN or --status-token-file"
+        )
     try:
         url_template.format(commit="", instance="")
     except (KeyError, IndexError, ValueError) as exc:
@@ -115,7 +120,7 @@ def _safe(repo: str) -> str:
     """A URL without its credentials, to be shown."""
     parts = urlsplit(repo)
     if parts.password or parts.username:
-        return parts._replace(netloc=parts.hostname or "").geturl()
+        return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     return repo
 
 
