@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -120,7 +121,9 @@ class SyncConfig:
         if self.status_token:  # from a Secret made of a file: its newline is no part of it
             object.__setattr__(self, "status_token", self.status_token.strip())
         if self.status_token_file is not None and not self.status_token:
-            object.__setattr__(self, "status_token", read_token(self.status_token_file))
+            # A Secret not mounted (yet) stops the statuses alone: their sink says why.
+            with suppress(ConfigError):
+                object.__setattr__(self, "status_token", read_token(self.status_token_file))
         if not 0 <= self.max_prune_share <= 1:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"

@@ -292,10 +292,12 @@ def dripping(body_bytes: int = 120) -> Iterator[str]:
 
 @dataclass
 class Recorded:
-    """What a recording server was sent: (method, path, headers) per request."""
+    """What a recording server was sent: (method, path, headers) per request, and the
+    bodies."""
 
     url: str = ""
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
 
 
 @contextmanager
@@ -309,7 +311,7 @@ def recording(status: int = 200) -> Iterator[Recorded]:
             pass
 
         def _record(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            recorded.bodies.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
             recorded.requests.append((self.command, self.path, dict(self.headers)))
             self.send_response(status)
             self.send_header("Content-Length", "0")

@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from mxgitops import metrics
 from mxgitops.errors import ConfigError, OutputError
 from mxgitops.forge.post import settings_for
+from mxgitops.sync import sync
 from tests import forgeservers
+from tests.gitfixtures import GitRemote
+from tests.kubeapi.harness import KubeAPI
+from tests.test_reconcile_e2e import mxjob
+from tests.test_status_truth import files, git_config
 
 PUSH = metrics.SyncMetrics("t1", 1.0, 2.0, 0)
 
@@ -52,3 +59,30 @@ def test_credentials_in_the_status_api_url_are_refused_unprinted() -> None:
             timeout=10,
         )
     assert "s3cret" not in str(refused.value)
+
+
+@pytest.mark.parametrize("token_file", [False, True])
+def test_a_missing_status_token_stops_neither_the_apply_nor_the_metrics(
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path, token_file: bool
+) -> None:
+    """The CronJob reads the token from an optional Secret: one not made yet (or deleted)
+    must not stop the jobs, nor keep the alert on the metrics from hearing of it."""
+    remote = make_git_remote("jobs", files=files(mxjob("a", servers=0)))
+    missing = {"status_token_file": tmp_path / "not-mounted" / "token"} if token_file else {}
+    with forgeservers.recording() as gateway:
+        config = git_config(
+            remote,
+            kubeapi,
+            tmp_path,
+            status_provider="github",
+            status_repository="org/jobs",
+            pushgateway=gateway.url,
+            **missing,
+        )
+        outcome = sync(config)
+        assert outcome.summary.counts() == {"create": 1} and kubeapi.objects("jobs", "ml")
+        [undelivered] = outcome.undelivered
+        assert ("cannot be read" if token_file else "needs a token") in undelivered
+        [(method, _, _)] = gateway.requests
+        assert method == "POST"
+        assert b'mxgitops_sync_errors{phase="status"} 1.0' in gateway.bodies[0]
