@@ -162,6 +162,16 @@ def violations(job: MxJob, policy: Policy, default_namespace: str) -> list[Viola
     ]
 
 
+# How a job's namespace is refused: the first violation, and so the hold's reason (plan.py).
+NAMESPACE_FORBIDDEN = "allowedNamespaces: namespace"
+
+
+def forbids_namespace(reason: str) -> bool:
+    """Whether a held job's reason says the policy keeps it out of its namespace, where
+    nothing of it, not even an Event, may be written."""
+    return f"({NAMESPACE_FORBIDDEN} " in reason
+
+
 def _namespace(job: MxJob, policy: Policy, default_namespace: str) -> Iterator[Violation]:
     for allowed in policy.allowed_namespaces or (Allowed(),):
         permitted = allowed.values or (default_namespace,)
@@ -171,7 +181,7 @@ def _namespace(job: MxJob, policy: Policy, default_namespace: str) -> Iterator[V
             )
             yield Violation(
                 ("metadata", "namespace"),
-                f"allowedNamespaces: namespace {job.namespace} is not allowed "
+                f"{NAMESPACE_FORBIDDEN} {job.namespace} is not allowed "
                 f"({allowed.source} allows {what})",
             )
             return

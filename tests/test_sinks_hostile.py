@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mxgitops import metrics
 from mxgitops.errors import ConfigError, OutputError
@@ -19,7 +20,7 @@ from mxgitops.sync import sync
 from tests import forgeservers
 from tests.gitfixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import mxjob
+from tests.test_reconcile_e2e import NS, Syncer, mxjob, write
 from tests.test_status_truth import files, git_config
 
 PUSH = metrics.SyncMetrics("t1", 1.0, 2.0, 0)
@@ -86,3 +87,24 @@ def test_a_missing_status_token_stops_neither_the_apply_nor_the_metrics(
         [(method, _, _)] = gateway.requests
         assert method == "POST"
         assert b'mxgitops_sync_errors{phase="status"} 1.0' in gateway.bodies[0]
+
+
+def test_a_job_held_out_of_a_forbidden_namespace_gets_no_event_there(
+    kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    """allowedNamespaces keeps the repository out of a namespace: a Warning Event of the
+    job held there would be one write into it all the same, on every change of reason."""
+    repo = tmp_path / "repo"
+    other = mxjob("b", servers=0)
+    other["metadata"]["namespace"] = "other"
+    write(repo, mxjob("a", servers=0), other)
+    operator = tmp_path / "policy.yaml"
+    operator.write_text(yaml.safe_dump({"policy": {"allowedNamespaces": [NS]}}))
+    if hasattr(kubeapi, "ensure_namespace"):  # the real API server needs the namespace
+        kubeapi.ensure_namespace("other")
+    outcome = Syncer(kubeapi, repo)(events=True, policy_file=operator)
+    jobs = {j.qualified_name: j for j in outcome.summary.jobs}
+    assert jobs["other/b"].action == "hold" and "allowedNamespaces" in jobs["other/b"].reason
+    assert outcome.undelivered == ()
+    posts = [e for e in kubeapi.request_log if e["resource"] == "events" and e["method"] == "POST"]
+    assert posts and all(f"/namespaces/{NS}/" in e["path"] for e in posts), posts
