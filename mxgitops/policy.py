@@ -159,6 +159,7 @@ def violations(job: MxJob, policy: Policy, default_namespace: str) -> list[Viola
         *_namespace(job, policy, default_namespace),
         *_limits(job, policy),
         *_templates(job, policy),
+        *_scheduling_priority(job, policy),
     ]
 
 
@@ -246,6 +247,21 @@ def _priority_class(at: FieldPath, spec: Mapping[str, Any], policy: Policy) -> I
             yield Violation(
                 (*at, "spec", "priorityClassName"),
                 f"allowedPriorityClasses: priority class {name or '(none)'} is not allowed "
+                f"({allowed.source} allows {', '.join(allowed.values)})",
+            )
+            return
+
+
+def _scheduling_priority(job: MxJob, policy: Policy) -> Iterator[Violation]:
+    """schedulingPolicy.priorityClass is Kueue's priority of a queued job (its label,
+    where a WorkloadPriorityClass of that name exists), whatever the pods name: it is
+    held to the same list."""
+    name = job.priority_class
+    for allowed in policy.allowed_priority_classes:
+        if name and allowed.values and name not in allowed.values:
+            yield Violation(
+                ("spec",),
+                f"allowedPriorityClasses: schedulingPolicy.priorityClass {name} is not allowed "
                 f"({allowed.source} allows {', '.join(allowed.values)})",
             )
             return
