@@ -25,3 +25,17 @@ def test_scheduling_policys_priority_class_is_held_to_allowed_priority_classes(
     [problem] = result.problems
     assert "allowedPriorityClasses" in str(problem) and "vip" in str(problem), str(problem)
     assert "schedulingPolicy.priorityClass" in str(problem)
+
+
+def test_a_queue_name_past_63_characters_is_refused_by_validate(tmp_path: Path) -> None:
+    """A queue name is the value of Kueue's queue-name label: at most 63 characters, or
+    every sync's create of the JobSet is refused (422), and validate said nothing."""
+    for queue in ("q" * 64, "a" + "-b" * 40):
+        doc = yaml.safe_load(manifest("kubeflow"))
+        doc["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": queue}}
+        result = checked(tmp_path, yaml.safe_dump(doc), {}, {})
+        assert not result.jobs
+        [problem] = result.problems
+        assert "schedulingPolicy.queue" in str(problem) and "63 characters" in str(problem)
+    doc["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": "q" * 63}}
+    assert checked(tmp_path, yaml.safe_dump(doc), {}, {}).jobs
