@@ -5,7 +5,9 @@ and Kueue in a pod template."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from tests.test_policy import checked, manifest
@@ -39,3 +41,27 @@ def test_a_queue_name_past_63_characters_is_refused_by_validate(tmp_path: Path) 
         assert "schedulingPolicy.queue" in str(problem) and "63 characters" in str(problem)
     doc["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": "q" * 63}}
     assert checked(tmp_path, yaml.safe_dump(doc), {}, {}).jobs
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name",
+     "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/podset"],
+)  # fmt: skip
+@pytest.mark.parametrize("dialect", ["seed", "kubeflow"])
+def test_jobset_and_kueue_label_keys_are_refused_in_a_pod_template(
+    tmp_path: Path, key: str, dialect: str
+) -> None:
+    """Those labels are the controllers' to set, and the sync reads pods by them: a
+    batch job's pod carrying JobSet's read as a JobSet's, its failure not told."""
+    doc = yaml.safe_load(manifest(dialect))
+    for template in templates(doc):
+        template.setdefault("metadata", {})["labels"] = {key: "x", "team": "ml"}
+    result = checked(tmp_path, yaml.safe_dump(doc), {}, {})
+    assert not result.jobs
+    assert result.problems and all(key in str(p) and "reserved" in str(p) for p in result.problems)
+
+
+def templates(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    specs = doc["spec"].get("replicaSpecs") or list(doc["spec"]["mxReplicaSpecs"].values())
+    return [spec["template"] for spec in specs]
