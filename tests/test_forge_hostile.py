@@ -46,6 +46,20 @@ def forge_config(remote: GitRemote, api: KubeAPI, tmp_path: Path, forge: forgese
     )
 
 
+def checked_settings(**given: Any) -> StatusSettings:
+    """`settings_for` of a GitHub repository, but for what is `given`."""
+    values: dict[str, Any] = {
+        "provider": "github",
+        "api_url": None,
+        "repository": "org/jobs",
+        "repo": "https://github.com/org/jobs.git",
+        "token": "t",
+        "url_template": "",
+        "timeout": 10,
+    }
+    return settings_for(**{**values, **given})
+
+
 def set_commit_annotation(api: KubeAPI, value: str) -> None:
     """What a tenant with `update` on Jobs can do to every Job of a job."""
     client = kube.connect(kubeconfig=api.kubeconfig)
@@ -89,15 +103,7 @@ def test_a_hand_set_commit_annotation_does_not_steer_the_forge(
 def test_a_status_repository_with_a_dot_segment_is_refused() -> None:
     for name in ("org/..", "../org/jobs", "org/./jobs"):
         with pytest.raises(ConfigError, match="--status-repository"):
-            settings_for(
-                provider="github",
-                api_url=None,
-                repository=name,
-                repo="https://github.com/org/jobs.git",
-                token="t",
-                url_template="",
-                timeout=10,
-            )
+            checked_settings(repository=name)
 
 
 TOKEN = "forge-token"
@@ -124,15 +130,7 @@ def test_a_status_token_with_a_trailing_newline_is_stripped_and_never_printed(
 @pytest.mark.parametrize("token", [f"{TOKEN}\x00x", f"{TOKEN}\nX-Evil: 1", "tökën"])
 def test_a_status_token_no_header_can_carry_is_refused_without_printing_it(token: str) -> None:
     with pytest.raises(ConfigError, match="status token") as refused:
-        settings_for(
-            provider="gitlab",
-            api_url=None,
-            repository="org/jobs",
-            repo="x",
-            token=token,
-            url_template="",
-            timeout=10,
-        )
+        checked_settings(provider="gitlab", token=token)
     assert TOKEN not in str(refused.value) and "ökë" not in str(refused.value)
 
 

@@ -15,11 +15,11 @@ import yaml
 
 from mxgitops import metrics
 from mxgitops.errors import ConfigError, OutputError
-from mxgitops.forge.post import settings_for
 from mxgitops.sync import sync
 from tests import forgeservers
 from tests.gitfixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
+from tests.test_forge_hostile import checked_settings
 from tests.test_reconcile_e2e import NS, Syncer, mxjob, write
 from tests.test_status_truth import files, git_config
 
@@ -50,15 +50,7 @@ def test_credentials_in_the_pushgateway_url_are_basic_auth_and_never_printed() -
 
 def test_credentials_in_the_status_api_url_are_refused_unprinted() -> None:
     with pytest.raises(ConfigError, match="status-api-url") as refused:
-        settings_for(
-            provider="github",
-            api_url="https://bot:s3cret@github.example/api/v3",
-            repository="org/jobs",
-            repo="x",
-            token="t",
-            url_template="",
-            timeout=10,
-        )
+        checked_settings(api_url="https://bot:s3cret@github.example/api/v3")
     assert "s3cret" not in str(refused.value)
 
 
