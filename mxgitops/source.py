@@ -44,6 +44,7 @@ from mxgitops.gitauth import Remote, git_environment
 from mxgitops.gitauth import redact as redact
 from mxgitops.gitcommand import CommandFailed, Runner, push_refusal
 from mxgitops.gittree import clean_subpath, follow_links, require_directory
+from mxgitops.objects import FULL_COMMIT_ID
 
 NOTES_REF = "refs/notes/mxgitops"
 PUSH_ATTEMPTS = 5
@@ -59,7 +60,6 @@ _TAGS = "+refs/tags/*:refs/tags/*"
 _NOTES = "+refs/notes/*:refs/notes/remotes/origin/*"
 _LAST_SYNCED = "refs/mxgitops/last-synced/"
 _HEX_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
-_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _BAD_REV = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|^-")
 _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
 # $GIT_DIR/info/attributes outranks every .gitattributes in the tree: with these, a
@@ -156,7 +156,7 @@ class Repository:
         return frozenset(
             candidate
             for candidate in candidates
-            if _FULL_SHA.fullmatch(candidate)
+            if FULL_COMMIT_ID.fullmatch(candidate)
             and runner.attempt("merge-base", "--is-ancestor", candidate, commit)[0] == 0
         )
 

@@ -19,20 +19,17 @@ characters GitHub allows (the shortest limit of the three forges).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from mxgitops.objects import FULL_COMMIT_ID
 from mxgitops.report import JobSummary, Summary
 from mxgitops.trainer import Failure
 
 MAX_DESCRIPTION = 140
 _FINISHED_OK = "Succeeded"
 _GONE = frozenset({"delete", "clean", "stop"})  # whose row says what went, not what runs
-COMMIT = re.compile(
-    r"[0-9a-f]{40}|[0-9a-f]{64}"
-)  # a full SHA-1 or SHA-256 commit id, as git writes it
 
 
 class StatusState(StrEnum):
@@ -63,7 +60,7 @@ def wanted(summary: Summary, *, limit: int) -> list[Wanted]:
     found = [_status(summary.commit, summary.jobs, summary.problems)]
     by_commit: dict[str, list[JobSummary]] = {}
     for job in summary.jobs:
-        submitted = job.commit != summary.commit and COMMIT.fullmatch(job.commit)
+        submitted = job.commit != summary.commit and FULL_COMMIT_ID.fullmatch(job.commit)
         if submitted and job.action not in _GONE:
             by_commit.setdefault(job.commit, []).append(job)
     for commit, jobs in list(by_commit.items())[: max(0, limit - 1)]:
