@@ -10,7 +10,9 @@ path. `tests/test_rendered_dry_run.py` proves the other direction on the real
 API server: every object rendered from a valid manifest passes its dry run.
 
 Only what a manifest controls is checked; what mxgitops sets itself (labels,
-restart policy, hostname, subdomain, its environment) is its own business.
+restart policy, hostname, subdomain, its environment) is its own business. One rule
+is not the API server's: labels of the JobSet and Kueue controllers' domains, which
+they set on the pods they make and the sync reads pods by, are refused.
 Pure: no I/O.
 """
 
@@ -34,11 +36,11 @@ RESERVED_LABEL_DOMAINS = ("jobset.sigs.k8s.io", "kueue.x-k8s.io")
 
 def pod_template_problems(template: Mapping[str, Any], path: Path) -> list[FieldProblem]:
     """The API server's refusals of the pod template at `path` (`...template`)."""
+    problems = list(_reserved_labels(template, path))
     pod_spec = template.get("spec")
     if not isinstance(pod_spec, Mapping):
-        return []
+        return problems
     spec_path: Path = (*path, "spec")
-    problems = list(_reserved_labels(template, path))
     problems += _container_names(pod_spec, spec_path)
     volumes = _volume_names(pod_spec)
     problems += _duplicate_volumes(pod_spec, spec_path)
