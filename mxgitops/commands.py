@@ -34,7 +34,10 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary 
     with repository.locked():  # a sync sharing the cache must not see it fetched under it
         checkout = repository.sync(config.ref)
         sha = gittree.resolve(checkout.root, commit) if commit else checkout.commit
-        note = repository.read_note(sha, notes_ref=config.notes_ref)
+        try:
+            note = repository.read_note(sha, notes_ref=config.notes_ref)
+        except source.NoteTooLarge as exc:
+            return None, sha, str(exc)
     summary, unreadable = report.read_note(note or "")
     return summary, sha, unreadable
 

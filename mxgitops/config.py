@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -85,14 +86,17 @@ class SyncConfig:
     tenant_service_account: str | None = None  # writes into N impersonate N's account
     # Where results go besides the note (outputs.py); all the operator's.
     status_provider: str = ""  # github, gitlab, gitea; "": no commit statuses
-    status_api_url: str = ""  # "": the provider's public API (Gitea: the --repo host's)
+    # "": the provider's public API (Gitea: the --repo host's); never shown (a URL may
+    # hold credentials, which are refused)
+    status_api_url: str = field(default="", repr=False)
     status_repository: str = ""  # OWNER/NAME on the forge; "": from --repo
     status_url: str = ""  # the statuses' link, {commit} and {instance} filled in
     status_token: str | None = field(default=None, repr=False)
     status_token_file: Path | None = None
     status_timeout: float = DEFAULT_STATUS_TIMEOUT  # seconds, rate-limit waits included
     events: bool = True  # Kubernetes Events on the jobs a sync acts on
-    pushgateway: str = ""  # URL of a Pushgateway for the metrics; "": none
+    # URL of a Pushgateway for the metrics ("": none); its credentials are basic auth
+    pushgateway: str = field(default="", repr=False)
     default_runtime: str = "batch"  # the operator's: what a dist job naming no queue runs on
 
     def __post_init__(self) -> None:
@@ -114,8 +118,12 @@ class SyncConfig:
                 f"status-timeout must be more than 0 and at most {MAX_STATUS_TIMEOUT:g} "
                 f"seconds, not {self.status_timeout}"
             )
+        if self.status_token:  # from a Secret made of a file: its newline is no part of it
+            object.__setattr__(self, "status_token", self.status_token.strip())
         if self.status_token_file is not None and not self.status_token:
-            object.__setattr__(self, "status_token", read_token(self.status_token_file))
+            # A Secret not mounted (yet) stops the statuses alone: their sink says why.
+            with suppress(ConfigError):
+                object.__setattr__(self, "status_token", read_token(self.status_token_file))
         if not 0 <= self.max_prune_share <= 1:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"

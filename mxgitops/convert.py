@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import io
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,9 +134,29 @@ def _convert_file(path: Path, target: Dialect) -> Converted:
 
 
 def write(converted: Iterable[Converted]) -> None:
-    """Rewrite each file in place (after every file converted: all or nothing is written)."""
-    for result in converted:
+    """Rewrite each file in place (after every file converted: all or nothing is written).
+    A symlink is written through only to a file inside its checkout: a pull request's
+    link must not make whoever converts its files rewrite one of theirs elsewhere."""
+    results = list(converted)
+    for result in results:
+        _check_link(Path(result.file))
+    for result in results:
         Path(result.file).write_text(result.text, encoding="utf-8")
+
+
+def _check_link(path: Path) -> None:
+    """ManifestError if `path` is a symlink to a file outside its checkout: the nearest
+    directory above it holding `.git` (without one, the current directory)."""
+    if not path.is_symlink():
+        return
+    checkout = next(
+        (d for d in path.absolute().parents if (d / ".git").exists()), Path.cwd()
+    ).resolve()
+    target = Path(os.path.realpath(path))
+    if not target.is_relative_to(checkout):
+        raise ManifestError(
+            f"{path}: a symlink to {target}, outside the checkout {checkout}; nothing written"
+        )
 
 
 def render(converted: Sequence[Converted]) -> str:

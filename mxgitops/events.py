@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from mxgitops import cluster as kube
+from mxgitops import policy
 from mxgitops.errors import OutputError
 from mxgitops.objects import Create, KubeObject, ownership_labels
 from mxgitops.report import JobSummary, Summary
@@ -48,6 +49,8 @@ def for_summary(
     newly = set(finished)
     made = []
     for job in summary.jobs:
+        if job.action == "hold" and policy.forbids_namespace(job.reason):
+            continue  # the summary and the log say it; its namespace is not the sync's to write
         if job.errors:
             action = job.action.title()
             made.append(_event(summary, job, "WriteFailed", action, _errors(job), moment, True))

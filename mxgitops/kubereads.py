@@ -59,7 +59,8 @@ class Reads(Calls):
         services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
         pods = tuple(self.list_all(Kind.POD, selector, unread=LIVE_UNREAD[Kind.POD]))
         skipped = frozenset(unlisted) & {Kind.JOBSET}
-        jobsets = () if skipped else tuple(self._list_if_served(Kind.JOBSET, selector))
+        found = None if skipped else self._list_if_served(Kind.JOBSET, selector)
+        jobsets = tuple(found or ())
         queued = any(QUEUE_LABEL in (o["metadata"].get("labels") or {}) for o in jobsets)
         return LiveObjects(
             jobs=jobs,
@@ -67,13 +68,14 @@ class Reads(Calls):
             pods=pods,
             jobsets=jobsets,
             # Kueue labels no Workload with ours: all of them, and only when one is needed.
-            workloads=tuple(self._list_if_served(Kind.WORKLOAD, "")) if queued else (),
+            workloads=tuple(self._list_if_served(Kind.WORKLOAD, "") or ()) if queued else (),
             unlisted=skipped,
+            unserved=frozenset() if skipped or found is not None else frozenset({Kind.JOBSET}),
         )
 
     def workload_priority_classes(self) -> frozenset[str]:
         """The names of Kueue's WorkloadPriorityClasses (none where Kueue is not served)."""
-        found = self._list_if_served(Kind.WORKLOAD_PRIORITY_CLASS, "")
+        found = self._list_if_served(Kind.WORKLOAD_PRIORITY_CLASS, "") or ()
         return frozenset(str(o["metadata"]["name"]) for o in found)
 
     # -- what `mxgitops check` reads (preflight.py) ----------------------------------
@@ -104,14 +106,15 @@ class Reads(Calls):
             raise
         return True
 
-    def _list_if_served(self, kind: Kind, selector: str) -> list[KubeObject]:
-        """A LIST of a custom resource; none when the cluster does not serve it (404: its
-        CRD is not installed, so no object of that kind can exist)."""
+    def _list_if_served(self, kind: Kind, selector: str) -> list[KubeObject] | None:
+        """A LIST of a custom resource; None when the cluster answers 404 (its CRD is not
+        installed, or is being reinstalled: none is seen, which proves none is there
+        only to a caller that knows none was created)."""
         try:
             return self.list_all(kind, selector, unread=LIVE_UNREAD.get(kind, ()))
         except ClusterClientError as exc:
             if exc.status == 404:
-                return []
+                return None
             raise
 
     def list_all(

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mxgitops import kubehttp
+from mxgitops import kubehttp, livecheck
 from mxgitops.errors import ClusterError
 from mxgitops.listdecode import decode_list, interned
 from mxgitops.objects import Kind, KubeObject
@@ -96,6 +96,10 @@ def page_reader(
             if len(page) >= limit:
                 raise ValueError(f"more than the {limit} items asked for in one page")
             _check(item, len(page))
+            problem = livecheck.status_problem(kind, item.get("status") or {})
+            if problem:
+                name = item["metadata"]["name"]
+                raise ValueError(f"list item {len(page)} ({name}): its {problem}")
             if item.get("kind") in (None, partial):  # typed lists leave it off their items
                 item["kind"], item["apiVersion"] = kind.value, api_version
             for section, name in unread:

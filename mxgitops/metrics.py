@@ -14,13 +14,17 @@ pushed, and pushing twice in one process (tests) starts from nothing each time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from prometheus_client import CollectorRegistry, Gauge, Info, pushadd_to_gateway
+from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from mxgitops.changes import Action
+from mxgitops.deadline import within
 from mxgitops.errors import OutputError
+from mxgitops.gitauth import redact
 from mxgitops.report import Summary
 
 JOB = "mxgitops"
@@ -125,15 +129,41 @@ def _jobs(summary: Summary, registry: CollectorRegistry) -> None:
 
 
 def push(gateway: str, metrics: SyncMetrics, *, timeout: float = PUSH_TIMEOUT) -> None:
-    """Push the group; an OutputError if the Pushgateway cannot take it."""
+    """Push the group within `timeout` seconds, the whole call (a Pushgateway that
+    answers a byte a second included); an OutputError if the Pushgateway cannot take
+    it. Credentials in `gateway`'s URL are sent as basic auth and never shown."""
+    url, shown, secrets, handler = _target(gateway)
 
-    try:
+    def pushing() -> None:
         pushadd_to_gateway(
-            gateway,
+            url,
             job=JOB,
             registry=registry_for(metrics),
             grouping_key={"instance": metrics.instance},
             timeout=timeout,
+            handler=handler,
         )
+
+    try:
+        within(timeout, pushing, f"pushing the metrics to {shown}")
     except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
-        raise OutputError(f"the metrics were not pushed to {gateway}: {exc}") from exc
+        said = redact(str(exc), secrets)
+        raise OutputError(f"the metrics were not pushed to {shown}: {said}") from None
+
+
+def _target(gateway: str) -> tuple[str, str, tuple[str, ...], Callable[..., Callable[[], None]]]:
+    """The URL to push to (without credentials), the one to show, the secrets to keep
+    out of messages, and the handler that authenticates with the URL's credentials."""
+    parts = urlsplit(gateway if "://" in gateway else f"http://{gateway}")
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    secrets = tuple(s for s in (parts.password, password) if s)
+    plain = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    if not user and not password:
+        return plain, redact(gateway, secrets), secrets, default_handler
+
+    def handler(
+        url: str, method: str, timeout: float | None, headers: list[tuple[str, str]], data: bytes
+    ) -> Callable[[], None]:
+        return basic_auth_handler(url, method, timeout, headers, data, user, password)
+
+    return plain, redact(gateway, secrets), secrets, handler

@@ -8,6 +8,7 @@ and annotations that mark an object as ours.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -24,6 +25,9 @@ JOB_NAME_LABEL = "mxgitops.io/job"
 SPEC_HASH_ANNOTATION = "mxgitops.io/spec-hash"
 SOURCE_ANNOTATION = "mxgitops.io/source"
 COMMIT_ANNOTATION = "mxgitops.io/commit"
+# What that annotation holds when mxgitops wrote it: a full SHA-1 or SHA-256 commit id, as
+# git writes it (anyone who may edit the object may write anything else there).
+FULL_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class Kind(StrEnum):
@@ -108,6 +112,9 @@ class LiveObjects:
     # Kinds not listed: the ledger says this instance has no object of them
     # (`runtimes.unlisted`). Their tuples are empty because none exists, not unread.
     unlisted: frozenset[Kind] = frozenset()
+    # Kinds whose LIST answered 404 (a CRD not installed, or reinstalled): none was
+    # seen, which does not prove that none exists (`runtimes.in_use`).
+    unserved: frozenset[Kind] = frozenset()
 
     def of(self, kind: Kind) -> tuple[KubeObject, ...]:
         """The objects of one kind (none of a kind that is never listed live)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ from mxgitops import events, metrics
 from mxgitops.apply import ChangeSet
 from mxgitops.bookkeeping import LedgerAction
 from mxgitops.changes import Plan
-from mxgitops.config import SyncConfig
+from mxgitops.config import SyncConfig, read_token
 from mxgitops.errors import (
     CacheBusyError,
     ConfigError,
@@ -84,6 +85,19 @@ class Statuses:
 
 
 @dataclass(frozen=True)
+class Unusable:
+    """A sink whose settings are wrong (its token missing, say): it fails every sync it
+    is asked to deliver, on its own, and the others, the apply and the metrics go on."""
+
+    phase: str
+    why: str
+
+    def deliver(self, record: Record) -> None:
+        if record.summary is not None:
+            raise OutputError(self.why)
+
+
+@dataclass(frozen=True)
 class Events:
     phase: str = "events"
 
@@ -117,27 +131,37 @@ class Metrics:
 
 
 def sinks_for(config: SyncConfig) -> list[Sink]:
-    """The sinks the operator's settings ask for; a ConfigError for a setting that is wrong.
-    A dry run has none: it changes nothing in the cluster or the repository."""
+    """The sinks the operator's settings ask for; one whose settings are wrong (the
+    status token's Secret not mounted, a typo) is `Unusable`: it fails apart from the
+    apply and the other sinks. A dry run has none: it changes nothing in the cluster or
+    the repository."""
     sinks: list[Sink] = []
     if config.dry_run:
         return sinks
     if config.status_provider:
-        settings = statuses.settings_for(
-            provider=config.status_provider,
-            api_url=config.status_api_url or None,
-            repository=config.status_repository or None,
-            repo=config.repo,
-            token=config.status_token,
-            url_template=config.status_url,
-            timeout=config.status_timeout,
-        )
-        sinks.append(Statuses(settings))
+        try:
+            sinks.append(Statuses(_status_settings(config)))
+        except ConfigError as exc:  # a token's Secret not made yet: the statuses alone fail
+            sinks.append(Unusable("status", f"commit statuses: {exc}"))
     if config.events:
         sinks.append(Events())
     if config.pushgateway:
         sinks.append(Metrics(config.pushgateway, config.instance))
     return sinks
+
+
+def _status_settings(config: SyncConfig) -> statuses.StatusSettings:
+    if not config.status_token and config.status_token_file is not None:
+        read_token(config.status_token_file)  # raises why it cannot be read
+    return statuses.settings_for(
+        provider=config.status_provider,
+        api_url=config.status_api_url or None,
+        repository=config.status_repository or None,
+        repo=config.repo,
+        token=config.status_token,
+        url_template=config.status_url,
+        timeout=config.status_timeout,
+    )
 
 
 def deliver(
@@ -157,9 +181,18 @@ def deliver(
             errors[sink.phase] = errors.get(sink.phase, 0) + 1
             log.error("%s", exc, extra={"phase": sink.phase})
         except Exception as exc:  # a bug in a sink: what was applied stands all the same
-            failures.append(f"{sink.phase}: unexpected {type(exc).__name__}: {exc}")
+            # Said by its kind and where it was raised, never its words: those of an HTTP
+            # library may quote a header, and the token in it.
+            failures.append(f"{sink.phase}: unexpected {type(exc).__name__}")
             errors[sink.phase] = errors.get(sink.phase, 0) + 1
-            log.exception("a bug in the %s output", sink.phase, extra={"phase": sink.phase})
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            log.error(
+                "a bug in the %s output: %s (its message is not shown)\n%s",
+                sink.phase,
+                type(exc).__name__,
+                frames,
+                extra={"phase": sink.phase},
+            )
     return tuple(failures)
 
 
@@ -229,8 +262,8 @@ class Outlet:
 
 @contextmanager
 def delivering(config: SyncConfig, exit_code: ExitCode) -> Iterator[Outlet]:
-    """The sinks `config` asks for (a wrong setting fails before the sync starts); a sync
-    that stops with an error inside is told to the metrics, then raised on."""
+    """The sinks `config` asks for (one whose settings are wrong fails alone, at the
+    end); a sync that stops with an error inside is told to the metrics, then raised on."""
     outlet = Outlet(sinks_for(config), exit_code)
     try:
         yield outlet

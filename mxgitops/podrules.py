@@ -10,7 +10,9 @@ path. `tests/test_rendered_dry_run.py` proves the other direction on the real
 API server: every object rendered from a valid manifest passes its dry run.
 
 Only what a manifest controls is checked; what mxgitops sets itself (labels,
-restart policy, hostname, subdomain, its environment) is its own business.
+restart policy, hostname, subdomain, its environment) is its own business. One rule
+is not the API server's: labels of the JobSet and Kueue controllers' domains, which
+they set on the pods they make and the sync reads pods by, are refused.
 Pure: no I/O.
 """
 
@@ -27,15 +29,19 @@ _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # one letter, no '-' at either end nor two in a row.
 _PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _CONTAINER_KINDS = ("initContainers", "containers")
+# Label domains whose keys on a pod are the JobSet and Kueue controllers' to set: the
+# sync reads pods by them (a batch job's pod with JobSet's keys is read as a JobSet's).
+RESERVED_LABEL_DOMAINS = ("jobset.sigs.k8s.io", "kueue.x-k8s.io")
 
 
 def pod_template_problems(template: Mapping[str, Any], path: Path) -> list[FieldProblem]:
     """The API server's refusals of the pod template at `path` (`...template`)."""
+    problems = list(_reserved_labels(template, path))
     pod_spec = template.get("spec")
     if not isinstance(pod_spec, Mapping):
-        return []
+        return problems
     spec_path: Path = (*path, "spec")
-    problems = list(_container_names(pod_spec, spec_path))
+    problems += _container_names(pod_spec, spec_path)
     volumes = _volume_names(pod_spec)
     problems += _duplicate_volumes(pod_spec, spec_path)
     for kind, index, container in _containers(pod_spec):
@@ -45,6 +51,24 @@ def pod_template_problems(template: Mapping[str, Any], path: Path) -> list[Field
         problems += _ports(container, where)
         problems += _mounts(container, where, volumes)
     return problems
+
+
+def is_reserved_label(key: str) -> bool:
+    """A key of JobSet's or Kueue's domains (or a subdomain of one)."""
+    domain = key.partition("/")[0] if "/" in key else ""
+    return any(domain == d or domain.endswith(f".{d}") for d in RESERVED_LABEL_DOMAINS)
+
+
+def _reserved_labels(template: Mapping[str, Any], path: Path) -> Iterator[FieldProblem]:
+    metadata = template.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    for key in labels if isinstance(labels, Mapping) else ():
+        if is_reserved_label(str(key)):
+            yield FieldProblem(
+                (*path, "metadata", "labels", key),
+                "reserved: JobSet and Kueue set the labels of their domains on the pods "
+                "they make, and the sync reads pods by them; remove it",
+            )
 
 
 def _containers(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:

@@ -159,7 +159,18 @@ def violations(job: MxJob, policy: Policy, default_namespace: str) -> list[Viola
         *_namespace(job, policy, default_namespace),
         *_limits(job, policy),
         *_templates(job, policy),
+        *_scheduling_priority(job, policy),
     ]
+
+
+# How a job's namespace is refused: the first violation, and so the hold's reason (plan.py).
+NAMESPACE_FORBIDDEN = "allowedNamespaces: namespace"
+
+
+def forbids_namespace(reason: str) -> bool:
+    """Whether a held job's reason says the policy keeps it out of its namespace, where
+    nothing of it, not even an Event, may be written."""
+    return f"({NAMESPACE_FORBIDDEN} " in reason
 
 
 def _namespace(job: MxJob, policy: Policy, default_namespace: str) -> Iterator[Violation]:
@@ -171,7 +182,7 @@ def _namespace(job: MxJob, policy: Policy, default_namespace: str) -> Iterator[V
             )
             yield Violation(
                 ("metadata", "namespace"),
-                f"allowedNamespaces: namespace {job.namespace} is not allowed "
+                f"{NAMESPACE_FORBIDDEN} {job.namespace} is not allowed "
                 f"({allowed.source} allows {what})",
             )
             return
@@ -236,6 +247,21 @@ def _priority_class(at: FieldPath, spec: Mapping[str, Any], policy: Policy) -> I
             yield Violation(
                 (*at, "spec", "priorityClassName"),
                 f"allowedPriorityClasses: priority class {name or '(none)'} is not allowed "
+                f"({allowed.source} allows {', '.join(allowed.values)})",
+            )
+            return
+
+
+def _scheduling_priority(job: MxJob, policy: Policy) -> Iterator[Violation]:
+    """schedulingPolicy.priorityClass is Kueue's priority of a queued job (its label,
+    where a WorkloadPriorityClass of that name exists), whatever the pods name: it is
+    held to the same list."""
+    name = job.priority_class
+    for allowed in policy.allowed_priority_classes:
+        if name and allowed.values and name not in allowed.values:
+            yield Violation(
+                ("spec",),
+                f"allowedPriorityClasses: schedulingPolicy.priorityClass {name} is not allowed "
                 f"({allowed.source} allows {', '.join(allowed.values)})",
             )
             return

@@ -21,7 +21,7 @@ line that is exactly the marker: text above it cannot forge or hide it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -422,6 +422,21 @@ def _extra(summary: Summary) -> list[str]:
 
 def render_json(summary: Summary) -> str:
     return json.dumps(summary.to_dict(), indent=2, sort_keys=True)
+
+
+def submitting_commits(summary: Summary, limit: int) -> list[str]:
+    """The first `limit` commits other than the synced one that live jobs name as the
+    commit that submitted them (their objects' annotation), in the jobs' order."""
+    named = (job.commit for job in summary.jobs if job.commit and job.commit != summary.commit)
+    return list(dict.fromkeys(named))[:limit]
+
+
+def with_commits(summary: Summary, known: Collection[str]) -> Summary:
+    """`summary` with each job's submitting commit kept only if it is the synced one or
+    in `known`: an annotation on a live object is anyone's to write who may edit it."""
+    kept = {summary.commit, *known}
+    jobs = tuple(job if job.commit in kept else replace(job, commit="") for job in summary.jobs)
+    return replace(summary, jobs=jobs)
 
 
 def render_note(summary: Summary) -> str:

@@ -147,14 +147,17 @@ def in_use(
     """The runtimes this instance may have objects of once a plan that creates `creates`
     is applied, as the ledger is to record them: the batch runtime always, another one
     if its objects were found live or are created. A kind that was not listed holds
-    none (the ledger said so); names this version does not know are kept, for the
-    version that wrote them to drop."""
+    none (the ledger said so); one whose LIST answered 404 keeps the record it had
+    (a 404 once does not prove its objects gone); names this version does not know
+    are kept, for the version that wrote them to drop."""
     kinds = {o["kind"] for o in creates}
     names = {Runtime.BATCH.value}
+    kept = recorded or frozenset()
     for runtime, kind in _OWN_KIND.items():
-        if kind in kinds or live.of(kind):
+        unseen = kind in live.unserved and runtime.value in kept
+        if kind in kinds or live.of(kind) or unseen:
             names.add(runtime.value)
-    return frozenset(names | ((recorded or frozenset()) - _KNOWN))
+    return frozenset(names | (kept - _KNOWN))
 
 
 def needs_record(creates: Iterable[KubeObject], recorded: frozenset[str] | None) -> bool:

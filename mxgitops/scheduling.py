@@ -36,6 +36,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 POD_SUFFIX_LENGTH = 6
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_QUEUE_NAME = 63  # it is a label's value (Kueue's queue-name)
 
 _BATCH_GANG_FIELDS = {
     "minAvailable": "minAvailable {value} is not enforced, pods start one by one",
@@ -68,11 +69,12 @@ def queue_of(
         )
     queue = from_label or from_policy
     problems = []
-    if queue and not _DNS1123_LABEL.match(queue):
+    if queue and not (len(queue) <= MAX_QUEUE_NAME and _DNS1123_LABEL.match(queue)):
         problems.append(
             FieldProblem(
                 ("metadata", "labels", QUEUE_LABEL) if from_label else (*where, "queue"),
-                f"{queue!r} is not a LocalQueue name (a DNS-1123 label)",
+                f"{queue!r} is not a LocalQueue name (a DNS-1123 label: lower-case letters, "
+                f"digits and '-', at most {MAX_QUEUE_NAME} characters)",
             )
         )
     return queue, problems, warnings

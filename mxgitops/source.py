@@ -33,7 +33,7 @@ import hashlib
 import re
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +45,13 @@ from mxgitops.gitauth import Remote, git_environment
 from mxgitops.gitauth import redact as redact
 from mxgitops.gitcommand import CommandFailed, Runner, push_refusal
 from mxgitops.gittree import clean_subpath, follow_links, require_directory
+from mxgitops.objects import FULL_COMMIT_ID
 
 NOTES_REF = "refs/notes/mxgitops"
 PUSH_ATTEMPTS = 5
+# Bytes of a status note read at most. A note of 10,000 jobs is a few MB; one of hundreds
+# of MB packs into a few hundred KB of repeated bytes, and anyone who can push can write it.
+MAX_NOTE_SIZE = 32 << 20
 
 _REMOTE = "origin"
 _BRANCHES = "+refs/heads/*:refs/remotes/origin/*"
@@ -63,6 +67,14 @@ _PUSH_RACE = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch firs
 # $GIT_DIR/info/attributes outranks every .gitattributes in the tree: with these, a
 # checkout writes each blob byte for byte, as `export_tree` does.
 _VERBATIM = "* -text -eol -crlf -ident -filter -working-tree-encoding\n"
+
+
+class NoteTooLarge(GitError):
+    """A note's blob is larger than any mxgitops writes: not read (`MAX_NOTE_SIZE`)."""
+
+    def __init__(self, message: str, *, size: int) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 @dataclass(frozen=True)
@@ -139,6 +151,17 @@ class Repository:
         status, sha = runner.attempt("rev-parse", "--verify", "--quiet", f"{commit}:{resolved}")
         return sha if status == 0 and sha else None
 
+    def in_history(self, commit: str, candidates: Iterable[str]) -> frozenset[str]:
+        """Those of `candidates` that are commits in the history of `commit`, each a full
+        commit id as git writes it (one `git merge-base --is-ancestor` each)."""
+        runner = self._synced_git()
+        return frozenset(
+            candidate
+            for candidate in candidates
+            if FULL_COMMIT_ID.fullmatch(candidate)
+            and runner.attempt("merge-base", "--is-ancestor", candidate, commit)[0] == 0
+        )
+
     def state_file(self, name: str) -> Path:
         """A file of mxgitops' own beside the cache's git data, untouched by checkouts."""
         return self.path / ".git" / "mxgitops" / name
@@ -165,8 +188,11 @@ class Repository:
         """Set the note on `commit` in the cache (not pushed); False if it already says that."""
         runner = self._synced_git()
         sha = self._commit(runner, commit)
-        if self.read_note(sha, notes_ref=notes_ref) == text:
-            return False
+        try:
+            if self.read_note(sha, notes_ref=notes_ref) == text:
+                return False
+        except NoteTooLarge:
+            pass  # not ours, whatever it says: written over
         ref = _full_notes_ref(notes_ref)
         self._merge_remote_notes(runner, ref)
         blob = runner.store_blob(text.encode())
@@ -375,6 +401,9 @@ def _note_in(runner: Runner, notes_commit: str | None, sha: str) -> str | None:
     if not listing:
         return None
     blob = listing.split()[2]
+    size = int(runner("cat-file", "-s", blob))
+    if size > MAX_NOTE_SIZE:
+        raise NoteTooLarge(f"too large: {size} bytes, at most {MAX_NOTE_SIZE} are read", size=size)
     return runner.raw("cat-file", "blob", blob).decode("utf-8", errors="replace")
 
 

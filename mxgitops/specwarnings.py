@@ -8,12 +8,13 @@ adds them to the job with each dialect's own warnings (`MxJob.warnings`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxgitops import scheduling
 from mxgitops.dialects import Version
 from mxgitops.model import FieldProblem, MxJob, Path, ReplicaSpec
+from mxgitops.podrules import is_reserved_label
 
 REMOVED_RESOURCES = {
     "alpha.kubernetes.io/nvidia-gpu": "removed in Kubernetes 1.10: no node offers it, so "
@@ -48,6 +49,7 @@ def manifest_warnings(doc: Mapping[str, Any], version: Version, job: MxJob) -> l
             (*replica.path, "template", "metadata"),
             "mxgitops carries it onto the pods only, not onto the batch Jobs a batch scheduler "
             "admits",
+            refused=is_reserved_label,  # a problem of its own (podrules.py)
         )
         found += _removed_resources(replica)
         found += _addressing_fields(replica)
@@ -74,11 +76,13 @@ def _scheduling_keys(
     path: Path,
     carried: str,
     used: frozenset[tuple[str, str]] = frozenset(),
+    refused: Callable[[str], bool] = lambda key: False,
 ) -> list[FieldProblem]:
     found = []
     for field_name in ("labels", "annotations"):
         for key in metadata.get(field_name) or {}:
-            if str(key).startswith(_SCHEDULING_PREFIXES) and (field_name, key) not in used:
+            skipped = (field_name, key) in used or (field_name == "labels" and refused(key))
+            if str(key).startswith(_SCHEDULING_PREFIXES) and not skipped:
                 found.append(
                     FieldProblem(
                         (*path, field_name, key),

@@ -39,6 +39,7 @@ from mxgitops.changes import Plan, PlanOptions
 from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
+from mxgitops.forge.post import MAX_COMMITS
 from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects, WriteResult
 from mxgitops.plan import plan
@@ -148,6 +149,7 @@ def sync(
             synced_at=datetime.now(UTC),
             version=__version__,
         )
+        summary = _vouched_commits(summary, workspace)
         _log(summary, notices, the_plan)
         if on_summary is not None:
             on_summary(summary, tuple(notices))
@@ -165,6 +167,27 @@ def sync(
             note_error,
             undelivered,
         )
+
+
+def _vouched_commits(summary: report.Summary, workspace: Workspace) -> report.Summary:
+    """The summary with the commits that submitted live jobs (their objects' annotation,
+    which a tenant may edit) kept only if they are commits of the synced history: the
+    forge's statuses go to those, and nowhere an annotation points."""
+    repository = workspace.repository
+    candidates = report.submitting_commits(summary, MAX_COMMITS)
+    if repository is None or not workspace.commit or not candidates:
+        return report.with_commits(summary, ())
+    return report.with_commits(summary, repository.in_history(workspace.commit, candidates))
+
+
+def _previous_note(
+    repository: source.Repository, commit: str, notes_ref: str
+) -> tuple[report.Summary | None, str]:
+    """The note on `commit`, and why it is set aside ("" if it is not)."""
+    try:
+        return report.read_note(repository.read_note(commit, notes_ref=notes_ref) or "")
+    except source.NoteTooLarge as exc:
+        return None, str(exc)
 
 
 def _log(summary: report.Summary, notices: list[str], done: Plan) -> None:
@@ -407,8 +430,7 @@ def _note(
         return False, ""
     progress.phase("writing the status note")
     try:
-        previous = repository.read_note(workspace.commit, notes_ref=config.notes_ref)
-        found, unreadable = report.read_note(previous or "")
+        found, unreadable = _previous_note(repository, workspace.commit, config.notes_ref)
         if unreadable:  # anyone who can push can write a note: read as none, and said
             notices.append(
                 f"the status note on {workspace.commit[:12]} ({config.notes_ref}) is "

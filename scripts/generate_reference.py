@@ -97,7 +97,8 @@ POLICY_KEYS: dict[str, str] = {
     "`amd.com/gpu`, ...) over all replicas.",
     "allowedServiceAccounts": "Service accounts a pod may run as; empty: the namespace's "
     "default only.",
-    "allowedPriorityClasses": "Priority classes a pod may name; empty: any.",
+    "allowedPriorityClasses": "Priority classes a pod, and schedulingPolicy.priorityClass "
+    "(Kueue's priority of a queued job), may name; empty: any.",
 }
 
 

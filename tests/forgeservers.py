@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -244,6 +245,86 @@ def serving(kind: str, token: str = "forge-token") -> Iterator[Forge]:
     thread.start()
     try:
         yield forge
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+DRIP_INTERVAL = 0.5  # seconds between bytes: shorter than any read timeout the tests set
+
+
+@contextmanager
+def dripping(body_bytes: int = 120) -> Iterator[str]:
+    """A server on 127.0.0.1 that answers every request one byte every DRIP_INTERVAL,
+    its status line and headers too: no socket read ever waits long, and the whole
+    answer takes a minute. Its URL, for the `with` block."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    answer += f"Content-Length: {body_bytes}\r\n\r\n".encode() + b" " * body_bytes
+
+    def drip(connection: socket.socket) -> None:
+        with connection:
+            connection.recv(1 << 16)
+            for byte in answer:
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+                if stop.wait(DRIP_INTERVAL):  # the server's pace, not a test's wait
+                    return
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
+@dataclass
+class Recorded:
+    """What a recording server was sent: (method, path, headers) per request, and the
+    bodies."""
+
+    url: str = ""
+    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
+
+
+@contextmanager
+def recording(status: int = 200) -> Iterator[Recorded]:
+    """A server on 127.0.0.1 that answers every request `status` with an empty body
+    and records it."""
+    recorded = Recorded()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _record(self) -> None:
+            recorded.bodies.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            recorded.requests.append((self.command, self.path, dict(self.headers)))
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_PUT = _record
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    recorded.url = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield recorded
     finally:
         server.shutdown()
         server.server_close()

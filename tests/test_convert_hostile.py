@@ -170,3 +170,28 @@ def test_a_result_that_reads_back_otherwise_is_never_written(tmp_path: Path) -> 
     with pytest.raises(ManifestError, match=r"job flowed: the converted manifest would run .*"):
         convert.prove(original, wrong, name="flowed.yaml")
     convert.prove(original, convert.convert_text(original, Dialect.KUBEFLOW).text, name="x")
+
+
+def test_convert_w_does_not_write_through_a_symlink_out_of_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pull request adds `jobs/a.yaml -> ../../../home/you/.kube/old-job.yaml`; whoever
+    runs `convert -w jobs/*.yaml` in the checkout would rewrite a file outside it.
+    Nothing is written, the files inside included (all or nothing)."""
+    checkout, outside = tmp_path / "checkout", tmp_path / "elsewhere"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / "jobs").mkdir()
+    outside.mkdir()
+    (outside / "old.yaml").write_text(SEED_ALIASED)
+    (checkout / "jobs" / "b.yaml").write_text(SEED_ALIASED)
+    (checkout / "jobs" / "a.yaml").symlink_to(outside / "old.yaml")
+    (checkout / "jobs" / "c.yaml").symlink_to(Path("b.yaml"))  # inside: written through
+    monkeypatch.chdir(checkout)
+    files = [Path("jobs/a.yaml"), Path("jobs/b.yaml")]
+    with pytest.raises(ManifestError, match=r"jobs/a\.yaml: a symlink to .*elsewhere/old\.yaml"):
+        convert.write(convert.convert_files(files, Dialect.KUBEFLOW))
+    assert (outside / "old.yaml").read_text() == SEED_ALIASED
+    assert (checkout / "jobs" / "b.yaml").read_text() == SEED_ALIASED
+    convert.write(convert.convert_files([Path("jobs/c.yaml")], Dialect.KUBEFLOW))
+    assert (checkout / "jobs" / "b.yaml").read_text() != SEED_ALIASED
+    assert (checkout / "jobs" / "c.yaml").is_symlink()

@@ -11,10 +11,13 @@ same rules with the real JobSet controller.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mxgitops import ledger
+from mxgitops.kubereads import Reads
+from mxgitops.objects import Kind
 from tests.kubeapi.harness import KubeAPI
 from tests.test_reconcile_e2e import (
     INSTANCE,
@@ -166,7 +169,7 @@ def test_no_jobset_is_created_when_its_record_cannot_be_written(
 
 
 def test_the_record_goes_back_to_batch_once_no_jobset_is_left(
-    kubeapi: KubeAPI, repo: Path, run: Syncer
+    kubeapi: KubeAPI, repo: Path, run: Syncer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write(repo, mxjob("a"), mxjob("q", servers=0, runPolicy=QUEUED))
     run()
@@ -174,7 +177,17 @@ def test_the_record_goes_back_to_batch_once_no_jobset_is_left(
     remove(repo, "q")
     kubeapi.clear_log()
     assert run().ok
-    assert requests(kubeapi).count(JOBSETS) == 1  # none found (404), none created
+    assert requests(kubeapi).count(JOBSETS) == 1  # none seen (404), none created
+    # Neither backend serves JobSets: a 404 proves none gone (a CRD being reinstalled, a
+    # server gone wrong), so the record stands until a LIST that answers finds none.
+    assert recorded(kubeapi) == "batch,jobset"
+    listed = Reads.list_all
+
+    def served_and_empty(self: Reads, kind: Kind, *args: Any, **kwargs: Any) -> Any:
+        return [] if kind is Kind.JOBSET else listed(self, kind, *args, **kwargs)
+
+    monkeypatch.setattr(Reads, "list_all", served_and_empty)
+    assert run().ok
     assert recorded(kubeapi) == "batch"
     kubeapi.clear_log()
     assert run().ok
@@ -195,5 +208,6 @@ def test_a_ledger_that_now_says_jobset_makes_the_lease_holder_list_them(
     assert outcome.ok and summary_of(outcome, "a").action == "replace"
     log = kubeapi.request_log
     assert (lists(log, "jobs"), lists(log, "jobsets")) == (2, 1)
-    # It listed JobSets and found none: batch alone again.
-    assert recorded(kubeapi) == "batch"
+    # It listed JobSets; their 404 (neither backend serves them) proves none gone: the
+    # record stands.
+    assert recorded(kubeapi) == "batch,jobset"

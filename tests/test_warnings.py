@@ -132,11 +132,11 @@ def test_an_invalid_older_manifest_still_says_what_it_was_read_as(tmp_path: Path
 def test_a_scheduling_label_on_a_pod_template_is_not_silently_dropped(tmp_path: Path) -> None:
     text = KUBEFLOW.format(name="queued").replace(
         "      template:\n",
-        "      template:\n        metadata: {labels: {kueue.x-k8s.io/queue-name: team-a}}\n",
-    )
+        "      template:\n        metadata: {labels: {scheduling.x-k8s.io/pod-group: team-a}}\n",
+    )  # Kueue's own keys are refused there (tests/test_policy_hostile.py)
     write(tmp_path, "queued.yaml", text)
     warning = only_warning(load(tmp_path))
-    assert "labels.kueue.x-k8s.io/queue-name: warning: a scheduling label, " in warning
+    assert "labels.scheduling.x-k8s.io/pod-group: warning: a scheduling label, " in warning
     assert "but mxgitops carries it onto the pods only" in warning and "runs unqueued" in warning
 
 

@@ -190,8 +190,8 @@ went well).
     "--status-timeout",
     type=click.FloatRange(0, MAX_STATUS_TIMEOUT, min_open=True),
     metavar="SECONDS",
-    help="Longest posting the statuses may take, waits for the forge's rate limits "
-    "included; what is left is reported, not posted.  [default: 60]",
+    help="Longest posting the statuses may take, the whole of each call and waits for "
+    "the forge's rate limits included; what is left is reported, not posted.  [default: 60]",
 )
 @setting(
     "--events/--no-events",
@@ -200,7 +200,8 @@ went well).
 @setting(
     "--pushgateway",
     metavar="URL",
-    help="Push the sync's metrics to this Prometheus Pushgateway.  [default: none]",
+    help="Push the sync's metrics to this Prometheus Pushgateway (credentials in the URL "
+    "are basic auth, never shown).  [default: none]",
 )
 @setting(
     "--output", "-o", type=click.Choice(["text", "json"]), help="Report format.  [default: text]"

@@ -7,11 +7,15 @@ to wait a minute; GitLab answers 429 with `Retry-After`. A wait that ends before
 the deadline is waited; one that would not is an `OutputError` naming it, as is any
 other 4xx (a token without the permission, GitHub's 422 for a commit with 1,000
 statuses): those do not get better by asking again. A 5xx or a dropped connection
-is retried, briefly.
+is retried, briefly. Each call is bounded as a whole by what is left before the
+deadline (`deadline.within`): a forge that drips its answer a byte at a time never
+lets a socket read time out, and would hold the sync as long as it liked.
 """
 
 from __future__ import annotations
 
+import functools
+import http.client
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -20,6 +24,7 @@ from typing import Any
 
 import urllib3
 
+from mxgitops.deadline import within
 from mxgitops.errors import OutputError
 
 SECONDARY_LIMIT_WAIT = 60.0  # GitHub: "wait for at least one minute" without a header
@@ -61,17 +66,17 @@ class Api:
             if left <= 0:
                 raise OutputError(f"{method} {url}: no time left before the deadline")
             try:
-                answer = self.pool.request(
-                    method,
-                    url,
-                    body=data,
-                    headers=headers,
-                    timeout=urllib3.Timeout(total=left),
-                    preload_content=False,
-                    redirect=False,
+                status, answer_headers, text = within(
+                    left,
+                    functools.partial(self._send, method, url, data, headers, left),
+                    f"{method} {url}",
                 )
-                status, text = answer.status, answer.read(MAX_BODY).decode("utf-8", "replace")
-                answer.release_conn()
+            except (ValueError, TypeError, http.client.HTTPException) as exc:
+                # http.client's words for a header it cannot send quote the header, and
+                # the token in it: its kind is said, not its words.
+                raise OutputError(
+                    f"{method} {url}: the request could not be sent ({type(exc).__name__})"
+                ) from None
             except urllib3.exceptions.HTTPError as exc:
                 failures += 1
                 if failures > RETRIES:
@@ -83,7 +88,7 @@ class Api:
                     return json.loads(text) if text.strip() else None
                 except ValueError as exc:  # an answer is untrusted input, like any
                     raise OutputError(f"{method} {url}: {status} but no JSON: {exc}") from exc
-            wait = self._rate_limited(status, answer.headers, text)
+            wait = self._rate_limited(status, answer_headers, text)
             if wait is not None:
                 self._wait(wait, f"{method} {url}: rate limited ({status})")
                 continue
@@ -92,6 +97,23 @@ class Api:
                 self._wait(min(2.0**failures, 8.0), f"{method} {url}: {status}")
                 continue
             raise Refused(f"{method} {url}: {status} {_message(text)}", status=status, body=text)
+
+    def _send(
+        self, method: str, url: str, data: bytes | None, headers: Mapping[str, str], left: float
+    ) -> tuple[int, Any, str]:
+        """One request: its status, headers and body (at most MAX_BODY bytes)."""
+        answer = self.pool.request(
+            method,
+            url,
+            body=data,
+            headers=headers,
+            timeout=urllib3.Timeout(total=left),
+            preload_content=False,
+            redirect=False,
+        )
+        text = answer.read(MAX_BODY).decode("utf-8", "replace")
+        answer.release_conn()
+        return answer.status, answer.headers, text
 
     def _rate_limited(self, status: int, headers: Any, text: str) -> float | None:
         """How long to wait before asking again, if this answer is a rate limit."""

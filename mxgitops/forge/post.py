@@ -24,6 +24,7 @@ from mxgitops.report import Summary
 
 log = logging.getLogger("mxgitops")
 MAX_COMMITS = 50  # statuses read back per sync: the synced commit and 49 that submitted jobs
+_HEADER_VALUE = re.compile(r"[\x21-\x7e]+")  # what a token in a header may be made of
 _SCP_LIKE = re.compile(r"^[^/@]+@[^/:]+:(?P<path>.+)$")
 
 
@@ -63,15 +64,25 @@ def settings_for(
             f"status-provider {provider} needs a token: set MXGITOPS_STATUS_TOKEN or "
             "--status-token-file"
         )
+    if not _HEADER_VALUE.fullmatch(token):
+        raise ConfigError(
+            f"status-provider {provider}: the status token holds a character an HTTP header "
+            "cannot carry (a control character or a letter outside ASCII); not shown here"
+        )
     name = repository or repository_of(repo)
-    if not name or not re.fullmatch(r"[\w.-]+(/[\w.-]+)+", name):
+    if not name or not re.fullmatch(r"[\w.-]+(/[\w.-]+)+", name) or _dot_segment(name):
         raise ConfigError(
             f"cannot tell the forge's repository from --repo {_safe(repo)}: set "
             "--status-repository OWNER/NAME"
         )
     base = api_url or _default_api(provider, repo)
     if not re.match(r"^https?://[^/]+", base):
-        raise ConfigError(f"status-api-url {base!r} must be an http:// or https:// URL")
+        raise ConfigError(f"status-api-url {_safe(base)!r} must be an http:// or https:// URL")
+    if urlsplit(base).netloc.rpartition("@")[1]:
+        raise ConfigError(
+            f"status-api-url {_safe(base)} must not hold credentials: the forge's token "
+            "comes from MXGITOPS_STATUS_TOKEN or --status-token-file"
+        )
     try:
         url_template.format(commit="", instance="")
     except (KeyError, IndexError, ValueError) as exc:
@@ -91,6 +102,11 @@ def repository_of(repo: str) -> str | None:
     return path if "/" in path else None
 
 
+def _dot_segment(name: str) -> bool:
+    """A `.` or `..` segment, which an API path would resolve."""
+    return any(segment in (".", "..") for segment in name.split("/"))
+
+
 def _default_api(provider: str, repo: str) -> str:
     """A Gitea's API is on the host that serves its repositories over HTTP(S)."""
     parts = urlsplit(repo)
@@ -104,7 +120,7 @@ def _safe(repo: str) -> str:
     """A URL without its credentials, to be shown."""
     parts = urlsplit(repo)
     if parts.password or parts.username:
-        return parts._replace(netloc=parts.hostname or "").geturl()
+        return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     return repo
 
 

@@ -61,13 +61,15 @@ class GitHub:
         return str(wanted.state)
 
     def read(self, api: Api, repository: str, commit: str, context: str) -> Posted | None:
-        combined = api.call("GET", f"/repos/{repository}/commits/{commit}/status?per_page=100")
+        path = f"/repos/{_parts(repository)}/commits/{_part(commit)}/status?per_page=100"
+        combined = api.call("GET", path)
         return _newest(_list(combined, "statuses"), context, "context", "state")
 
     def post(
         self, api: Api, repository: str, commit: str, context: str, body: dict[str, str]
     ) -> None:
-        api.call("POST", f"/repos/{repository}/statuses/{commit}", {**body, "context": context})
+        path = f"/repos/{_parts(repository)}/statuses/{_part(commit)}"
+        api.call("POST", path, {**body, "context": context})
 
 
 class Gitea(GitHub):
@@ -75,7 +77,8 @@ class Gitea(GitHub):
         return {"Authorization": f"token {token}"}
 
     def read(self, api: Api, repository: str, commit: str, context: str) -> Posted | None:
-        combined = api.call("GET", f"/repos/{repository}/commits/{commit}/status?limit=100")
+        path = f"/repos/{_parts(repository)}/commits/{_part(commit)}/status?limit=100"
+        combined = api.call("GET", path)
         return _newest(_list(combined, "statuses"), context, "context", "status")
 
 
@@ -96,7 +99,7 @@ class GitLab:
     def read(self, api: Api, repository: str, commit: str, context: str) -> Posted | None:
         found = api.call(
             "GET",
-            f"/projects/{quote(repository, safe='')}/repository/commits/{commit}/statuses"
+            f"/projects/{_part(repository)}/repository/commits/{_part(commit)}/statuses"
             f"?name={quote(context, safe='')}&per_page=100",
         )
         return _newest(found if isinstance(found, list) else [], context, "name", "status")
@@ -104,7 +107,7 @@ class GitLab:
     def post(
         self, api: Api, repository: str, commit: str, context: str, body: dict[str, str]
     ) -> None:
-        path = f"/projects/{quote(repository, safe='')}/statuses/{commit}"
+        path = f"/projects/{_part(repository)}/statuses/{_part(commit)}"
         try:
             api.call("POST", path, {**body, "name": context})
         except Refused as exc:
@@ -114,6 +117,16 @@ class GitLab:
 
 
 PROVIDERS: dict[str, Provider] = {"github": GitHub(), "gitlab": GitLab(), "gitea": Gitea()}
+
+
+def _part(text: str) -> str:
+    """One segment of an API path: a `/` or `?` in it stays in it."""
+    return quote(text, safe="")
+
+
+def _parts(repository: str) -> str:
+    """owner/name, each segment escaped."""
+    return "/".join(_part(segment) for segment in repository.split("/"))
 
 
 def _list(data: Any, key: str) -> list[Any]:

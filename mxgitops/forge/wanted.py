@@ -2,7 +2,8 @@
 
 The synced commit answers for everything the sync saw: every job, and the manifests
 it could not read. Each other commit that submitted a job still live answers for
-the jobs it submitted (`JobSummary.commit`, from the objects' commit annotation), so
+the jobs it submitted (`JobSummary.commit`, from the objects' commit annotation, kept
+by the sync only for a commit of the synced history), so
 the person who merged a pull request sees on that commit whether their job runs,
 waits or failed. A state is:
 
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from mxgitops.objects import FULL_COMMIT_ID
 from mxgitops.report import JobSummary, Summary
 from mxgitops.trainer import Failure
 
@@ -58,7 +60,8 @@ def wanted(summary: Summary, *, limit: int) -> list[Wanted]:
     found = [_status(summary.commit, summary.jobs, summary.problems)]
     by_commit: dict[str, list[JobSummary]] = {}
     for job in summary.jobs:
-        if job.commit and job.commit != summary.commit and job.action not in _GONE:
+        submitted = job.commit != summary.commit and FULL_COMMIT_ID.fullmatch(job.commit)
+        if submitted and job.action not in _GONE:
             by_commit.setdefault(job.commit, []).append(job)
     for commit, jobs in list(by_commit.items())[: max(0, limit - 1)]:
         found.append(_status(commit, jobs, ()))
