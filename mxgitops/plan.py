@@ -33,14 +33,15 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from mxgitops.bookkeeping import (
     ledger_changes,
+    stamped_before,
     with_changes,
 )
 from mxgitops.changes import Action, Change, Plan, PlanOptions
-from mxgitops.ledger import JobKey, Ledger
+from mxgitops.ledger import Finished, JobKey, Ledger
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
@@ -96,7 +97,8 @@ def plan(
     """
     live_jobs = group_live(live)
     ctx = options.render_context()
-    changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx) for job in desired]
+    now = options.now or datetime.now().astimezone()
+    changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx, now) for job in desired]
     changes += [_policy_hold(job, why, live_jobs.get(job.key)) for job, why in held]
     wanted = {job.key for job in desired} | {job.key for job, _ in held}
     orphans = [live_jobs[key] for key in sorted(live_jobs) if key not in wanted]
@@ -112,7 +114,7 @@ def plan(
         pruned={c.key for c in changes if c.action is Action.DELETE},
         invalid=invalid,
         live_jobs=live_jobs,
-        now=options.now or datetime.now().astimezone(),
+        now=now,
         retention=options.ledger_retention,
     )
     # Shown as Deleting once the ledger has judged them by the state they were in.
@@ -133,7 +135,9 @@ def plan(
     )
 
 
-def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext) -> Change:
+def _desired_change(
+    job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext, now: datetime
+) -> Change:
     base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
         return _left_alone(base, live)
@@ -172,7 +176,7 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
     if live.spec_hash != job.spec_hash and not legacy:
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:
-        return _finished_change(job, live, state, base)
+        return _finished_change(job, live, state, base, _ttl_passed(job, finished, now))
     return _running_change(job, live, state, ctx, base)
 
 
@@ -199,9 +203,10 @@ def _running_change(
     a live Job lets change (suspend, deadlines, backoff, TTL, the on-change annotation):
     an update when the manifest changed it, a repair when a hand changed it.
 
-    With ttlSecondsAfterFinished, Kubernetes deletes each batch Job once its
-    replica finished, while the others may still run; recreating it would run
-    that replica again, so only a missing Service is recreated then.
+    Earlier versions set ttlSecondsAfterFinished on each batch Job (it is job-wide
+    now, `_ttl_passed`), so Kubernetes may have deleted one once its replica
+    finished, while the others still run; recreating it would run that replica
+    again, so only a missing Service is recreated for a job with a TTL.
     """
     missing = {ref for ref in job_refs(job) if not live.has(ref)}
     collected = []
@@ -347,11 +352,22 @@ def _left_alone(base: _Base, live: LiveJob, why: str = "") -> Change:
     )
 
 
-def _finished_change(job: MxJob, live: LiveJob, state: State, base: _Base) -> Change:
+def _finished_change(
+    job: MxJob, live: LiveJob, state: State, base: _Base, ttl_passed: str | None
+) -> Change:
     """A finished job holds nothing: batch Jobs still active (a replica that keeps
     restarting under OnFailure, workers of a dist job whose scheduler is done) are
     deleted, with their pods, in the sync that sees it finished; cleanPodPolicy may
-    remove more. Why it failed was read from those pods first (`Change.failure`)."""
+    remove more, and `ttl_passed` (why its TTL has run out) all of it. Why it failed
+    was read from those pods first (`Change.failure`)."""
+    if ttl_passed is not None:
+        return base.change(
+            Action.CLEAN,
+            f"{state.lower()}; {ttl_passed}: its {len(live.refs())} objects are removed, and "
+            "it does not run again",
+            state=state,
+            deletes=tuple(live.refs()),
+        )
     policy = job.run_policy.clean_pod_policy
     doomed = _cleanable(live, policy)
     if doomed:
@@ -371,6 +387,24 @@ def _finished_change(job: MxJob, live: LiveJob, state: State, base: _Base) -> Ch
             deletes=active,
         )
     return base.change(Action.UNCHANGED, _finished_reason(state), state=state)
+
+
+def _ttl_passed(job: MxJob, finished: Finished | None, now: datetime) -> str | None:
+    """Why the job's ttlSecondsAfterFinished has run out, or None while it has not.
+
+    It is counted job-wide from the job's completion as mxgitops saw it: the sync
+    that recorded it in the ledger (Kubeflow's operator counted it from the MXJob's
+    completion, and then deleted the MXJob). Never set on a batch Job or a JobSet,
+    whose objects Kubernetes could take before any sync saw the job finish: it would
+    run again, or read Running for ever. So the objects stay until a sync recorded
+    the outcome, and go in the first sync at least the TTL after that one.
+    """
+    ttl = job.run_policy.ttl_seconds_after_finished
+    if ttl is None or finished is None:
+        return None
+    if not stamped_before(finished.finished_at, now - timedelta(seconds=ttl)):
+        return None  # as the operator: once the time is after the expiry
+    return f"ttlSecondsAfterFinished {ttl} passed since a sync saw it finished"
 
 
 def _cleanable(live: LiveJob, policy: CleanPodPolicy | None) -> tuple[ObjectRef, ...]:

@@ -508,10 +508,12 @@ def test_exit_code_is_never_plus_a_pod_failure_policy() -> None:
 
 
 def test_run_policy_on_every_batch_job_and_unset_fields_left_out() -> None:
-    policy = {"activeDeadlineSeconds": 3600, "backoffLimit": 2, "ttlSecondsAfterFinished": 60}
-    for obj in render_job(job_of(kubeflow_doc(run_policy={**policy, "suspend": True})), CTX):
+    policy = {"activeDeadlineSeconds": 3600, "backoffLimit": 2}
+    ttl = {"ttlSecondsAfterFinished": 60}  # job-wide, by mxgitops (tests/test_ttl.py)
+    for obj in render_job(job_of(kubeflow_doc(run_policy={**policy, **ttl, "suspend": True})), CTX):
         if obj["kind"] == "Job":
             assert {k: obj["spec"][k] for k in [*policy, "suspend"]} == {**policy, "suspend": True}
+            assert "ttlSecondsAfterFinished" not in obj["spec"]
     bare = render_job(job_of(kubeflow_doc(run_policy={"backoffLimit": 0})), CTX)[0]
     assert bare["spec"]["backoffLimit"] == 0
     for absent in ("activeDeadlineSeconds", "ttlSecondsAfterFinished", "suspend"):

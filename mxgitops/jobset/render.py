@@ -96,8 +96,6 @@ def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
         "failurePolicy": _failure_policy(job),
         "replicatedJobs": [_replicated_job(job, r, ctx, env) for r in job.replica_specs],
     }
-    if job.run_policy.ttl_seconds_after_finished is not None:
-        spec["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
     metadata = {"name": name, "namespace": job.namespace, "labels": labels}
     metadata["annotations"] = annotations
     return [
@@ -123,8 +121,8 @@ def in_place_values(job: MxJob) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if not job.queue:
         values["suspend"] = job.run_policy.suspend
-    if job.run_policy.ttl_seconds_after_finished is not None:
-        values["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
+    # Never set (the TTL is job-wide, `plan.py`): unset where an earlier version set it.
+    values["ttlSecondsAfterFinished"] = None
     return values
 
 

@@ -204,7 +204,6 @@ def _run_policy(job: MxJob) -> dict[str, Any]:
     values: dict[str, Any] = {
         "activeDeadlineSeconds": policy.active_deadline_seconds,
         "backoffLimit": policy.backoff_limit,
-        "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished,
         "suspend": True if policy.suspend else None,
     }
     return {key: value for key, value in values.items() if value is not None}
