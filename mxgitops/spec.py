@@ -37,8 +37,6 @@ from mxgitops.model import (
     NAMESPACE,
     ON_CHANGE_ANNOTATION,
     RENDERED_ENV_NAMES,
-    RESERVED_ENV_NAMES,
-    RESERVED_ENV_PREFIX,
     RUNTIME_ID_LENGTH,
     SEED_API_VERSION,
     SEED_KIND,
@@ -268,7 +266,7 @@ def is_dns1123_label(value: str, max_length: int = MAX_NAME_LENGTH) -> bool:
 
 
 def is_reserved_env(name: str) -> bool:
-    return name.startswith(RESERVED_ENV_PREFIX) or name in RESERVED_ENV_NAMES
+    return name in RENDERED_ENV_NAMES
 
 
 def _inferred_mode(replicas: list[ReplicaSpec]) -> JobMode:
@@ -420,16 +418,13 @@ def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:
     for number, container in enumerate(containers):
         if not isinstance(container, Mapping):
             continue
-        # The mxnet container's DMLC_* are all ps-lite's; every other container gets
-        # mxgitops' own variables too (a sidecar reads them), so those are its.
-        taken = is_reserved_env if number == index else RENDERED_ENV_NAMES.__contains__
+        # Every container gets mxgitops' variables (a sidecar reads them too).
         for env_index, env in enumerate(container.get("env") or []):
-            if isinstance(env, Mapping) and taken(str(env.get("name", ""))):
+            if isinstance(env, Mapping) and is_reserved_env(str(env.get("name", ""))):
                 problems.append(
                     FieldProblem(
                         (*containers_path, number, "env", env_index, "name"),
-                        f"{env.get('name')} is set by mxgitops (DMLC_* and MX_CONFIG are "
-                        "reserved); remove it",
+                        f"{env.get('name')} is set by mxgitops on every container; remove it",
                     )
                 )
     return problems
