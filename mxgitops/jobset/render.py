@@ -47,7 +47,7 @@ from mxgitops.model import SuccessPolicy as MxSuccessPolicy
 from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.trainer.accelerators import apply_accelerators
 from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION
-from mxgitops.trainer.labels import job_labels, replica_set_labels
+from mxgitops.trainer.labels import job_labels, kubeflow_pod_labels, replica_set_labels
 from mxgitops.trainer.mxconfig import MAX_LISTED_REPLICAS
 from mxgitops.trainer.render import (
     PERMANENT_EXIT_CODES,
@@ -236,7 +236,8 @@ def _pod_template(
     template: dict[str, Any] = copied_template(dict(replica.template))
     metadata: dict[str, Any] = template.get("metadata") or {}
     labels = replica_set_labels(job, ctx.instance, replica.type)
-    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    kubeflow = kubeflow_pod_labels(job, replica.type, None)
+    metadata["labels"] = {**(metadata.get("labels") or {}), **kubeflow, **labels}
     metadata["annotations"] = {
         **(metadata.get("annotations") or {}),
         **object_annotations(job, ctx),

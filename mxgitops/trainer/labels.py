@@ -76,6 +76,35 @@ def replica_labels(
     )
 
 
+# Kubeflow's training operator put these on every pod it made (`createNewPod`), so
+# selectors written for its pods (anti-affinity, NetworkPolicies, PodMonitors, log
+# selectors) match mxgitops' pods too. mxgitops' own labels stay what owns them.
+KUBEFLOW_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+KUBEFLOW_REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+KUBEFLOW_REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+KUBEFLOW_OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+KUBEFLOW_JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+# Not the operator's `mxjob-controller`: that operator, where it runs too, selects (and
+# would adopt) the pods labelled with its own name and a job's name.
+KUBEFLOW_OPERATOR_NAME = "mxgitops"
+
+
+def kubeflow_pod_labels(job: MxJob, replica_type: ReplicaType, index: int | None) -> dict[str, str]:
+    """The operator's labels of one replica's pods (`index` None: a template shared by
+    the replica set's pods, which cannot carry each one's index). `job-role: master`
+    on the Servers, as the MXJob controller's IsMasterRole said."""
+    labels = {
+        KUBEFLOW_JOB_NAME_LABEL: job.name,
+        KUBEFLOW_REPLICA_TYPE_LABEL: replica_type.role,
+        KUBEFLOW_OPERATOR_NAME_LABEL: KUBEFLOW_OPERATOR_NAME,
+    }
+    if index is not None:
+        labels[KUBEFLOW_REPLICA_INDEX_LABEL] = str(index)
+    if replica_type is ReplicaType.SERVER:
+        labels[KUBEFLOW_JOB_ROLE_LABEL] = "master"
+    return labels
+
+
 def shape_annotations(job: MxJob) -> dict[str, str]:
     """The job's shape, so status can be read back from live objects alone."""
     annotations = {
