@@ -33,21 +33,21 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from mxgitops.bookkeeping import (
     ledger_changes,
-    stamped_before,
     with_changes,
 )
 from mxgitops.changes import Action, Change, Plan, PlanOptions
-from mxgitops.ledger import Finished, JobKey, Ledger
+from mxgitops.ledger import JobKey, Ledger
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.runpolicy import cleanable, finished_while_suspended, ttl_passed
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
-from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
+from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.trainer import (
     Failure,
     InPlace,
@@ -176,7 +176,7 @@ def _desired_change(
     if live.spec_hash != job.spec_hash and not legacy:
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:
-        return _finished_change(job, live, state, base, _ttl_passed(job, finished, now))
+        return _finished_change(job, live, state, base, ttl_passed(job, finished, now))
     return _running_change(job, live, state, ctx, base)
 
 
@@ -204,7 +204,7 @@ def _running_change(
     an update when the manifest changed it, a repair when a hand changed it.
 
     Earlier versions set ttlSecondsAfterFinished on each batch Job (it is job-wide
-    now, `_ttl_passed`), so Kubernetes may have deleted one once its replica
+    now, `runpolicy.ttl_passed`), so Kubernetes may have deleted one once its replica
     finished, while the others still run; recreating it would run that replica
     again, so only a missing Service is recreated for a job with a TTL.
     """
@@ -214,6 +214,19 @@ def _running_change(
         collected = [ref for ref in missing if ref.kind is Kind.JOB]
         missing -= set(collected)
     patches = tuple(live.compare_in_place(job))
+    finished = finished_while_suspended(job, live)
+    if finished:
+        change = base.change(
+            Action.REPAIR,
+            f"suspended with {len(finished)} replicas finished: made anew, suspended, so that "
+            "it is resumed whole (a ps-lite job waits for every one of its replicas)"
+            + _patched(patches),
+            state=state,
+            deletes=finished,
+            creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in finished),
+            patches=tuple(p for p in patches if p.ref not in finished),
+        )
+        return replace(change, starts_after_deletes=True)  # the same names: once gone
     if missing:
         names = ", ".join(sorted(ref.name for ref in missing))
         return base.change(
@@ -369,7 +382,7 @@ def _finished_change(
             deletes=tuple(live.refs()),
         )
     policy = job.run_policy.clean_pod_policy
-    doomed = _cleanable(live, policy)
+    doomed = cleanable(live, policy)
     if doomed:
         return base.change(
             Action.CLEAN,
@@ -387,33 +400,6 @@ def _finished_change(
             deletes=active,
         )
     return base.change(Action.UNCHANGED, _finished_reason(state), state=state)
-
-
-def _ttl_passed(job: MxJob, finished: Finished | None, now: datetime) -> str | None:
-    """Why the job's ttlSecondsAfterFinished has run out, or None while it has not.
-
-    It is counted job-wide from the job's completion as mxgitops saw it: the sync
-    that recorded it in the ledger (Kubeflow's operator counted it from the MXJob's
-    completion, and then deleted the MXJob). Never set on a batch Job or a JobSet,
-    whose objects Kubernetes could take before any sync saw the job finish: it would
-    run again, or read Running for ever. So the objects stay until a sync recorded
-    the outcome, and go in the first sync at least the TTL after that one.
-    """
-    ttl = job.run_policy.ttl_seconds_after_finished
-    if ttl is None or finished is None:
-        return None
-    if not stamped_before(finished.finished_at, now - timedelta(seconds=ttl)):
-        return None  # as the operator: once the time is after the expiry
-    return f"ttlSecondsAfterFinished {ttl} passed since a sync saw it finished"
-
-
-def _cleanable(live: LiveJob, policy: CleanPodPolicy | None) -> tuple[ObjectRef, ...]:
-    """Pods go through their batch Jobs: deleting a Job takes its pods with it."""
-    if policy is CleanPodPolicy.ALL:
-        return tuple(live.refs())
-    if policy is CleanPodPolicy.RUNNING:
-        return tuple(live.unfinished_job_refs())
-    return ()
 
 
 def _orphan_changes(
