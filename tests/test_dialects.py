@@ -259,3 +259,31 @@ def test_the_upstream_examples_keep_their_spec_hashes() -> None:
     assert {job.source_path: job.earlier_spec_hashes for job in jobs} == {
         path: (earlier,) for path, earlier in EARLIER_HASHES.items()
     }
+
+
+@pytest.mark.parametrize("api_version", ["kubeflow.org/v1", "kubeflow.org/v1beta1"])
+def test_replica_type_keys_are_read_in_any_case_as_the_operator_read_them(
+    api_version: str,
+) -> None:
+    """The operator renamed `worker`, `WORKER`... to `Worker` (setTypeNameToCamelCase)."""
+    doc = map_form(api_version, jobMode="MXTrain")
+    replicas = doc["spec"]["mxReplicaSpecs"]
+    doc["spec"]["mxReplicaSpecs"] = {
+        "SCHEDULER": replicas["Scheduler"],
+        "server": replicas["Server"],
+        "wOrKeR": replicas["Worker"],
+    }
+    dialect = version_of(doc)
+    assert dialect is not None
+    assert schema_problems(dialect.dialect, doc) == []
+    same_job(from_manifest(doc), from_manifest(map_form(api_version, jobMode="MXTrain")))
+    doubled = map_form(api_version, jobMode="MXTrain")
+    doubled["spec"]["mxReplicaSpecs"]["worker"] = replicas["Worker"]
+    with pytest.raises(SpecError) as caught:
+        from_manifest(doubled)
+    assert [(p.field_path, p.message) for p in caught.value.problems] == [
+        (
+            "spec.mxReplicaSpecs.worker",
+            "the same replica type as Worker (the operator read keys in any case); keep one",
+        )
+    ]
