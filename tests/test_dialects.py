@@ -287,3 +287,20 @@ def test_replica_type_keys_are_read_in_any_case_as_the_operator_read_them(
             "the same replica type as Worker (the operator read keys in any case); keep one",
         )
     ]
+
+
+def test_mxnet_operators_own_inline_v1_form_is_warned_of_its_clean_pod_policy_default() -> None:
+    """mxnet-operator's own kubeflow.org/v1 (run policy inline) defaulted cleanPodPolicy
+    to All, Kubeflow's training operator (runPolicy nested) to None, which mxgitops
+    keeps: changing it would change those jobs' spec hashes. A manifest in the inline
+    form that does not say is told."""
+    inline = from_manifest(map_form("kubeflow.org/v1", jobMode="MXTrain", backoffLimit=2))
+    assert inline.run_policy.clean_pod_policy is None
+    (warning,) = [w for w in inline.warnings if w.field_path == "spec.cleanPodPolicy"]
+    assert "mxnet-operator's own kubeflow.org/v1 defaulted it to All" in warning.message
+    nested = from_manifest(map_form("kubeflow.org/v1", jobMode="MXTrain", runPolicy={}))
+    said = from_manifest(
+        map_form("kubeflow.org/v1", jobMode="MXTrain", backoffLimit=2, cleanPodPolicy="All")
+    )
+    for job in (nested, said):
+        assert not [w for w in job.warnings if w.field_path == "spec.cleanPodPolicy"]
