@@ -29,6 +29,9 @@ CONTAINER_NAME = "mxnet"
 DEFAULT_PS_ROOT_PORT = 9091
 KUBEFLOW_PORT_NAME = "mxjob-port"
 ON_CHANGE_ANNOTATION = "mxgitops.io/on-change"
+# The success policy, where a manifest's version has no field for it (kubeflow.org/v1:
+# only mxnet-operator's v1beta1 had `successPolicy`); on every object of a job too.
+SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
 # What a job's objects look like is part of its spec hash: a rendering that changes
 # what runs (issue 21: Kubeflow's failure semantics, pod DNS names, the environment)
 # gives every job a new hash, and earlier ones are still recognised (README upgrade notes).

@@ -304,3 +304,21 @@ def test_mxnet_operators_own_inline_v1_form_is_warned_of_its_clean_pod_policy_de
     )
     for job in (nested, said):
         assert not [w for w in job.warnings if w.field_path == "spec.cleanPodPolicy"]
+
+
+def test_the_success_policy_annotation_is_checked_and_agrees_with_a_field() -> None:
+    key = "mxgitops.io/success-policy"
+    for value, spec_fields, message in (
+        ("Nope", {}, "'Nope' is not one of '' or 'AllWorkers'"),
+        ("", {"successPolicy": "AllWorkers"}, "'' contradicts spec.successPolicy 'AllWorkers'"),
+    ):
+        doc = map_form("kubeflow.org/v1beta1", jobMode="MXTrain", **spec_fields)
+        doc["metadata"]["annotations"] = {key: value}
+        with pytest.raises(SpecError) as caught:
+            from_manifest(doc)
+        (problem,) = caught.value.problems
+        assert problem.field_path == f"metadata.annotations.{key}"
+        assert problem.message.startswith(message)
+    said = map_form("kubeflow.org/v1", jobMode="MXTrain")
+    said["metadata"]["annotations"] = {key: "AllWorkers"}
+    assert from_manifest(said).success_policy.value == "AllWorkers"

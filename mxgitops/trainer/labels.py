@@ -17,7 +17,7 @@ judged without its manifest.
 
 from __future__ import annotations
 
-from mxgitops import objects
+from mxgitops import model, objects
 from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange, ReplicaType, SuccessPolicy
 
 MXNET_LABEL = "mxnet.mlkube.io"
@@ -31,7 +31,7 @@ REPLICAS_ANNOTATION = "mxgitops.io/replicas"
 # status rules follow; a LIST leaves out the pod template that also says it.
 RESTART_POLICY_ANNOTATION = "mxgitops.io/restart-policy"
 # Present only when the job's success policy is not the default.
-SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
+SUCCESS_POLICY_ANNOTATION = model.SUCCESS_POLICY_ANNOTATION
 
 # A `job_type` label or annotation part to its type, in replica order: a dict lookup,
 # where `ReplicaType(...)` and `__members__` cost an enum call for every object read.
