@@ -204,13 +204,14 @@ def _running_change(
     an update when the manifest changed it, a repair when a hand changed it.
 
     Earlier versions set ttlSecondsAfterFinished on each batch Job (it is job-wide
-    now, `runpolicy.ttl_passed`), so Kubernetes may have deleted one once its replica
-    finished, while the others still run; recreating it would run that replica
-    again, so only a missing Service is recreated for a job with a TTL.
+    now, `runpolicy.ttl_passed`), so Kubernetes may have deleted one of theirs once
+    its replica finished, while the others still run (`incomplete` says when the TTL
+    explains it); recreating it would run that replica again, so only a missing
+    Service is recreated then.
     """
     missing = {ref for ref in job_refs(job) if not live.has(ref)}
     collected = []
-    if job.run_policy.ttl_seconds_after_finished is not None:
+    if job.run_policy.ttl_seconds_after_finished is not None and live.incomplete() is None:
         collected = [ref for ref in missing if ref.kind is Kind.JOB]
         missing -= set(collected)
     patches = tuple(live.compare_in_place(job))
