@@ -121,7 +121,7 @@ def in_place_values(job: MxJob) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if not job.queue:
         values["suspend"] = job.run_policy.suspend
-    # Never set (the TTL is job-wide, `plan.py`): unset where an earlier version set it.
+    # Never set (the TTL is job-wide, `runpolicy.py`): unset where an earlier version set it.
     values["ttlSecondsAfterFinished"] = None
     return values
 
