@@ -307,8 +307,9 @@ def _success_policy(
                 FieldProblem(
                     ("spec", "successPolicy"),
                     f"not a field of {KUBEFLOW_API_VERSION} (mxnet-operator's v1beta1 had it): "
-                    "the operator's CRD refuses it under strict validation; say it with the "
-                    f"annotation {SUCCESS_POLICY_ANNOTATION} (mxgitops convert writes it so)",
+                    "the operators' CRDs dropped it (or refuse it under strict validation); "
+                    f"mxgitops reads it, but say it with the annotation "
+                    f"{SUCCESS_POLICY_ANNOTATION} (mxgitops convert writes it so)",
                 )
             )
         return reading.success_policy, said
