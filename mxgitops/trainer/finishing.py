@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mxgitops.spec import CONTAINER_NAME
+from mxgitops.spec import CONTAINER_NAME, JobMode, ReplicaType, SuccessPolicy
+
+
+def deciding_type(mode: JobMode, success_policy: SuccessPolicy) -> ReplicaType:
+    """Whose success is the job's: the scheduler's of a dist job, else the workers' (a
+    local job, or `AllWorkers`, e.g. BytePS, whose scheduler never exits)."""
+    if mode is JobMode.DIST and success_policy is SuccessPolicy.SCHEDULER:
+        return ReplicaType.SCHEDULER
+    return ReplicaType.WORKER
 
 
 def mxnet_terminated(pod: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -62,7 +62,12 @@ from mxgitops.spec import (
     RestartPolicy,
     SuccessPolicy,
 )
-from mxgitops.trainer.finishing import finished_at, mxnet_terminated, succeeded_first
+from mxgitops.trainer.finishing import (
+    deciding_type,
+    finished_at,
+    mxnet_terminated,
+    succeeded_first,
+)
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
     RESTART_POLICY_ANNOTATION,
@@ -345,13 +350,6 @@ def job_state(
     if ReplicaState.PENDING in by_type.values():
         return State.PENDING
     return State.RUNNING
-
-
-def deciding_type(mode: JobMode, success_policy: SuccessPolicy) -> ReplicaType:
-    """Whose success is the job's (`job_state`)."""
-    if mode is JobMode.DIST and success_policy is SuccessPolicy.SCHEDULER:
-        return ReplicaType.SCHEDULER
-    return ReplicaType.WORKER
 
 
 def pending_reason(pod: Mapping[str, Any]) -> str:
