@@ -114,7 +114,7 @@ def ledger_changes(
             unseen = replace(entry, unseen_since=stamp)
             why = f"no manifest or object names it; forgotten after {days} days unless one does"
             book.append(LedgerChange(LedgerAction.UNSEEN, unseen, why))
-        elif _before(entry.unseen_since, expired):
+        elif stamped_before(entry.unseen_since, expired):
             why = f"named by nothing since {entry.unseen_since}, longer than {days} days"
             book.append(LedgerChange(LedgerAction.FORGET, entry, why))
     book[recorded_count:] = sorted(book[recorded_count:], key=lambda c: c.key)
@@ -155,7 +155,7 @@ def with_failure_logs(
     return ledger.with_entries(entries), tuple(replace(c, entry=entry(c.entry)) for c in book)
 
 
-def _before(stamp: str, moment: datetime) -> bool:
+def stamped_before(stamp: str, moment: datetime) -> bool:
     """Whether the RFC 3339 `stamp` is before `moment` (an unreadable stamp is not)."""
     parsed = _parse_time(stamp)
     try:

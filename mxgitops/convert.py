@@ -51,6 +51,7 @@ from mxgitops.manifestfiles import manifest_files
 from mxgitops.spec import (
     DEFAULT_PS_ROOT_PORT,
     KUBEFLOW_PORT_NAME,
+    SUCCESS_POLICY_ANNOTATION,
     CleanPodPolicy,
     Dialect,
     MxJob,
@@ -235,6 +236,8 @@ def _convert_document(
         annotations = metadata.get("annotations")
         if isinstance(annotations, CommentedMap):
             annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if target is not Dialect.SEED:
+        _success_policy_annotation(doc, job)
     old_spec = doc["spec"]
     comments = Comments()
     comments.take(doc, old_spec)
@@ -246,6 +249,18 @@ def _convert_document(
     comments.give(doc, doc["spec"])
     converted = job_of(as_validate_reads(_dumped(doc), name)[0], name)
     return ConvertedJob(job.name, job.dialect, converted.spec_hash == job.spec_hash)
+
+
+def _success_policy_annotation(doc: CommentedMap, job: MxJob) -> None:
+    """kubeflow.org/v1 has no successPolicy field: a job's other than the default is
+    said by mxgitops' annotation (`model.SUCCESS_POLICY_ANNOTATION`)."""
+    if job.success_policy is SuccessPolicy.SCHEDULER:
+        return
+    metadata = doc.setdefault("metadata", CommentedMap())
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, CommentedMap):
+        annotations = metadata["annotations"] = CommentedMap()
+    annotations[SUCCESS_POLICY_ANNOTATION] = job.success_policy.value
 
 
 def _dumped(doc: CommentedMap) -> str:
@@ -344,9 +359,6 @@ def _kubeflow_spec(job: MxJob, old_spec: Any, comments: Comments) -> CommentedMa
     spec = CommentedMap()
     spec["jobMode"] = "MXTrain"
     comments.carry(spec, "jobMode", (old_spec, "jobMode"))
-    if job.success_policy is not SuccessPolicy.SCHEDULER:
-        spec["successPolicy"] = job.success_policy.value
-        comments.carry(spec, "successPolicy", (old_spec, "successPolicy"))
     old_policy = old_spec.get("runPolicy") or CommentedMap()
     run_policy = CommentedMap()
     for attribute, spellings in _RUN_POLICY_NAMES.items():

@@ -1,7 +1,7 @@
 """The ledger: which (job, spec hash) pairs have finished, kept in the cluster.
 
 A finished job must never run again unless its spec changes, even after the
-TTL controller or a clean-pod policy deleted its objects. The objects cannot
+job-wide TTL (`runpolicy.py`) or a clean-pod policy deleted its objects. The objects cannot
 remember that, so each instance keeps its finished pairs in ConfigMaps in its
 home namespace. Nothing is ever dropped to make room: the entries are spread
 over shards (`mxgitops-ledger-{instance}`, `….1`, `….2`, …: a dot, which no

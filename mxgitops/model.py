@@ -29,13 +29,16 @@ CONTAINER_NAME = "mxnet"
 DEFAULT_PS_ROOT_PORT = 9091
 KUBEFLOW_PORT_NAME = "mxjob-port"
 ON_CHANGE_ANNOTATION = "mxgitops.io/on-change"
+# The success policy, where a manifest's version has no field for it (kubeflow.org/v1:
+# only mxnet-operator's v1beta1 had `successPolicy`); on every object of a job too.
+SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
 # What a job's objects look like is part of its spec hash: a rendering that changes
 # what runs (issue 21: Kubeflow's failure semantics, pod DNS names, the environment)
 # gives every job a new hash, and earlier ones are still recognised (README upgrade notes).
 RENDERING = 2
-RESERVED_ENV_PREFIX = "DMLC_"
-RESERVED_ENV_NAMES = frozenset({"MX_CONFIG"})
-# What mxgitops sets on every container of every pod (trainer/mxconfig.py).
+# What mxgitops sets on every container of every pod (trainer/mxconfig.py), and so
+# refuses in a manifest: exactly these, as the operator set them. MXNet's other
+# DMLC_* settings (DMLC_INTERFACE, DMLC_ENABLE_RDMA, ...) are the user's.
 RENDERED_ENV_NAMES = frozenset(
     {
         "DMLC_PS_ROOT_URI",

@@ -42,11 +42,12 @@ from mxgitops.bookkeeping import (
 from mxgitops.changes import Action, Change, Plan, PlanOptions
 from mxgitops.ledger import JobKey, Ledger
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.runpolicy import cleanable, finished_while_suspended, ttl_passed
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
-from mxgitops.spec import ON_CHANGE_ANNOTATION, CleanPodPolicy, MxJob, OnChange
+from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.trainer import (
     Failure,
     InPlace,
@@ -97,7 +98,8 @@ def plan(
     """
     live_jobs = group_live(live)
     ctx = options.render_context()
-    changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx) for job in desired]
+    now = options.now or datetime.now().astimezone()
+    changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx, now) for job in desired]
     changes += [_policy_hold(job, why, live_jobs.get(job.key)) for job, why in held]
     wanted = {job.key for job in desired} | {job.key for job, _ in held}
     orphans = [live_jobs[key] for key in sorted(live_jobs) if key not in wanted]
@@ -113,7 +115,7 @@ def plan(
         pruned={c.key for c in changes if c.action is Action.DELETE},
         invalid=invalid,
         live_jobs=live_jobs,
-        now=options.now or datetime.now().astimezone(),
+        now=now,
         retention=options.ledger_retention,
     )
     # Shown as Deleting once the ledger has judged them by the state they were in.
@@ -134,7 +136,9 @@ def plan(
     )
 
 
-def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext) -> Change:
+def _desired_change(
+    job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext, now: datetime
+) -> Change:
     base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
         return _left_alone(base, live)
@@ -173,7 +177,7 @@ def _desired_change(job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: Rende
     if live.spec_hash != job.spec_hash and not legacy:
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:
-        return _finished_change(job, live, state, base)
+        return _finished_change(job, live, state, base, ttl_passed(job, finished, now))
     return _running_change(job, live, state, ctx, base)
 
 
@@ -200,16 +204,31 @@ def _running_change(
     a live Job lets change (suspend, deadlines, backoff, TTL, the on-change annotation):
     an update when the manifest changed it, a repair when a hand changed it.
 
-    With ttlSecondsAfterFinished, Kubernetes deletes each batch Job once its
-    replica finished, while the others may still run; recreating it would run
-    that replica again, so only a missing Service is recreated then.
+    Earlier versions set ttlSecondsAfterFinished on each batch Job (it is job-wide
+    now, `runpolicy.ttl_passed`), so Kubernetes may have deleted one of theirs once
+    its replica finished, while the others still run (`incomplete` says when the TTL
+    explains it); recreating it would run that replica again, so only a missing
+    Service is recreated then.
     """
     missing = {ref for ref in job_refs(job) if not live.has(ref)}
     collected = []
-    if job.run_policy.ttl_seconds_after_finished is not None:
+    if job.run_policy.ttl_seconds_after_finished is not None and live.incomplete() is None:
         collected = [ref for ref in missing if ref.kind is Kind.JOB]
         missing -= set(collected)
     patches = tuple(live.compare_in_place(job))
+    finished = finished_while_suspended(job, live)
+    if finished:
+        change = base.change(
+            Action.REPAIR,
+            f"suspended with {len(finished)} replicas finished: made anew, suspended, so that "
+            "it is resumed whole (a ps-lite job waits for every one of its replicas)"
+            + _patched(patches),
+            state=state,
+            deletes=finished,
+            creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in finished),
+            patches=tuple(p for p in patches if p.ref not in finished),
+        )
+        return replace(change, starts_after_deletes=True)  # the same names: once gone
     if missing:
         names = ", ".join(sorted(ref.name for ref in missing))
         return base.change(
@@ -348,13 +367,24 @@ def _left_alone(base: _Base, live: LiveJob, why: str = "") -> Change:
     )
 
 
-def _finished_change(job: MxJob, live: LiveJob, state: State, base: _Base) -> Change:
+def _finished_change(
+    job: MxJob, live: LiveJob, state: State, base: _Base, ttl_passed: str | None
+) -> Change:
     """A finished job holds nothing: batch Jobs still active (a replica that keeps
     restarting under OnFailure, workers of a dist job whose scheduler is done) are
     deleted, with their pods, in the sync that sees it finished; cleanPodPolicy may
-    remove more. Why it failed was read from those pods first (`Change.failure`)."""
+    remove more, and `ttl_passed` (why its TTL has run out) all of it. Why it failed
+    was read from those pods first (`Change.failure`)."""
+    if ttl_passed is not None:
+        return base.change(
+            Action.CLEAN,
+            f"{state.lower()}; {ttl_passed}: its {len(live.refs())} objects are removed, and "
+            "it does not run again",
+            state=state,
+            deletes=tuple(live.refs()),
+        )
     policy = job.run_policy.clean_pod_policy
-    doomed = _cleanable(live, policy)
+    doomed = cleanable(live, policy)
     if doomed:
         return base.change(
             Action.CLEAN,
@@ -372,15 +402,6 @@ def _finished_change(job: MxJob, live: LiveJob, state: State, base: _Base) -> Ch
             deletes=active,
         )
     return base.change(Action.UNCHANGED, _finished_reason(state), state=state)
-
-
-def _cleanable(live: LiveJob, policy: CleanPodPolicy | None) -> tuple[ObjectRef, ...]:
-    """Pods go through their batch Jobs: deleting a Job takes its pods with it."""
-    if policy is CleanPodPolicy.ALL:
-        return tuple(live.refs())
-    if policy is CleanPodPolicy.RUNNING:
-        return tuple(live.unfinished_job_refs())
-    return ()
 
 
 def _orphan_changes(

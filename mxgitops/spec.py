@@ -25,6 +25,7 @@ from typing import Any
 
 from mxgitops import scheduling
 from mxgitops.dialects import Version, version_of
+from mxgitops.dialects.base import Reading
 from mxgitops.model import (
     CONTAINER_NAME,
     DEFAULT_PS_ROOT_PORT,
@@ -37,11 +38,10 @@ from mxgitops.model import (
     NAMESPACE,
     ON_CHANGE_ANNOTATION,
     RENDERED_ENV_NAMES,
-    RESERVED_ENV_NAMES,
-    RESERVED_ENV_PREFIX,
     RUNTIME_ID_LENGTH,
     SEED_API_VERSION,
     SEED_KIND,
+    SUCCESS_POLICY_ANNOTATION,
     CleanPodPolicy,
     Dialect,
     FieldProblem,
@@ -76,6 +76,7 @@ __all__ = [
     "RUNTIME_ID_LENGTH",
     "SEED_API_VERSION",
     "SEED_KIND",
+    "SUCCESS_POLICY_ANNOTATION",
     "CleanPodPolicy",
     "Dialect",
     "FieldProblem",
@@ -209,6 +210,7 @@ def read_manifest(
     metadata: Mapping[str, Any] = doc.get("metadata") or {}
     reading = version.read(doc.get("spec") or {})
     on_change, on_change_problems = _on_change(metadata)
+    success, success_said = _success_policy(metadata, doc.get("spec") or {}, reading, version)
     replicas = reading.replicas
     queue, queue_problems, queue_warnings = scheduling.queue_of(
         metadata.get("labels") or {}, reading.scheduling, reading.scheduling_path
@@ -220,7 +222,7 @@ def read_manifest(
         mode=mode,
         replica_specs=tuple(sorted(replicas, key=lambda r: _REPLICA_ORDER[r.type])),
         run_policy=reading.run_policy,
-        success_policy=reading.success_policy,
+        success_policy=success,
         on_change=on_change,
         dialect=version.dialect,
         runtime=scheduling.runtime_for(mode, queue, default_runtime),
@@ -229,12 +231,14 @@ def read_manifest(
         source_path=source_path,
     )
     problems = reading.problems + on_change_problems + queue_problems
+    problems += [p for p in success_said if p.path[0] == "metadata"]
     if any(r.replicas > MAX_REPLICAS for r in job.replica_specs):
         raise SpecError(problems)  # counted already; the rules below work per replica
     problems += _semantic_problems(job, version)
     if problems:
         raise SpecError(problems)
     warnings = manifest_warnings(doc, version, job) + reading.warnings + queue_warnings
+    warnings += [w for w in success_said if w.path[0] == "spec"]
     warnings += scheduling.scheduling_warnings(job, reading.scheduling, reading.scheduling_path)
     return replace(job, warnings=tuple(warnings)) if warnings else job
 
@@ -268,7 +272,7 @@ def is_dns1123_label(value: str, max_length: int = MAX_NAME_LENGTH) -> bool:
 
 
 def is_reserved_env(name: str) -> bool:
-    return name.startswith(RESERVED_ENV_PREFIX) or name in RESERVED_ENV_NAMES
+    return name in RENDERED_ENV_NAMES
 
 
 def _inferred_mode(replicas: list[ReplicaSpec]) -> JobMode:
@@ -286,6 +290,37 @@ def _on_change(metadata: Mapping[str, Any]) -> tuple[OnChange, list[FieldProblem
         allowed = " or ".join(o.value for o in OnChange)
         path: Path = ("metadata", "annotations", ON_CHANGE_ANNOTATION)
         return OnChange.REPLACE, [FieldProblem(path, f"{value!r} is not one of {allowed}")]
+
+
+def _success_policy(
+    metadata: Mapping[str, Any], spec: Mapping[str, Any], reading: Reading, version: Version
+) -> tuple[SuccessPolicy, list[FieldProblem]]:
+    """The success policy, from `spec.successPolicy` or the annotation (they must agree);
+    what is said of it: problems under `metadata`, a warning under `spec`. kubeflow.org/v1
+    has no field for it: the operator's CRD refuses it under strict validation."""
+    path: Path = ("metadata", "annotations", SUCCESS_POLICY_ANNOTATION)
+    value = (metadata.get("annotations") or {}).get(SUCCESS_POLICY_ANNOTATION)
+    if value is None:
+        said: list[FieldProblem] = []
+        if version.dialect is Dialect.KUBEFLOW and "successPolicy" in spec:
+            said.append(
+                FieldProblem(
+                    ("spec", "successPolicy"),
+                    f"not a field of {KUBEFLOW_API_VERSION} (mxnet-operator's v1beta1 had it): "
+                    "the operators' CRDs dropped it (or refuse it under strict validation); "
+                    f"mxgitops reads it, but say it with the annotation "
+                    f"{SUCCESS_POLICY_ANNOTATION} (mxgitops convert writes it so)",
+                )
+            )
+        return reading.success_policy, said
+    allowed = {p.value for p in SuccessPolicy}
+    if value not in allowed:
+        choices = " or ".join(repr(a) for a in sorted(allowed))
+        return reading.success_policy, [FieldProblem(path, f"{value!r} is not one of {choices}")]
+    if "successPolicy" in spec and spec["successPolicy"] != value:
+        why = f"{value!r} contradicts spec.successPolicy {spec['successPolicy']!r}; set only one"
+        return reading.success_policy, [FieldProblem(path, why)]
+    return SuccessPolicy(value), []
 
 
 # -- semantic rules -----------------------------------------------------------
@@ -420,16 +455,13 @@ def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:
     for number, container in enumerate(containers):
         if not isinstance(container, Mapping):
             continue
-        # The mxnet container's DMLC_* are all ps-lite's; every other container gets
-        # mxgitops' own variables too (a sidecar reads them), so those are its.
-        taken = is_reserved_env if number == index else RENDERED_ENV_NAMES.__contains__
+        # Every container gets mxgitops' variables (a sidecar reads them too).
         for env_index, env in enumerate(container.get("env") or []):
-            if isinstance(env, Mapping) and taken(str(env.get("name", ""))):
+            if isinstance(env, Mapping) and is_reserved_env(str(env.get("name", ""))):
                 problems.append(
                     FieldProblem(
                         (*containers_path, number, "env", env_index, "name"),
-                        f"{env.get('name')} is set by mxgitops (DMLC_* and MX_CONFIG are "
-                        "reserved); remove it",
+                        f"{env.get('name')} is set by mxgitops on every container; remove it",
                     )
                 )
     return problems

@@ -293,8 +293,10 @@ def map_form_schema(
     replica_ref = {"$ref": f"#/$defs/{ref}"}
     spec = _object(
         {
+            # In any case: the operators renamed `worker`, `WORKER` to `Worker`.
             "mxReplicaSpecs": _object(
                 {"Scheduler": replica_ref, "Server": replica_ref, "Worker": replica_ref},
+                any_case=True,
                 minProperties=1,
             ),
             **spec_fields,

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from mxgitops.cli import main
@@ -408,3 +409,38 @@ def test_convert_takes_a_directory_as_validate_does(tmp_path: Path) -> None:
         assert "apiVersion: kubeflow.org/v1 " in (team / name).read_text().replace("\n", " ")
     assert (tmp_path / "jobs" / "settings.yaml").read_text() == other
     assert "job seeded: mxnet.mlkube.io/v1beta1 -> kubeflow.org/v1" in result.stderr
+
+
+ALL_WORKERS_V1BETA1 = """\
+apiVersion: kubeflow.org/v1beta1
+kind: MXJob
+metadata:
+  name: byteps
+spec:
+  jobMode: MXTrain
+  successPolicy: AllWorkers  # the workers decide
+  mxReplicaSpecs:
+    Scheduler: {replicas: 1, template: {spec: {containers: [{name: mxnet, image: i}]}}}
+    Server: {replicas: 1, template: {spec: {containers: [{name: mxnet, image: i}]}}}
+    Worker: {replicas: 2, template: {spec: {containers: [{name: mxnet, image: i}]}}}
+"""
+
+
+def test_success_policy_is_no_field_of_v1_so_convert_writes_it_as_mxgitops_annotation(
+    tmp_path: Path,
+) -> None:
+    """kubeflow.org/v1's MXJobSpec has no successPolicy (mxnet-operator's v1beta1 had):
+    the operator's CRD refuses it under strict validation, so v1 says it with the
+    annotation mxgitops.io/success-policy, and a v1 spec.successPolicy is warned of."""
+    before, _ = job_of(tmp_path, "before.yaml", ALL_WORKERS_V1BETA1)
+    converted = convert_text(ALL_WORKERS_V1BETA1, Dialect.KUBEFLOW)
+    doc = yaml.safe_load(converted.text)
+    assert "successPolicy" not in doc["spec"]
+    assert doc["metadata"]["annotations"] == {"mxgitops.io/success-policy": "AllWorkers"}
+    after, warnings = job_of(tmp_path, "after.yaml", converted.text)
+    assert after == before and not warnings
+    old_style = ALL_WORKERS_V1BETA1.replace("kubeflow.org/v1beta1", "kubeflow.org/v1")
+    _, warned = job_of(tmp_path, "v1.yaml", old_style)
+    assert warned == ["spec.successPolicy"]
+    (job,) = load(tmp_path / "v1.yaml").jobs
+    assert job.success_policy.value == "AllWorkers"

@@ -127,7 +127,8 @@ def test_v1beta1_run_policy_fields_render_onto_the_batch_jobs_as_v1_ones_do() ->
     assert rendered == render_job(current, ctx)
     jobs = [o for o in rendered if o["kind"] == "Job"]
     assert len(jobs) == 4
-    assert {j["spec"].get("ttlSecondsAfterFinished") for j in jobs} == {600}
+    # mxgitops applies the TTL job-wide (tests/test_ttl.py), on no batch Job
+    assert {j["spec"].get("ttlSecondsAfterFinished") for j in jobs} == {None}
 
 
 @pytest.mark.parametrize(("name", "value"), [("activeDeadlineSeconds", 3600), ("backoffLimit", 3)])
@@ -258,3 +259,66 @@ def test_the_upstream_examples_keep_their_spec_hashes() -> None:
     assert {job.source_path: job.earlier_spec_hashes for job in jobs} == {
         path: (earlier,) for path, earlier in EARLIER_HASHES.items()
     }
+
+
+@pytest.mark.parametrize("api_version", ["kubeflow.org/v1", "kubeflow.org/v1beta1"])
+def test_replica_type_keys_are_read_in_any_case_as_the_operator_read_them(
+    api_version: str,
+) -> None:
+    """The operator renamed `worker`, `WORKER`... to `Worker` (setTypeNameToCamelCase)."""
+    doc = map_form(api_version, jobMode="MXTrain")
+    replicas = doc["spec"]["mxReplicaSpecs"]
+    doc["spec"]["mxReplicaSpecs"] = {
+        "SCHEDULER": replicas["Scheduler"],
+        "server": replicas["Server"],
+        "wOrKeR": replicas["Worker"],
+    }
+    dialect = version_of(doc)
+    assert dialect is not None
+    assert schema_problems(dialect.dialect, doc) == []
+    same_job(from_manifest(doc), from_manifest(map_form(api_version, jobMode="MXTrain")))
+    doubled = map_form(api_version, jobMode="MXTrain")
+    doubled["spec"]["mxReplicaSpecs"]["worker"] = replicas["Worker"]
+    with pytest.raises(SpecError) as caught:
+        from_manifest(doubled)
+    assert [(p.field_path, p.message) for p in caught.value.problems] == [
+        (
+            "spec.mxReplicaSpecs.worker",
+            "the same replica type as Worker (the operator read keys in any case); keep one",
+        )
+    ]
+
+
+def test_mxnet_operators_own_inline_v1_form_is_warned_of_its_clean_pod_policy_default() -> None:
+    """mxnet-operator's own kubeflow.org/v1 (run policy inline) defaulted cleanPodPolicy
+    to All, Kubeflow's training operator (runPolicy nested) to None, which mxgitops
+    keeps: changing it would change those jobs' spec hashes. A manifest in the inline
+    form that does not say is told."""
+    inline = from_manifest(map_form("kubeflow.org/v1", jobMode="MXTrain", backoffLimit=2))
+    assert inline.run_policy.clean_pod_policy is None
+    (warning,) = [w for w in inline.warnings if w.field_path == "spec.cleanPodPolicy"]
+    assert "mxnet-operator's own kubeflow.org/v1 defaulted it to All" in warning.message
+    nested = from_manifest(map_form("kubeflow.org/v1", jobMode="MXTrain", runPolicy={}))
+    said = from_manifest(
+        map_form("kubeflow.org/v1", jobMode="MXTrain", backoffLimit=2, cleanPodPolicy="All")
+    )
+    for job in (nested, said):
+        assert not [w for w in job.warnings if w.field_path == "spec.cleanPodPolicy"]
+
+
+def test_the_success_policy_annotation_is_checked_and_agrees_with_a_field() -> None:
+    key = "mxgitops.io/success-policy"
+    for value, spec_fields, message in (
+        ("Nope", {}, "'Nope' is not one of '' or 'AllWorkers'"),
+        ("", {"successPolicy": "AllWorkers"}, "'' contradicts spec.successPolicy 'AllWorkers'"),
+    ):
+        doc = map_form("kubeflow.org/v1beta1", jobMode="MXTrain", **spec_fields)
+        doc["metadata"]["annotations"] = {key: value}
+        with pytest.raises(SpecError) as caught:
+            from_manifest(doc)
+        (problem,) = caught.value.problems
+        assert problem.field_path == f"metadata.annotations.{key}"
+        assert problem.message.startswith(message)
+    said = map_form("kubeflow.org/v1", jobMode="MXTrain")
+    said["metadata"]["annotations"] = {key: "AllWorkers"}
+    assert from_manifest(said).success_policy.value == "AllWorkers"

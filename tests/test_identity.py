@@ -247,15 +247,24 @@ def test_a_half_created_replace_of_a_waiting_job_is_completed_not_held(
 @pytest.mark.parametrize(
     ("ttl", "action"),
     [(None, Action.REPLACE), (600, Action.HOLD)],
-    ids=["batch Job deleted: replaced", "batch Job gone by TTL: still waits"],
+    ids=["batch Job deleted: replaced", "batch Job gone by an earlier version's TTL: waits"],
 )
 def test_a_waiting_job_missing_a_batch_job_is_held_only_when_a_ttl_explains_it(
     ttl: int | None, action: Action
 ) -> None:
+    """Earlier versions set ttlSecondsAfterFinished on each batch Job (the TTL is
+    job-wide now, `plan.py`): a batch Job of theirs may be gone while the job runs."""
     policy = {"runPolicy": {"ttlSecondsAfterFinished": ttl}} if ttl else {}
     old = plan_job("w", annotations=PLAN_WAIT, **policy)
     new = plan_job("w", workers=3, annotations=PLAN_WAIT)
     objects = plan_live(old)
+    if ttl:
+        objects = LiveObjects(
+            tuple(
+                {**j, "spec": {**j["spec"], "ttlSecondsAfterFinished": ttl}} for j in objects.jobs
+            ),
+            objects.services,
+        )
     gone = next(o for o in objects.jobs if "-worker-" in o["metadata"]["name"])
 
     (change,) = plan([new], without(objects, gone), Ledger(), OPTIONS).changes

@@ -149,6 +149,23 @@ def test_a_dist_job_is_one_jobset_with_one_replicated_job_per_role() -> None:
     assert spec["failurePolicy"]["maxRestarts"] == 0
 
 
+def test_kubeflows_pod_labels_but_the_replica_index_on_each_role() -> None:
+    """The index is each pod's completion index, which no template can carry: a selector
+    on `training.kubeflow.org/replica-index` matches nothing on JobSet (the manual says)."""
+    (jobset,) = render_jobset(job_of(mxjob("a", servers=2, workers=3)), CTX)
+    for role in jobset["spec"]["replicatedJobs"]:
+        labels = role["template"]["spec"]["template"]["metadata"]["labels"]
+        kubeflow = {k: v for k, v in labels.items() if k.startswith("training.kubeflow.org/")}
+        expected = {
+            "training.kubeflow.org/job-name": "a",
+            "training.kubeflow.org/replica-type": role["name"],
+            "training.kubeflow.org/operator-name": "mxgitops",
+        }
+        if role["name"] == "server":
+            expected["training.kubeflow.org/job-role"] = "master"
+        assert kubeflow == expected
+
+
 def test_exit_code_fails_at_once_on_a_permanent_code_and_restarts_the_gang_otherwise() -> None:
     doc = mxjob("a", restart="ExitCode", runPolicy={"backoffLimit": 3})
     (jobset,) = render_jobset(job_of(doc), CTX)

@@ -127,16 +127,27 @@ def test_missing_objects_are_repaired_and_only_those() -> None:
     assert "2 of its objects are missing" in change.reason and worker in change.reason
 
 
-def test_with_a_ttl_finished_batch_jobs_that_are_gone_are_not_run_again() -> None:
+def test_batch_jobs_an_earlier_versions_ttl_collected_are_not_run_again() -> None:
+    """Earlier versions set the TTL on each batch Job; it is job-wide now (test_ttl.py),
+    so a batch Job missing from a job whose objects carry none was deleted: repaired."""
     a = job("a", runPolicy={"ttlSecondsAfterFinished": 60})
     objects = render_job(a, CTX)
     worker = next(o for o in objects if "-worker-" in o["metadata"]["name"])
     service = next(o for o in objects if o["kind"] == "Service")
-    collected = only(plan([a], without(live(a), worker), BATCH_ONLY, OPTIONS))
-    assert (collected.action, collected.writes) == (Action.UNCHANGED, False)
+    earlier = live(a)
+    earlier = dataclasses.replace(
+        earlier,
+        jobs=tuple(
+            {**j, "spec": {**j["spec"], "ttlSecondsAfterFinished": 60}} for j in earlier.jobs
+        ),
+    )
+    collected = only(plan([a], without(earlier, worker), BATCH_ONLY, OPTIONS))
+    assert (collected.action, collected.creates) == (Action.UNCHANGED, ())
     assert "ttlSecondsAfterFinished" in collected.reason
-    repaired = only(plan([a], without(live(a), worker, service), BATCH_ONLY, OPTIONS))
+    repaired = only(plan([a], without(earlier, worker, service), BATCH_ONLY, OPTIONS))
     assert (repaired.action, refs(repaired.creates)) == (Action.REPAIR, refs([service]))
+    deleted = only(plan([a], without(live(a), worker), BATCH_ONLY, OPTIONS))
+    assert (deleted.action, refs(deleted.creates)) == (Action.REPAIR, refs([worker]))
 
 
 def test_a_changed_spec_replaces_old_runtime_by_new() -> None:

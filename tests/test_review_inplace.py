@@ -125,16 +125,13 @@ def test_diff_plans_each_job_on_the_runtime_the_sync_runs_it_on(
     on_jobset = planned("--default-runtime", "jobset")
     assert on_jobset["deadline"]["as"] == "changed"  # replaced: a new JobSet
     for plan in (on_batch, on_jobset):
-        assert plan["ttl"]["as"] == "updated"
-        assert plan["ttl"]["fields"] == [
-            {"field": "spec.ttlSecondsAfterFinished", "before": None, "after": 60}
-        ]
+        assert "ttl" not in plan  # job-wide, by mxgitops once it finished: no live field
         assert plan["queued"]["as"] == "updated"
         assert plan["queued"]["fields"] == [
             {"field": "spec.active", "before": True, "after": False}
         ]
     text = diff(remote, base, "--default-runtime", "jobset")
-    assert text.splitlines()[0].startswith("0 added, 1 changed (replaced on sync), 2 updated")
+    assert text.splitlines()[0].startswith("0 added, 1 changed (replaced on sync), 1 updated")
     # the sync's own variable, set in a pull request's workflow, plans the same
     assert diff(remote, base, env={"MXGITOPS_DEFAULT_RUNTIME": "jobset"}) == text
 

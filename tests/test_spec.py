@@ -24,6 +24,7 @@ from mxgitops.spec import (
     from_manifest,
     refusals,
 )
+from mxgitops.trainer import RenderContext, render_job
 
 
 def template(**container: Any) -> dict[str, Any]:
@@ -207,9 +208,26 @@ def test_reserved_environment_is_refused(name: str) -> None:
     )
     assert problems(doc) == {
         "spec.mxReplicaSpecs.Worker.template.spec.containers[0].env[1].name": (
-            f"{name} is set by mxgitops (DMLC_* and MX_CONFIG are reserved); remove it"
+            f"{name} is set by mxgitops on every container; remove it"
         )
     }
+
+
+@pytest.mark.parametrize("name", ["DMLC_INTERFACE", "DMLC_ENABLE_RDMA", "DMLC_NODE_HOST"])
+def test_the_mxnet_settings_mxgitops_does_not_set_are_the_users(name: str) -> None:
+    """MXNet's own `DMLC_*` settings (DMLC_INTERFACE picks the network interface): only
+    the names mxgitops sets are reserved, as the operator set them and refused none."""
+    doc = kubeflow()
+    doc["spec"]["mxReplicaSpecs"]["Worker"]["template"] = template(
+        env=[{"name": name, "value": "eth1"}]
+    )
+    (worker, *_) = (
+        o
+        for o in render_job(from_manifest(doc), RenderContext("t1"))
+        if "-worker-" in o["metadata"]["name"]
+    )
+    (container,) = worker["spec"]["template"]["spec"]["containers"]
+    assert {"name": name, "value": "eth1"} in container["env"]
 
 
 def test_a_sidecar_may_not_set_what_mxgitops_sets_on_every_container() -> None:
@@ -219,7 +237,7 @@ def test_a_sidecar_may_not_set_what_mxgitops_sets_on_every_container() -> None:
     )
     assert problems(doc) == {
         "spec.replicaSpecs[0].template.spec.containers[1].env[0].name": (
-            "DMLC_ROLE is set by mxgitops (DMLC_* and MX_CONFIG are reserved); remove it"
+            "DMLC_ROLE is set by mxgitops on every container; remove it"
         )
     }
 

@@ -222,8 +222,31 @@ def test_labels_on_job_and_pod_template() -> None:
         "task_index": "1",
     }
     assert obj["metadata"]["labels"] == expected
-    assert obj["spec"]["template"]["metadata"]["labels"] == expected
+    kubeflow = {
+        "training.kubeflow.org/job-name": "mnist",
+        "training.kubeflow.org/replica-type": "server",
+        "training.kubeflow.org/replica-index": "1",
+        "training.kubeflow.org/operator-name": "mxgitops",
+        "training.kubeflow.org/job-role": "master",  # the operator's on every Server
+    }
+    assert obj["spec"]["template"]["metadata"]["labels"] == {**expected, **kubeflow}
     assert objects.is_owned(obj, "prod")
+
+
+def test_kubeflows_pod_labels_on_every_pod_and_job_role_on_servers_only() -> None:
+    """A selector written for the operator's pods (anti-affinity, a NetworkPolicy, a
+    PodMonitor) matches the same pods under mxgitops."""
+    job = job_of(kubeflow_doc())
+    for obj in render_job(job, CTX):
+        if obj["kind"] != "Job":
+            continue
+        labels = obj["spec"]["template"]["metadata"]["labels"]
+        role = obj["metadata"]["labels"]["job_type"].lower()
+        assert labels["training.kubeflow.org/job-name"] == "kf"
+        assert labels["training.kubeflow.org/replica-type"] == role
+        assert labels["training.kubeflow.org/replica-index"] == labels["task_index"]
+        assert labels["training.kubeflow.org/operator-name"] == "mxgitops"
+        assert ("training.kubeflow.org/job-role" in labels) == (role == "server")
 
 
 def test_user_template_labels_are_kept_and_ours_win() -> None:
@@ -296,7 +319,7 @@ def test_the_jobs_headless_service_gives_every_pod_its_dns_name() -> None:
         {"name": "ps-root-port", "port": 9500, "targetPort": 9500, "protocol": "TCP"}
     ]
     scheduler = by_name(rendered, "Job", name)
-    assert service["metadata"]["labels"] == scheduler["spec"]["template"]["metadata"]["labels"]
+    assert service["metadata"]["labels"] == scheduler["metadata"]["labels"]
     pods = {o["metadata"]["name"]: o["spec"]["template"] for o in rendered if o["kind"] == "Job"}
     for batch, template in pods.items():
         labels = template["metadata"]["labels"]
@@ -508,10 +531,12 @@ def test_exit_code_is_never_plus_a_pod_failure_policy() -> None:
 
 
 def test_run_policy_on_every_batch_job_and_unset_fields_left_out() -> None:
-    policy = {"activeDeadlineSeconds": 3600, "backoffLimit": 2, "ttlSecondsAfterFinished": 60}
-    for obj in render_job(job_of(kubeflow_doc(run_policy={**policy, "suspend": True})), CTX):
+    policy = {"activeDeadlineSeconds": 3600, "backoffLimit": 2}
+    ttl = {"ttlSecondsAfterFinished": 60}  # job-wide, by mxgitops (tests/test_ttl.py)
+    for obj in render_job(job_of(kubeflow_doc(run_policy={**policy, **ttl, "suspend": True})), CTX):
         if obj["kind"] == "Job":
             assert {k: obj["spec"][k] for k in [*policy, "suspend"]} == {**policy, "suspend": True}
+            assert "ttlSecondsAfterFinished" not in obj["spec"]
     bare = render_job(job_of(kubeflow_doc(run_policy={"backoffLimit": 0})), CTX)[0]
     assert bare["spec"]["backoffLimit"] == 0
     for absent in ("activeDeadlineSeconds", "ttlSecondsAfterFinished", "suspend"):

@@ -218,6 +218,7 @@ def test_the_batch_job_decides_first() -> None:
     [
         ({"exitCode": 137, "reason": "OOMKilled", "message": "m"}, True),
         ({"exitCode": 1}, False),
+        ({"exitCode": 0}, False),  # a pod failed by another container: the operator's 0
         ({"exitCode": 1, "message": "m"}, False),
         ({"exitCode": 127, "message": "m"}, False),
         ({"exitCode": 128, "message": "m"}, True),

@@ -53,8 +53,20 @@ def read_map_form(
         spec, run_policy_fields, nested_run_policy, defaults or {}, reading.problems
     )
     priority_class = _scheduling_policy(spec, nested_run_policy, reading)
+    seen: dict[str, str] = {}
     for type_name, raw in (spec.get("mxReplicaSpecs") or {}).items():
         path: Path = ("spec", "mxReplicaSpecs", type_name)
+        canonical = type_name.title()  # `worker`, `WORKER`: the operators read `Worker`
+        if canonical in seen:
+            reading.problems.append(
+                FieldProblem(
+                    path,
+                    f"the same replica type as {seen[canonical]} (the operator read keys in "
+                    "any case); keep one",
+                )
+            )
+            continue
+        seen[canonical] = type_name
         template = raw.get("template") or {}
         policy = _restart_policy(raw.get("restartPolicy"), template, path, reading)
         if priority_class is not None:
@@ -63,7 +75,7 @@ def read_map_form(
         reading.problems += count_problems
         reading.replicas.append(
             ReplicaSpec(
-                type=KUBEFLOW_REPLICA_TYPES[type_name],
+                type=KUBEFLOW_REPLICA_TYPES[canonical],
                 replicas=count,
                 restart_policy=policy,
                 template=template,

@@ -196,7 +196,10 @@ class LiveJobSet:
             return (State.PREEMPTED if preempted else State.EVICTED), message
         reserved = conditions.get("QuotaReserved") or {}
         message = _said(reserved.get("message") or reserved.get("reason") or "")
-        return State.QUEUED, message or "waiting for Kueue to admit it"
+        namespace = str((jobset.get("metadata") or {}).get("namespace") or "")
+        return State.QUEUED, _queue_missing(message, namespace) or message or (
+            "waiting for Kueue to admit it"
+        )
 
     def _workload_of(self, jobset: KubeObject) -> KubeObject | None:
         uid = (jobset.get("metadata") or {}).get("uid")
@@ -382,6 +385,22 @@ def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _with_reason(status: MxReplicaStatus, reason: str) -> MxReplicaStatus:
     return MxReplicaStatus(status.type, status.state, status.replicas_states, reason)
+
+
+_NO_LOCAL_QUEUE = re.compile(r"LocalQueue (?P<queue>\S+) doesn't exist")
+
+
+def _queue_missing(message: str, namespace: str) -> str:
+    """Kueue's word for a queue that is not there, said with where and what it means:
+    the job waits for ever, and a Volcano queue's name (the operator's) is no LocalQueue."""
+    missing = _NO_LOCAL_QUEUE.fullmatch(message)
+    if missing is None:
+        return ""
+    return (
+        f"the LocalQueue {missing['queue']} does not exist in namespace {namespace}: the job "
+        "waits until it does (schedulingPolicy.queue names a Kueue LocalQueue, not a Volcano "
+        "queue)"
+    )
 
 
 def _said(text: Any) -> str:

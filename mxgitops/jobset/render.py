@@ -47,7 +47,7 @@ from mxgitops.model import SuccessPolicy as MxSuccessPolicy
 from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.trainer.accelerators import apply_accelerators
 from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION
-from mxgitops.trainer.labels import job_labels, replica_set_labels
+from mxgitops.trainer.labels import job_labels, kubeflow_pod_labels, replica_set_labels
 from mxgitops.trainer.mxconfig import MAX_LISTED_REPLICAS
 from mxgitops.trainer.render import (
     PERMANENT_EXIT_CODES,
@@ -96,8 +96,6 @@ def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
         "failurePolicy": _failure_policy(job),
         "replicatedJobs": [_replicated_job(job, r, ctx, env) for r in job.replica_specs],
     }
-    if job.run_policy.ttl_seconds_after_finished is not None:
-        spec["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
     metadata = {"name": name, "namespace": job.namespace, "labels": labels}
     metadata["annotations"] = annotations
     return [
@@ -123,8 +121,8 @@ def in_place_values(job: MxJob) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if not job.queue:
         values["suspend"] = job.run_policy.suspend
-    if job.run_policy.ttl_seconds_after_finished is not None:
-        values["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
+    # Never set (the TTL is job-wide, `runpolicy.py`): unset where an earlier version set it.
+    values["ttlSecondsAfterFinished"] = None
     return values
 
 
@@ -238,7 +236,8 @@ def _pod_template(
     template: dict[str, Any] = copied_template(dict(replica.template))
     metadata: dict[str, Any] = template.get("metadata") or {}
     labels = replica_set_labels(job, ctx.instance, replica.type)
-    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    kubeflow = kubeflow_pod_labels(job, replica.type, None)
+    metadata["labels"] = {**(metadata.get("labels") or {}), **kubeflow, **labels}
     metadata["annotations"] = {
         **(metadata.get("annotations") or {}),
         **object_annotations(job, ctx),

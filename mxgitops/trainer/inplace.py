@@ -2,11 +2,11 @@
 
 Kubernetes lets a few fields of a running Job change: `spec.suspend` (pausing
 deletes the pods, resuming starts new ones: the job's runtime, its names and
-its place in the ledger stay), `activeDeadlineSeconds`, `backoffLimit`,
-`ttlSecondsAfterFinished`, and metadata. Replacing the job for those would
-restart training from scratch, so the spec hash that names a runtime leaves
-them out (`model.IN_PLACE_RUN_POLICY`) and this module compares them instead,
-for the planner: pure, no I/O.
+its place in the ledger stay), `activeDeadlineSeconds`, `backoffLimit`, and
+metadata (`ttlSecondsAfterFinished` is mxgitops' own, job-wide: `runpolicy.py`).
+Replacing the job for those would restart training from scratch, so the spec
+hash that names a runtime leaves them out (`model.IN_PLACE_RUN_POLICY`) and this
+module compares them instead, for the planner: pure, no I/O.
 
 Each batch Job records the values mxgitops last set in the annotation
 `mxgitops.io/in-place` (absent while none is set). A value the manifest
@@ -31,6 +31,8 @@ from mxgitops.trainer.labels import JOB_TYPE_LABEL, REPLICA_TYPES
 IN_PLACE_ANNOTATION = "mxgitops.io/in-place"
 # A batch Job's backoffLimit meaning "no limit": the largest the API accepts.
 UNLIMITED_BACKOFF = 2**31 - 1
+# ttlSecondsAfterFinished is never set (the TTL is job-wide, `runpolicy.py`): compared so
+# that the one an earlier version set on each batch Job is taken off.
 FIELDS = ("suspend", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
 _DEFAULTS: Mapping[str, Any] = {"suspend": False}  # what an absent field reads as
 _DEFAULTED = tuple(name for name in FIELDS if name in _DEFAULTS)
@@ -43,7 +45,6 @@ def desired(job: MxJob) -> dict[str, Any]:
         "suspend": True if policy.suspend else None,
         "activeDeadlineSeconds": policy.active_deadline_seconds,
         "backoffLimit": policy.backoff_limit,
-        "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished,
     }
     return {key: value for key, value in values.items() if value is not None}
 

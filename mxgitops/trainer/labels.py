@@ -17,7 +17,7 @@ judged without its manifest.
 
 from __future__ import annotations
 
-from mxgitops import objects
+from mxgitops import model, objects
 from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange, ReplicaType, SuccessPolicy
 
 MXNET_LABEL = "mxnet.mlkube.io"
@@ -31,7 +31,7 @@ REPLICAS_ANNOTATION = "mxgitops.io/replicas"
 # status rules follow; a LIST leaves out the pod template that also says it.
 RESTART_POLICY_ANNOTATION = "mxgitops.io/restart-policy"
 # Present only when the job's success policy is not the default.
-SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
+SUCCESS_POLICY_ANNOTATION = model.SUCCESS_POLICY_ANNOTATION
 
 # A `job_type` label or annotation part to its type, in replica order: a dict lookup,
 # where `ReplicaType(...)` and `__members__` cost an enum call for every object read.
@@ -74,6 +74,35 @@ def replica_labels(
     return KubernetesLabels(
         {**replica_set_labels(job, instance, replica_type), TASK_INDEX_LABEL: str(index)}
     )
+
+
+# Kubeflow's training operator put these on every pod it made (`createNewPod`), so
+# selectors written for its pods (anti-affinity, NetworkPolicies, PodMonitors, log
+# selectors) match mxgitops' pods too. mxgitops' own labels stay what owns them.
+KUBEFLOW_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+KUBEFLOW_REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+KUBEFLOW_REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+KUBEFLOW_OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+KUBEFLOW_JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+# Not the operator's `mxjob-controller`: that operator, where it runs too, selects (and
+# would adopt) the pods labelled with its own name and a job's name.
+KUBEFLOW_OPERATOR_NAME = "mxgitops"
+
+
+def kubeflow_pod_labels(job: MxJob, replica_type: ReplicaType, index: int | None) -> dict[str, str]:
+    """The operator's labels of one replica's pods (`index` None: a template shared by
+    the replica set's pods, which cannot carry each one's index). `job-role: master`
+    on the Servers, as the MXJob controller's IsMasterRole said."""
+    labels = {
+        KUBEFLOW_JOB_NAME_LABEL: job.name,
+        KUBEFLOW_REPLICA_TYPE_LABEL: replica_type.role,
+        KUBEFLOW_OPERATOR_NAME_LABEL: KUBEFLOW_OPERATOR_NAME,
+    }
+    if index is not None:
+        labels[KUBEFLOW_REPLICA_INDEX_LABEL] = str(index)
+    if replica_type is ReplicaType.SERVER:
+        labels[KUBEFLOW_JOB_ROLE_LABEL] = "master"
+    return labels
 
 
 def shape_annotations(job: MxJob) -> dict[str, str]:

@@ -167,7 +167,7 @@ class LiveJob:
         Without any batch Job (a replace or prune interrupted after its Jobs went,
         leaving the Service) nothing runs. Batch Jobs missing from the replicas the
         objects declare were deleted, by an interrupted sync or by hand, unless
-        ttlSecondsAfterFinished removed them once their replica finished.
+        the ttlSecondsAfterFinished an earlier version set on each removed them.
         """
         if not self.jobs:
             return "no batch Job is left" + "".join(f", only {r}" for r in self.refs()[:1])

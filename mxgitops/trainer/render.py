@@ -42,6 +42,7 @@ from mxgitops.trainer.inplace import batch_backoff_limit
 from mxgitops.trainer.labels import (
     RESTART_POLICY_ANNOTATION,
     job_labels,
+    kubeflow_pod_labels,
     replica_labels,
     shape_annotations,
 )
@@ -204,7 +205,6 @@ def _run_policy(job: MxJob) -> dict[str, Any]:
     values: dict[str, Any] = {
         "activeDeadlineSeconds": policy.active_deadline_seconds,
         "backoffLimit": policy.backoff_limit,
-        "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished,
         "suspend": True if policy.suspend else None,
     }
     return {key: value for key, value in values.items() if value is not None}
@@ -220,7 +220,8 @@ def _pod_template(
 ) -> dict[str, Any]:
     template: dict[str, Any] = _copied(dict(replica.template))
     metadata: dict[str, Any] = template.get("metadata") or {}
-    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    kubeflow = kubeflow_pod_labels(job, replica.type, index)
+    metadata["labels"] = {**(metadata.get("labels") or {}), **kubeflow, **labels}
     metadata["annotations"] = {**(metadata.get("annotations") or {}), **shared.annotations}
     pod_spec: dict[str, Any] = template.get("spec") or {}
     restart = replica.restart_policy

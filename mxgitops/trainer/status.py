@@ -11,9 +11,11 @@ a restart policy (the replica's `restartPolicy`, default `Never`):
 - `OnFailure`: the container restarts in place (the kubelet), and the replica
   stays Running; a pod that fails all the same (evicted) fails the job.
 - `ExitCode`: exit codes 1-127 are the program's own verdict and fail the job
-  at once (a pod failure policy); any other failure (137 SIGKILL, OOMKilled,
-  143, an eviction) is retried with a new pod, and the replica stays Running,
-  also while that new pod waits to be made, scheduled or started.
+  at once (a pod failure policy); so does a pod failed while `mxnet` exited 0
+  (a sidecar failed it: read here, no pod failure policy can name 0); any other
+  failure (137 SIGKILL, OOMKilled, 143, an eviction) is retried with a new pod,
+  and the replica stays Running, also while that new pod waits to be made,
+  scheduled or started.
 
 `runPolicy.backoffLimit` is one budget for the whole job, as the operator
 counted it: the container restarts of `OnFailure` replicas (in running pods)
@@ -36,7 +38,9 @@ the policy (`OnFailure`: restarting, Running); no container status → Unknown.
 
 Replica sets and the job aggregate as the seed did: any replica set Failed →
 Failed; the deciding set (SCHEDULER of a dist job, else WORKER; WORKER under
-`successPolicy: AllWorkers`) Succeeded → Succeeded. A finished job's replicas
+`successPolicy: AllWorkers`) Succeeded → Succeeded. Both at once: whichever
+came first, by the containers' finish times, as the operator, acting on each
+pod event, decided (`_succeeded_first`). A finished job's replicas
 still active are stopped by the planner (`plan.py`, STOP). The functions take
 plain objects, so the planner, the report and the façade judge a job alike.
 """
@@ -57,6 +61,12 @@ from mxgitops.spec import (
     ReplicaType,
     RestartPolicy,
     SuccessPolicy,
+)
+from mxgitops.trainer.finishing import (
+    deciding_type,
+    finished_at,
+    mxnet_terminated,
+    succeeded_first,
 )
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
@@ -142,9 +152,27 @@ def shape_status(shape: JobShape, live: LiveObjects) -> tuple[State, list[MxRepl
         for replica_type, count in shape.replicas.items()
     ]
     state = job_state(shape.mode, shape.success_policy, statuses)
+    if state is State.FAILED and _succeeded_first(shape, found):
+        state = State.SUCCEEDED
     if state is not State.SUCCEEDED and _backoff_exceeded(shape, found) is not None:
         return State.FAILED, statuses
     return state, statuses
+
+
+def _succeeded_first(shape: JobShape, found: _Replicas) -> bool:
+    """Whether the deciding set succeeded before any replica failed (`finishing.py`)."""
+    deciding = deciding_type(shape.mode, shape.success_policy)
+    succeeded: list[str | None] = []
+    failed: list[str | None] = []
+    for replica_type, count in shape.replicas.items():
+        for batch_job, pods in found.replica_set(replica_type, count):
+            state = replica_state(batch_job, pods)
+            if state is ReplicaState.FAILED:
+                failed.append(finished_at(batch_job, pods, failed=True))
+            elif replica_type is deciding:
+                done = state is ReplicaState.SUCCEEDED
+                succeeded.append(finished_at(batch_job, pods, failed=False) if done else None)
+    return succeeded_first(succeeded, failed)
 
 
 def backoff_exceeded(
@@ -313,12 +341,7 @@ def job_state(
     by_type = {s.type: s.state for s in statuses}
     if ReplicaState.FAILED in by_type.values():
         return State.FAILED
-    deciding = (
-        ReplicaType.SCHEDULER
-        if mode is JobMode.DIST and success_policy is SuccessPolicy.SCHEDULER
-        else ReplicaType.WORKER
-    )
-    if by_type.get(deciding) is ReplicaState.SUCCEEDED:
+    if by_type.get(deciding_type(mode, success_policy)) is ReplicaState.SUCCEEDED:
         return State.SUCCEEDED
     if ReplicaState.RUNNING in by_type.values():
         return State.RUNNING
@@ -374,6 +397,8 @@ def replica_state(
     if (batch_job.get("spec") or {}).get("suspend"):
         return ReplicaState.SUSPENDED
     restart = restart_policy_of(batch_job)
+    if restart is RestartPolicy.EXIT_CODE and _failed_for_good(pods):
+        return ReplicaState.FAILED
     retried = int(job_status_.get("failed") or 0) >= 1
     if retried and restart is not RestartPolicy.EXIT_CODE:
         return ReplicaState.FAILED  # a failed pod fails the job, even once replaced
@@ -381,6 +406,19 @@ def replica_state(
     if retried and state is ReplicaState.PENDING:
         return ReplicaState.RUNNING  # a retry on its way: the job goes on, as it did
     return state
+
+
+def _failed_for_good(pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Under `ExitCode`: a failed pod whose `mxnet` container exited with a code the
+    operator did not retry. 0 is one (a sidecar failed the pod): no pod failure policy
+    can name it, so its batch Job retries it, but the job has failed, and the failed pod
+    stays listed as long as its batch Job."""
+    return any(
+        (p.get("status") or {}).get("phase") == "Failed"
+        and (terminated := mxnet_terminated(p))
+        and not is_retryable_termination(terminated)
+        for p in pods
+    )
 
 
 def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -438,12 +476,13 @@ def pod_replica_state(pod: Mapping[str, Any], restart: RestartPolicy | None = No
 
 
 def is_retryable_termination(terminated: Mapping[str, Any]) -> bool:
-    """Whether `ExitCode` retries this termination of the `mxnet` container: any exit
-    code but 1-127, the program's own verdict (137 SIGKILL, an OOMKilled 137, 143
-    SIGTERM are the infrastructure's). A pod failed without a termination of its
-    `mxnet` container (evicted before it ran) is retried too."""
+    """Whether `ExitCode` retries this termination of the `mxnet` container: exit codes
+    from 128 (137 SIGKILL, an OOMKilled 137, 143 SIGTERM are the infrastructure's), as
+    the operator's IsRetryableExitCode; 1-127 are the program's own verdict, and 0 in a
+    failed pod (another container failed it) is not retried either. A pod failed
+    without a termination of its `mxnet` container (evicted before it ran) is retried."""
     code = terminated.get("exitCode")
-    return not (isinstance(code, int) and code in PERMANENT_EXIT_CODES)
+    return not isinstance(code, int) or code >= 128
 
 
 def in_namespace(live: LiveObjects, namespace: str) -> LiveObjects:

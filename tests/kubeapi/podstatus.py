@@ -31,6 +31,9 @@ class Step:
     reason: str | None = None
     message: str | None = None
     restart_state: str = "waiting"
+    # When the containers that stop finished (RFC 3339; default: now). The real kubelet
+    # writes whole seconds: a test that needs one finish before another says so.
+    finished_at: str | None = None
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
@@ -43,7 +46,7 @@ def _terminated(step: Step, failed: bool, started: str, now: str, cid: str) -> d
         "exitCode": code,
         "reason": (step.reason or "Error") if failed else "Completed",
         "startedAt": started,
-        "finishedAt": now,
+        "finishedAt": step.finished_at or now,
         "containerID": cid,
     }
     if failed and step.message:

@@ -2,7 +2,8 @@
 
 Pure: it takes the listed pods and Services of the namespace. Per replica (role,
 index), every container's image, command, args, resources, ports and environment,
-and the pod's restart policy. Addresses are compared by where they lead, since
+the pod's restart policy, and the operator's labels (`training.kubeflow.org/*`,
+what selectors written for its pods match on). Addresses are compared by where they lead, since
 names differ by design (mxgitops' carry a runtime id): each name in
 `DMLC_PS_ROOT_URI` and in `MX_CONFIG` (compared as JSON) is resolved by the
 cluster DNS rules to a pod, and replaced by that pod's replica, e.g.
@@ -21,6 +22,8 @@ Replica = tuple[str, int]  # ("worker", 1)
 OPERATOR_TYPE = "training.kubeflow.org/replica-type"
 OPERATOR_INDEX = "training.kubeflow.org/replica-index"
 OPERATOR_JOB = "training.kubeflow.org/job-name"
+OPERATOR_NAME = "training.kubeflow.org/operator-name"
+KUBEFLOW_LABELS = "training.kubeflow.org/"
 COMPARED_CONTAINER_FIELDS = ("image", "command", "args", "resources", "ports")
 
 
@@ -39,8 +42,9 @@ class Difference:
 
 
 def operator_replica(pod: Mapping[str, Any]) -> Replica | None:
+    """A pod's replica by the operator's labels (mxgitops' pods carry them too)."""
     labels = pod["metadata"].get("labels") or {}
-    if OPERATOR_TYPE not in labels:
+    if OPERATOR_TYPE not in labels or OPERATOR_INDEX not in labels:
         return None
     return labels[OPERATOR_TYPE], int(labels[OPERATOR_INDEX])
 
@@ -60,7 +64,12 @@ def operator_pods(pods: Sequence[Mapping[str, Any]], job: str) -> dict[Replica, 
     found = {}
     for pod in pods:
         replica = operator_replica(pod)
-        if replica and (pod["metadata"].get("labels") or {}).get(OPERATOR_JOB) == job:
+        labels = pod["metadata"].get("labels") or {}
+        if (
+            replica
+            and labels.get(OPERATOR_JOB) == job
+            and labels.get(OPERATOR_NAME) == ("mxjob-controller")
+        ):
             found[replica] = pod
     return found
 
@@ -128,6 +137,9 @@ def view(pod: Mapping[str, Any], resolver: Resolver) -> dict[str, Any]:
     shown: dict[str, Any] = {
         field: spec.get(field) for field in ("restartPolicy", "priorityClassName", "schedulerName")
     }
+    for key, value in (pod["metadata"].get("labels") or {}).items():
+        if key.startswith(KUBEFLOW_LABELS):
+            shown[f"labels.{key}"] = value
     for container in spec.get("containers") or []:
         where = f"containers[{container['name']}]"
         for field in COMPARED_CONTAINER_FIELDS:

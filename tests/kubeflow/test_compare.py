@@ -7,7 +7,7 @@ import copy
 import json
 from typing import Any
 
-from tests.kubeflow.compare import Resolver, differences, view
+from tests.kubeflow.compare import Resolver, differences, operator_pods, view
 from tests.kubeflow.differences import KEPT, kept_differences
 
 
@@ -27,11 +27,11 @@ def headless(name: str, selector: dict[str, str]) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": {"clusterIP": "None", "selector": selector}}
 
 
-OURS = {"mxgitops.io/job": "j", "job_type": "WORKER", "task_index": "0"}
 THEIRS = {
     "training.kubeflow.org/replica-type": "worker",
     "training.kubeflow.org/replica-index": "0",
 }
+OURS = {"mxgitops.io/job": "j", "job_type": "WORKER", "task_index": "0", **THEIRS}
 
 
 def test_addresses_resolve_to_the_replica_they_reach() -> None:
@@ -70,6 +70,25 @@ def test_an_environment_variable_one_side_lacks_is_a_difference() -> None:
         "0",
         None,
     )
+
+
+def test_the_operators_pod_labels_are_compared() -> None:
+    """Selectors written for the operator's pods must match mxgitops' alike."""
+    bare = {k: v for k, v in OURS.items() if not k.startswith("training.kubeflow.org/")}
+    ours, theirs = pod("p", bare, {}), pod("q", {**THEIRS, "x": "y"}, {})
+    found = differences({("worker", 0): theirs}, {("worker", 0): ours}, Resolver([], []))
+    assert [(d.field, d.operator, d.mxgitops) for d in found] == [
+        ("labels.training.kubeflow.org/replica-index", "0", None),
+        ("labels.training.kubeflow.org/replica-type", "worker", None),
+    ]
+
+
+def test_the_operators_pods_are_told_by_its_name_not_by_its_labels_alone() -> None:
+    job = {"training.kubeflow.org/job-name": "j"}
+    name = "training.kubeflow.org/operator-name"
+    theirs = pod("q", {**THEIRS, **job, name: "mxjob-controller"}, {})
+    ours = pod("p", {**OURS, **job, name: "mxgitops"}, {})
+    assert operator_pods([theirs, ours], "j") == {("worker", 0): theirs}
 
 
 def test_the_manuals_table_is_read() -> None:

@@ -20,7 +20,8 @@ import yaml
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.kubeflow.differences import KEPT
 from tests.kubeflow.operator import MXJOBS
-from tests.test_reconcile_e2e import NS, Syncer, batch_job, states, summary_of
+from tests.test_reconcile_e2e import NS, Syncer, batch_job, job_objects, states, summary_of
+from tests.test_ttl_real import canary
 
 # The MXJob's newest true condition, as mxgitops names the state it means.
 CONDITIONS = {
@@ -54,6 +55,7 @@ class Scenario:
     backoff_limit: int | None = None
     after_sync: str = ""  # mxgitops' action of the last, real sync
     extra: dict[str, Any] = field(default_factory=dict)
+    sidecar: bool = False  # a second container, `monitor`
 
 
 RUN = {"phase": "Running"}
@@ -64,7 +66,12 @@ EXIT_3 = {"phase": "Failed", "exit_code": 3}
 KILLED = {"phase": "Failed", "exit_code": 137}
 OOM = {"phase": "Failed", "exit_code": 137, "reason": "OOMKilled"}
 RESTART_1 = {"phase": "Failed", "exit_code": 1, "restart_state": "running"}
+# Long before any other finish: the kubelet writes whole seconds, and a success and a
+# failure in the same second are not known apart (mxgitops/trainer/finishing.py).
+EXIT_0_BEFORE = {"phase": "Succeeded", "finished_at": "2000-01-01T00:00:00Z"}
+SIDECAR_FAILED = {"phase": "Failed", "container": "monitor", "exit_code": 1}
 
+SIDECAR = {"name": "monitor", "image": "busybox", "args": ["sleep", "infinity"]}
 SCENARIOS = [
     Scenario("never-exit-0", "Never", (Step("worker", 0, EXIT_0, "Succeeded"),)),
     Scenario("never-exit-1", "Never", (Step("worker", 0, EXIT_1, "Failed"),)),
@@ -84,6 +91,17 @@ SCENARIOS = [
         (Step("scheduler", 0, EXIT_0, "Succeeded"),),
         servers=1,
         workers=2,
+        after_sync="stop",
+    ),
+    Scenario(
+        "never-dist-scheduler-then-server",
+        "Never",
+        (
+            Step("scheduler", 0, EXIT_0_BEFORE, "Succeeded"),
+            Step("server", 0, EXIT_1, "Succeeded"),  # the operator's MXJob stays Succeeded
+        ),
+        servers=1,
+        workers=1,
         after_sync="stop",
     ),
     Scenario(
@@ -145,6 +163,12 @@ SCENARIOS = [
         (Step("worker", 0, EXIT_3, "Failed"),),
     ),
     Scenario(
+        "exit-code-sidecar-failed",
+        "ExitCode",
+        (Step("worker", 0, SIDECAR_FAILED, "Failed"),),  # mxnet exited 0: not retried
+        sidecar=True,
+    ),
+    Scenario(
         "exit-code-backoff",
         "ExitCode",
         (
@@ -160,10 +184,11 @@ SCENARIOS = [
 def manifest(scenario: Scenario) -> dict[str, Any]:
     def replica(count: int) -> dict[str, Any]:
         container = {"name": "mxnet", "image": "mxnet/python:1.9.1", "command": ["python"]}
+        containers = [container, *([SIDECAR] if scenario.sidecar else [])]
         return {
             "replicas": count,
             "restartPolicy": scenario.restart,
-            "template": {"spec": {"containers": [container]}},
+            "template": {"spec": {"containers": containers}},
         }
 
     replicas = {"Worker": replica(scenario.workers)}
@@ -261,3 +286,36 @@ def test_the_state_agrees_with_the_operators_after_each_outcome(
     assert final.state == (last.mxgitops if last.kept else last.operator), final.reason
     if scenario.after_sync:
         assert final.action == scenario.after_sync and "finished-stops" in KEPT, final.reason
+
+
+def test_the_ttl_ends_both_the_same_way(cluster: RealCluster, repo: Path) -> None:
+    """`ttlSecondsAfterFinished: 1`, shorter than any sync interval. The operator deletes
+    the MXJob a second after its completion; mxgitops, from the sync that saw it finish
+    (the manual's `ttl-at-sync`): the job is read Succeeded, not Running, and never run
+    again, and at the end nothing of it is left, as nothing of the MXJob is."""
+    scenario = Scenario("ttl", "Never", (), servers=1, workers=1)
+    doc = manifest(scenario)
+    doc["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 1}
+    (repo / "ttl.yaml").write_text(yaml.safe_dump(doc))
+    run = Syncer(cluster, repo)
+    run()
+    cluster.rest.create(MXJOBS.format(namespace=NS), doc)
+    cluster.run_job_controller(NS)
+    pod = operator_pod(cluster, "ttl", "scheduler", 0)
+    cluster.kubelet(pod["metadata"]["name"], namespace=NS, **EXIT_0)
+    cluster.kubelet(job=batch_job(cluster, "ttl", "scheduler", 0), namespace=NS, **EXIT_0)
+    path = f"{MXJOBS.format(namespace=NS)}/ttl"
+    wait_for("for the operator to delete the MXJob", lambda: cluster.rest.get_or_none(path) is None)
+    assert "ttl-at-sync" in KEPT
+
+    seen = summary_of(run(), "ttl")
+    assert (seen.state, seen.action) == ("Succeeded", "stop"), seen.reason
+    canary(cluster, "ttl-canary")  # the TTL has passed since that sync
+    cleaned = summary_of(run(), "ttl")
+    assert (cleaned.state, cleaned.action) == ("Succeeded", "clean"), cleaned.reason
+    cluster.settle(NS)
+    left = [o for kind in ("jobs", "services", "pods") for o in job_objects(cluster, "ttl", kind)]
+    assert not left, [o["metadata"]["name"] for o in left]
+    again = summary_of(run(), "ttl")
+    assert (again.state, again.action) == ("Succeeded", "unchanged")
+    assert not job_objects(cluster, "ttl")

@@ -225,4 +225,9 @@ def kept(difference: Difference) -> str:
     """The manual's row that keeps a difference on purpose ("" for none)."""
     if difference.field == "priorityClassName" and difference.operator is None:
         return "priority-class"
+    if difference.field == "labels.training.kubeflow.org/operator-name" and (
+        difference.operator,
+        difference.mxgitops,
+    ) == ("mxjob-controller", "mxgitops"):
+        return "operator-name"
     return ""
