@@ -52,6 +52,7 @@ from mxgitops.kubecalls import (
     RetryPolicy,
 )
 from mxgitops.kubeconfig import NoClusterConfigured, cluster_configured, load_configuration
+from mxgitops.kubecronjobs import CronJobRuns
 from mxgitops.kubereads import Reads
 from mxgitops.kubewrites import Writes
 from mxgitops.listing import LIST_PAGE_SIZE, LIST_READ_SIZE, LIST_RESTARTS, METADATA_ONLY
@@ -77,10 +78,10 @@ __all__ = [
 ]
 
 
-class Cluster(Reads, Writes):
+class Cluster(Reads, Writes, CronJobRuns):
     """A connection to one cluster; cheap to share between threads. Its requests are
     made in one place (`kubecalls.Calls`), its reads and writes are `kubereads.Reads`
-    and `kubewrites.Writes`."""
+    and `kubewrites.Writes`; the webhook receiver's, `kubecronjobs.CronJobRuns`."""
 
 
 def connect(
