@@ -51,7 +51,7 @@ class Starter(Protocol):
 @dataclass(frozen=True)
 class Settings:
     secret: bytes
-    branch: str  # "" : the repository's default branch, as each push names it
+    branch: str = ""  # "": the repository's default branch, as each push names it
     read_timeout: float = READ_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
 
@@ -132,7 +132,7 @@ class Handler(BaseHTTPRequestHandler):
             extra={"client": self.client_address[0]},
         )
         with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
+            self.connection.shutdown(socket.SHUT_RD)  # the 408 can still be sent
 
     def log_message(self, format: str, *args: Any) -> None:
         LOG.debug(format, *args)  # http.server's own line; ours is structured
