@@ -71,8 +71,9 @@ class Server(ThreadingHTTPServer):
     ) -> None:
         self.starter, self.settings, self.counters = starter, settings, counters
         self._slots = threading.BoundedSemaphore(settings.max_connections)
-        # A socket timeout bounds each read of a request (the watchdog the whole of it).
-        handler = type("Handler", (Handler,), {"timeout": settings.read_timeout})
+        # The watchdog bounds the whole request (and answers 408); the socket's timeout,
+        # longer so that the watchdog comes first, bounds each write of the answer.
+        handler = type("Handler", (Handler,), {"timeout": 2 * settings.read_timeout})
         super().__init__(address, handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -133,6 +134,14 @@ class Handler(BaseHTTPRequestHandler):
         )
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RD)  # the 408 can still be sent
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if self._late:  # the headers ended because the client was cut off
+            self._answer(408, f"not sent within {self.server.settings.read_timeout:g} s")
+            return False
+        return True
 
     def log_message(self, format: str, *args: Any) -> None:
         LOG.debug(format, *args)  # http.server's own line; ours is structured

@@ -76,8 +76,6 @@ def test_the_body_limit_is_answered_before_the_body_is_read() -> None:
             client.sendall(head.encode())
             answer = client.recv(4096).decode()  # answered though no byte of the body came
         assert answer.startswith("HTTP/1.0 413"), answer
-        body = push_body(padding="x" * MAX_BODY)
-        assert post(server, body, signed("github", body))[0] == 413
         exactly = push_body(padding="x" * (MAX_BODY - len(push_body(padding=""))))
         assert len(exactly) == MAX_BODY
         assert post(server, exactly, signed("github", exactly))[0] == 202
@@ -171,7 +169,7 @@ def test_a_client_that_never_sends_its_headers_is_cut_off() -> None:
         with socket.create_connection((str(host), port), timeout=DEADLINE) as slow:
             slow.sendall(b"POST /webhook HTTP/1.1\r\n")
             began = time.monotonic()
-            assert slow.recv(4096) == b""  # the receiver shut the connection
+            assert slow.recv(4096).startswith(b"HTTP/1.0 408")
             assert 0.4 <= time.monotonic() - began < 5
 
 
