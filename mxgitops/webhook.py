@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+from urllib.parse import parse_qs
 
 MAX_BODY = 1 << 20  # bytes: a push of hundreds of commits is far less
 REMEMBERED_DELIVERIES = 10_000  # ids and body digests kept to refuse replays (~1 MiB)
@@ -102,10 +103,7 @@ def push_of(forge: Forge, headers: Mapping[str, str], body: bytes, branch: str) 
     event = headers.get(event_header.lower(), "")
     if event != PUSH_EVENTS[forge]:
         raise Refusal(202, f"ignored: the event is {event or 'not named'!r}, not a push")
-    try:
-        payload = json.loads(body)
-    except ValueError as exc:  # UnicodeDecodeError is one
-        raise Refusal(400, f"the body is not JSON: {exc}") from exc
+    payload = _payload(headers.get("content-type", ""), body)
     if not isinstance(payload, dict) or not isinstance(payload.get("ref"), str):
         raise Refusal(400, "the body is not a push event: no ref")
     tracked = branch or _default_branch(payload)
@@ -125,6 +123,18 @@ def push_of(forge: Forge, headers: Mapping[str, str], body: bytes, branch: str) 
         branch=tracked,
         commit=after if isinstance(after, str) else "",
     )
+
+
+def _payload(content_type: str, body: bytes) -> Any:
+    """The JSON of the body, or of its `payload` field when a forge sends a form
+    (GitHub's and Gitea's `application/x-www-form-urlencoded` content type)."""
+    try:
+        if content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded":
+            fields = parse_qs(body.decode(), strict_parsing=True, max_num_fields=16)
+            body = fields.get("payload", [""])[0].encode()
+        return json.loads(body)
+    except ValueError as exc:  # UnicodeDecodeError is one
+        raise Refusal(400, f"the body is not JSON: {exc}") from exc
 
 
 def _default_branch(payload: Mapping[str, Any]) -> str:

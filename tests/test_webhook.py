@@ -145,3 +145,15 @@ def test_the_deliveries_remembered_are_bounded() -> None:
         push = push_of(Forge.GITEA, headers("gitea", body, delivery=str(n)), body, "main")
         assert deliveries.first_time(push)
     assert len(deliveries) == 200  # an id and a digest for each of the last 100
+
+
+def test_a_push_sent_as_a_form_is_read_from_its_payload_field() -> None:
+    from urllib.parse import urlencode
+
+    form = urlencode({"payload": push_body(commit="f" * 40).decode()}).encode()
+    sent = {**headers("github", form), "content-type": "application/x-www-form-urlencoded"}
+    assert verify(sent, form, SECRET) is Forge.GITHUB  # the signature covers the form
+    assert push_of(Forge.GITHUB, sent, form, "main").commit == "f" * 40
+    with pytest.raises(Refusal) as refused:
+        push_of(Forge.GITHUB, sent, b"payload=%7Bnope", "main")
+    assert refused.value.status == 400
