@@ -167,12 +167,19 @@ def running_receiver(
         starter.stop()
 
 
+Address = Server | tuple[str, int]
+
+
+def _connect(to: Address) -> http.client.HTTPConnection:
+    host, port = (to.server_address if isinstance(to, Server) else to)[:2]
+    return http.client.HTTPConnection(str(host), int(port), timeout=DEADLINE)
+
+
 def post(
-    server: Server, body: bytes, headers: dict[str, str], path: str = "/webhook"
+    to: Address, body: bytes, headers: dict[str, str], path: str = "/webhook"
 ) -> tuple[int, str]:
-    """POST to the receiver: the answer's status and message."""
-    host, port = server.server_address[:2]
-    connection = http.client.HTTPConnection(str(host), port, timeout=DEADLINE)
+    """POST to the receiver (a server, or its address): the answer's status and message."""
+    connection = _connect(to)
     try:
         connection.request("POST", path, body=body, headers=headers)
         answer = connection.getresponse()
@@ -182,9 +189,8 @@ def post(
         connection.close()
 
 
-def get(server: Server, path: str) -> tuple[int, bytes]:
-    host, port = server.server_address[:2]
-    connection = http.client.HTTPConnection(str(host), port, timeout=DEADLINE)
+def get(to: Address, path: str) -> tuple[int, bytes]:
+    connection = _connect(to)
     try:
         connection.request("GET", path)
         answer = connection.getresponse()
