@@ -67,6 +67,7 @@ docs/guides/webhooks.md sets up each forge.
     "--kubeconfig",
     type=click.Path(path_type=Path, dir_okay=False),
     envvar="MXGITOPS_KUBECONFIG",
+    show_envvar=True,
     help="Kubeconfig file.  [default: $KUBECONFIG or ~/.kube/config, else the pod's "
     "service account]",
 )
