@@ -14,10 +14,7 @@ receiver start Jobs of a suspended CronJob all the same).
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,7 +30,7 @@ from tests.test_cronjob import CRONJOB as CRONJOB_DIR
 from tests.test_cronjob import Docs, kustomize
 from tests.test_cronjob_e2e import COLLECTIONS, account_kubeconfig
 from tests.test_rbac_real import role_path, without
-from tests.webhookfixtures import SECRET, get, post, push_body, signed
+from tests.webhookfixtures import SECRET, ReceiverProcess, get, post, push_body, signed
 
 NS = "mxgitops-example"
 CRONJOB = "mxgitops-example"
@@ -107,31 +104,13 @@ def installed(control_plane: RealCluster, rendered: Docs, tmp_path: Path) -> Ite
         real.wipe()
 
 
-class ReceiverProcess:
-    """`mxgitops receive` run as a user runs it, its log in a file."""
-
-    def __init__(self, installed: Installed, name: str) -> None:
-        self.log = installed.directory / f"{name}.log"
-        command = [sys.executable, "-m", "mxgitops.cli", "receive", "--listen=127.0.0.1:0"]
-        command += [f"--cronjob={NS}/{CRONJOB}", f"--secret-file={installed.secret_file}"]
-        command += [f"--kubeconfig={installed.kubeconfig}", "--branch=main", "--log-format=json"]
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(command, stderr=log, stdout=log)
-        self.address: tuple[str, int] | None = None
-
-    def said(self) -> str:
-        return self.log.read_text()
-
-    def listening(self) -> bool:
-        """Whether it serves (its address found in its log); False if it exited."""
-        found = re.search(r"receiving webhooks at http://([\d.]+):(\d+)/", self.said())
-        if found:
-            self.address = (found[1], int(found[2]))
-        return found is not None or self.process.poll() is not None
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
+def receiver_of(installed: Installed, name: str) -> ReceiverProcess:
+    return ReceiverProcess(
+        installed.directory / f"{name}.log",
+        cronjob=f"{NS}/{CRONJOB}",
+        kubeconfig=installed.kubeconfig,
+        secret_file=installed.secret_file,
+    )
 
 
 def push(receiver: ReceiverProcess, n: int) -> tuple[int, str]:
@@ -152,7 +131,7 @@ def pruned(value: Any) -> Any:
 
 def test_a_push_starts_the_job_kubectl_would_and_pushes_coalesce(installed: Installed) -> None:
     real = installed.real
-    receiver = ReceiverProcess(installed, "receiver")
+    receiver = receiver_of(installed, "receiver")
     try:
         wait_for("the receiver to listen", receiver.listening)
         assert receiver.address is not None, receiver.said()
@@ -219,7 +198,7 @@ def a_round(installed: Installed, name: str) -> str | None:
     """A push starts a sync, a push during it one more when it ends: None if all went
     so, else what the receiver said."""
     installed.clear_jobs()
-    receiver = ReceiverProcess(installed, name)
+    receiver = receiver_of(installed, name)
 
     def reached(condition: Callable[[], bool]) -> bool:
         """Whether `condition` came true before the receiver exited or the round's time."""

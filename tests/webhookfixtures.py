@@ -10,10 +10,14 @@ import hashlib
 import hmac
 import http.client
 import json
+import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from mxgitops.errors import ClusterServerError
@@ -197,3 +201,33 @@ def get(to: Address, path: str) -> tuple[int, bytes]:
         return answer.status, answer.read()
     finally:
         connection.close()
+
+
+class ReceiverProcess:
+    """`mxgitops receive` run as a user runs it, on a free loopback port, its log (JSON
+    lines) in a file."""
+
+    def __init__(
+        self, log: Path, *, cronjob: str, kubeconfig: Path, secret_file: Path, branch: str = "main"
+    ) -> None:
+        self.log = log
+        command = [sys.executable, "-m", "mxgitops.cli", "receive", "--listen=127.0.0.1:0"]
+        command += [f"--cronjob={cronjob}", f"--secret-file={secret_file}"]
+        command += [f"--kubeconfig={kubeconfig}", f"--branch={branch}", "--log-format=json"]
+        with log.open("wb") as output:
+            self.process = subprocess.Popen(command, stderr=output, stdout=output)
+        self.address: tuple[str, int] | None = None
+
+    def said(self) -> str:
+        return self.log.read_text()
+
+    def listening(self) -> bool:
+        """Whether it serves (its address found in its log), or exited."""
+        found = re.search(r"receiving webhooks at http://([\d.]+):(\d+)/", self.said())
+        if found:
+            self.address = (found[1], int(found[2]))
+        return found is not None or self.process.poll() is not None
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
