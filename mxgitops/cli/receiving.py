@@ -133,8 +133,8 @@ def receive(
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
-    host, _, port = listen.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
+    host, colon, port = listen.rpartition(":")
+    if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ConfigError(f"--listen: {listen!r} is not ADDR:PORT (such as 0.0.0.0:8080)")
     return host or "0.0.0.0", int(port)
 
