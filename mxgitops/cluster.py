@@ -6,9 +6,9 @@ configuration (kubeconfig contexts, exec plugins, client certificates, token
 files, the pod's service account); `kubehttp` sends each request over the one
 connection pool the client builds from it; `listdecode` reads each LIST page as
 it arrives. Which requests are made, their retries and deadlines, and tenancy
-are decided here and in its three parts: the request core (`kubecalls.py`), the
-read path (`kubereads.py`) and the write path (`kubewrites.py`), which `Cluster`
-joins. What it promises the planner and apply:
+are decided here and in its parts: the request core (`kubecalls.py`), the read
+path (`kubereads.py`), the write path (`kubewrites.py`) and the webhook receiver's
+requests (`kubecronjobs.py`), which `Cluster` joins. What it promises the planner and apply:
 
 - live state costs one LIST per kind, across namespaces, filtered by the
   ownership selector (none of JobSets where the ledger says this instance has
