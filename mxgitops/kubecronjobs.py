@@ -5,8 +5,8 @@ a sync runs. Nothing else: its Role grants exactly these (cronjob/components/rec
 A watch is one long GET whose body is a stream of JSON lines, one event each, read as
 it comes. It ends after `timeoutSeconds` (the server closes it; the caller watches
 again from the last resourceVersion it saw), or with an ERROR event: 410 Expired (the
-resourceVersion is older than the server keeps) is `WatchExpired`, and the caller
-lists again.
+resourceVersion is older than the server keeps; or a 410 answer instead of the
+stream) is `WatchExpired`, and the caller lists again.
 """
 
 from __future__ import annotations
@@ -85,13 +85,18 @@ class CronJobRuns(Calls):
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout),
         }
-        self._call(
-            "GET",
-            path_of(Kind.JOB, namespace),
-            query=query,
-            read=lambda response: _lines(response, event),
-            budget=timeout + WATCH_GRACE,
-        )
+        try:
+            self._call(
+                "GET",
+                path_of(Kind.JOB, namespace),
+                query=query,
+                read=lambda response: _lines(response, event),
+                budget=timeout + WATCH_GRACE,
+            )
+        except ClusterClientError as exc:
+            if exc.status == 410:  # refused before the stream began, rather than in it
+                raise WatchExpired(f"the watch of Jobs in {namespace} expired") from exc
+            raise
         return seen[-1]
 
 
