@@ -30,7 +30,8 @@ ADMIN = "mxadmin"
 
 class Gitea:
     """`host`: where it listens (the real node's pods reach the host's end of the node's
-    network); its webhooks may be delivered to loopback (a receiver run by the test)."""
+    network); its webhooks may be delivered to loopback and private addresses (a
+    receiver on the host, or the real node's NodePort)."""
 
     def __init__(self, directory: Path, host: str = "127.0.0.1") -> None:
         self.directory = directory
@@ -204,7 +205,7 @@ PROVIDER = memory
 ADAPTER = memory
 
 [webhook]
-ALLOWED_HOST_LIST = loopback
+ALLOWED_HOST_LIST = loopback,private
 
 [cron]
 ENABLED = false
