@@ -5,8 +5,9 @@ A user's overlay (a copy of ``cronjob/overlays/example`` for another instance, `
 in its own namespace, with ``components/receiver``, its Service made a NodePort, as a
 cluster without an Ingress would expose it) is installed on the real node by
 ``kubectl apply -k``: the CronJob (suspended here, so that every sync is a push's), its
-RBAC, and the receiver's Deployment, whose pod runs the project's image with another
-command, as its ServiceAccount, under Pod Security ``restricted``. The jobs repository
+RBAC, and the receiver's Deployment, whose pod (made by the test from its template:
+this control plane runs no Deployment controller) runs the project's image with
+another command, as its ServiceAccount, under Pod Security ``restricted``. The jobs repository
 lives on a real Gitea, listening where the node's pods reach the host; the repository's
 Gitea webhook (push events, the secret) is delivered to the node's address and the
 NodePort. For each of 5 runs the test commits a new dist job (scheduler, server,
@@ -17,6 +18,7 @@ the next run. The issue's bound: a median under 15 s, the worst under 30 s.
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import subprocess
@@ -156,6 +158,21 @@ class Setup:
         return any(not finished(j) for j in self.cluster.objects("jobs", NAMESPACE))
 
 
+def receiver_pod(cluster: RealCluster) -> None:
+    """The Deployment's pod, made as its ReplicaSet would make it: this control plane
+    runs no Deployment or ReplicaSet controller (tests/controlplane/launcher.py)."""
+    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{RECEIVER}"
+    template = cluster.rest.get(path)["spec"]["template"]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{RECEIVER}-0", "labels": template["metadata"]["labels"]},
+        "spec": template["spec"],
+    }
+    status, _, body = cluster.raw("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", pod)
+    assert status == 201, body
+
+
 def node_address(cluster: RealCluster) -> str:
     (node,) = cluster.rest.get("/api/v1/nodes")["items"]
     return next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
@@ -190,6 +207,7 @@ def setup(real_node: RealCluster, node_gitea: Gitea, tmp_path: Path) -> Iterator
                 secret = ("create", "secret", "generic", name, f"--from-literal={literal}")
                 kubectl(kubeconfig, "-n", NAMESPACE, *secret)
             kubectl(kubeconfig, "apply", "-k", str(overlay))
+            receiver_pod(cluster)
             service = cluster.rest.get(f"/api/v1/namespaces/{NAMESPACE}/services/{RECEIVER}")
             (port,) = [p["nodePort"] for p in service["spec"]["ports"]]
             gitea.api(
@@ -212,10 +230,12 @@ def setup(real_node: RealCluster, node_gitea: Gitea, tmp_path: Path) -> Iterator
             finally:  # what the receiver said, for a failure's report
                 logs = subprocess.run(
                     ["kubectl", f"--kubeconfig={kubeconfig}", "-n", NAMESPACE, "logs",
-                     f"deploy/{RECEIVER}", "--tail=40"],
+                     f"{RECEIVER}-0", "--tail=40"],
                     capture_output=True, text=True, timeout=60,
                 )  # fmt: skip
                 print(logs.stdout, logs.stderr)
+                for pod in cluster.objects("pods", NAMESPACE):
+                    print(pod["metadata"]["name"], json.dumps(pod.get("status"))[:3000])
         finally:
             subprocess.run(
                 [
