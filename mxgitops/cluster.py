@@ -6,9 +6,9 @@ configuration (kubeconfig contexts, exec plugins, client certificates, token
 files, the pod's service account); `kubehttp` sends each request over the one
 connection pool the client builds from it; `listdecode` reads each LIST page as
 it arrives. Which requests are made, their retries and deadlines, and tenancy
-are decided here and in its three parts: the request core (`kubecalls.py`), the
-read path (`kubereads.py`) and the write path (`kubewrites.py`), which `Cluster`
-joins. What it promises the planner and apply:
+are decided here and in its parts: the request core (`kubecalls.py`), the read
+path (`kubereads.py`), the write path (`kubewrites.py`) and the webhook receiver's
+requests (`kubecronjobs.py`), which `Cluster` joins. What it promises the planner and apply:
 
 - live state costs one LIST per kind, across namespaces, filtered by the
   ownership selector (none of JobSets where the ledger says this instance has
@@ -52,6 +52,7 @@ from mxgitops.kubecalls import (
     RetryPolicy,
 )
 from mxgitops.kubeconfig import NoClusterConfigured, cluster_configured, load_configuration
+from mxgitops.kubecronjobs import CronJobRuns
 from mxgitops.kubereads import Reads
 from mxgitops.kubewrites import Writes
 from mxgitops.listing import LIST_PAGE_SIZE, LIST_READ_SIZE, LIST_RESTARTS, METADATA_ONLY
@@ -77,10 +78,10 @@ __all__ = [
 ]
 
 
-class Cluster(Reads, Writes):
+class Cluster(Reads, Writes, CronJobRuns):
     """A connection to one cluster; cheap to share between threads. Its requests are
     made in one place (`kubecalls.Calls`), its reads and writes are `kubereads.Reads`
-    and `kubewrites.Writes`."""
+    and `kubewrites.Writes`; the webhook receiver's, `kubecronjobs.CronJobRuns`."""
 
 
 def connect(

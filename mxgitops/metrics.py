@@ -8,6 +8,9 @@ is pushed only by a sync that succeeded, so it keeps its value through failures,
 an alert can say how long ago the last success was. The Pushgateway adds
 `push_time_seconds` itself: the alert that it was not updated reads that.
 
+The webhook receiver (`mxgitops receive`) runs for long, so it is scraped instead:
+its three counters (`ReceiverCounters`) are served at its `/metrics`.
+
 The registry is this module's own: nothing of the process (its GC, its threads) is
 pushed, and pushing twice in one process (tests) starts from nothing each time.
 """
@@ -18,7 +21,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from prometheus_client import CollectorRegistry, Gauge, Info, pushadd_to_gateway
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Info,
+    generate_latest,
+    pushadd_to_gateway,
+)
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from mxgitops.changes import Action
@@ -167,3 +178,28 @@ def _target(gateway: str) -> tuple[str, str, tuple[str, ...], Callable[..., Call
         return basic_auth_handler(url, method, timeout, headers, data, user, password)
 
     return plain, redact(gateway, secrets), secrets, handler
+
+
+class ReceiverCounters:
+    """The webhook receiver's counters, in a registry of their own: requests received,
+    requests whose signature was verified, and the syncs (Jobs) started."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.received = Counter(
+            "mxgitops_webhook_received", "Webhook requests received.", registry=self.registry
+        )
+        self.verified = Counter(
+            "mxgitops_webhook_verified",
+            "Webhook requests whose signature matched the secret.",
+            registry=self.registry,
+        )
+        self.syncs_started = Counter(
+            "mxgitops_webhook_syncs_started",
+            "Jobs started from the CronJob for pushes.",
+            registry=self.registry,
+        )
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The counters in Prometheus' text format, and its content type."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -40,6 +40,7 @@ class Kind(StrEnum):
     JOBSET = "JobSet"  # jobset.x-k8s.io/v1alpha2: the JobSet runtime's one object per job
     WORKLOAD = "Workload"  # kueue.x-k8s.io/v1beta2: Kueue's, read for why a job waits
     WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"  # Kueue's, read by name
+    CRON_JOB = "CronJob"  # batch/v1: the sync's; the webhook receiver starts Jobs from it
 
 
 _KINDS = {kind.value: kind for kind in Kind}

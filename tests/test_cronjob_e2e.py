@@ -86,8 +86,14 @@ def install(real: Any, docs: Docs, kubeconfig: Path) -> list[str]:
         elif doc["kind"].startswith("Cluster"):
             made.append(f"{path}/{doc['metadata']['name']}")
     account = only(docs, "ServiceAccount")["metadata"]
+    account_kubeconfig(real, account["namespace"], account["name"], kubeconfig)
+    return made
+
+
+def account_kubeconfig(real: Any, namespace: str, account: str, kubeconfig: Path) -> Path:
+    """Write a kubeconfig of a token of the ServiceAccount `namespace/account`."""
     request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    path = f"/api/v1/namespaces/{account['namespace']}/serviceaccounts/{account['name']}/token"
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
     status, _, body = real.raw("POST", path, request)
     assert status == 201, body
     cluster = {"server": real.url, "certificate-authority": str(real.plane.pki.ca)}
@@ -97,13 +103,13 @@ def install(real: Any, docs: Docs, kubeconfig: Path) -> list[str]:
                 "apiVersion": "v1",
                 "kind": "Config",
                 "clusters": [{"name": "real", "cluster": cluster}],
-                "users": [{"name": "sync", "user": {"token": body["status"]["token"]}}],
-                "contexts": [{"name": "sync", "context": {"cluster": "real", "user": "sync"}}],
-                "current-context": "sync",
+                "users": [{"name": account, "user": {"token": body["status"]["token"]}}],
+                "contexts": [{"name": account, "context": {"cluster": "real", "user": account}}],
+                "current-context": account,
             }
         )
     )
-    return made
+    return kubeconfig
 
 
 def admitted(real: Any, docs: Docs, change: dict[str, Any] | None = None) -> tuple[int, str]:

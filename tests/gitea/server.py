@@ -29,10 +29,15 @@ ADMIN = "mxadmin"
 
 
 class Gitea:
-    def __init__(self, directory: Path) -> None:
+    """`host`: where it listens (the real node's pods reach the host's end of the node's
+    network); its webhooks may be delivered to loopback and private addresses (a
+    receiver on the host, or the real node's NodePort)."""
+
+    def __init__(self, directory: Path, host: str = "127.0.0.1") -> None:
         self.directory = directory
+        self.host = host
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.password = secrets.token_hex(12)
         self.process: subprocess.Popen[bytes] | None = None
         self.home = ensure_built()
@@ -161,7 +166,7 @@ WORK_PATH = {work}
 {root}
 [server]
 PROTOCOL = http
-HTTP_ADDR = 127.0.0.1
+HTTP_ADDR = {self.host}
 HTTP_PORT = {self.port}
 ROOT_URL = {self.url}/
 DISABLE_SSH = true
@@ -198,6 +203,9 @@ PROVIDER = memory
 
 [cache]
 ADAPTER = memory
+
+[webhook]
+ALLOWED_HOST_LIST = loopback,private
 
 [cron]
 ENABLED = false

@@ -1,0 +1,233 @@
+"""What the receiver's tests share: requests signed as each forge signs them, a push
+body, and an in-memory CronJob with its Jobs (`FakeRuns`) that lists and watches like
+the API server, for the tests that are about the receiver, not the cluster (those run
+on the real control plane: tests/test_receiver_real.py)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import http.client
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mxgitops.errors import ClusterServerError
+from mxgitops.metrics import ReceiverCounters
+from mxgitops.objects import KubeObject
+from mxgitops.pushsync import OnEvent, SyncStarter
+from mxgitops.receiver import Server, Settings
+from tests.controlplane.harness import wait_for
+
+SECRET = b"webhook-s3cret"
+NAMESPACE, CRONJOB = "mxgitops", "mxgitops"
+DEADLINE = 10.0  # seconds any awaited condition gets
+
+
+def push_body(branch: str = "main", commit: str = "a" * 40, **extra: Any) -> bytes:
+    payload = {
+        "ref": f"refs/heads/{branch}",
+        "before": "0" * 40,
+        "after": commit,
+        "repository": {"full_name": "org/jobs", "default_branch": "main"},
+        **extra,
+    }
+    return json.dumps(payload).encode()
+
+
+def signed(
+    forge: str, body: bytes, *, delivery: str = "d-1", event: str = "", secret: bytes = SECRET
+) -> dict[str, str]:
+    """The headers `forge` sends with `body`, signed with `secret`."""
+    digest = hmac.new(secret, body, hashlib.sha256).hexdigest()
+    if forge == "github":
+        return {
+            "X-GitHub-Event": event or "push",
+            "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": f"sha256={digest}",
+        }
+    if forge == "gitlab":
+        return {
+            "X-Gitlab-Event": event or "Push Hook",
+            "X-Gitlab-Event-UUID": delivery,
+            "X-Gitlab-Token": secret.decode(),
+        }
+    assert forge == "gitea", forge
+    return {
+        "X-Gitea-Event": event or "push",
+        "X-Gitea-Delivery": delivery,
+        "X-Gitea-Signature": digest,
+    }
+
+
+def cronjob() -> KubeObject:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": CRONJOB, "namespace": NAMESPACE, "uid": "uid-of-the-cronjob"},
+        "spec": {
+            "schedule": "*/5 * * * *",
+            "jobTemplate": {
+                "metadata": {"labels": {"team": "ml"}, "annotations": {"note": "kept"}},
+                "spec": {
+                    "backoffLimit": 0,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "mxgitops", "image": "mxgitops:1"}],
+                        }
+                    },
+                },
+            },
+        },
+    }
+
+
+class FakeRuns:
+    """A namespace's CronJob and Jobs in memory; a watch is fed from its event log."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, KubeObject] = {}
+        self.created: list[KubeObject] = []
+        self.events: list[tuple[str, KubeObject]] = []
+        self.changed = threading.Condition()
+        self.fail_creates = 0  # the next this-many creates fail with a 503
+
+    def cronjob(self, namespace: str, name: str) -> KubeObject:
+        assert (namespace, name) == (NAMESPACE, CRONJOB)
+        return cronjob()
+
+    def create_job(self, job: KubeObject) -> bool:
+        with self.changed:
+            if self.fail_creates:
+                self.fail_creates -= 1
+                raise ClusterServerError("the API server failed", status=503)
+            name = job["metadata"]["name"]
+            if name in self.jobs:
+                return False
+            self.jobs[name] = copy.deepcopy(job)
+            self.created.append(job)
+            self._event("ADDED", name)
+        return True
+
+    def finish(self, name: str) -> None:
+        with self.changed:
+            self.jobs[name]["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+            self._event("MODIFIED", name)
+
+    def _event(self, kind: str, name: str) -> None:
+        self.events.append((kind, copy.deepcopy(self.jobs[name])))
+        self.changed.notify_all()
+
+    def list_jobs(self, namespace: str) -> tuple[list[KubeObject], str]:
+        with self.changed:
+            return [copy.deepcopy(j) for j in self.jobs.values()], str(len(self.events))
+
+    def watch_jobs(self, namespace: str, since: str, on_event: OnEvent, *, timeout: int) -> str:
+        seen = int(since)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.changed:
+                self.changed.wait(deadline - time.monotonic())
+                news, seen = self.events[seen:], len(self.events)
+            for kind, job in news:
+                on_event(kind, job)
+        return str(seen)
+
+    def wait_created(self, count: int) -> list[KubeObject]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.created) >= count, DEADLINE), (
+                f"{len(self.created)} Jobs created, not {count}"
+            )
+            return list(self.created)
+
+
+@contextmanager
+def running_receiver(
+    runs: FakeRuns | None = None, **settings: Any
+) -> Iterator[tuple[Server, FakeRuns, SyncStarter]]:
+    """A receiver on loopback, its starter following `runs`, listed and ready."""
+    runs = runs or FakeRuns()
+    counters = ReceiverCounters()
+    starter = SyncStarter(runs, NAMESPACE, CRONJOB, counters, retry_delay=0.01, watch_timeout=1)
+    starter.start()
+    wait_for("the starter's first LIST", starter.ready, DEADLINE)
+    server = Server(("127.0.0.1", 0), starter, Settings(secret=SECRET, **settings), counters)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    try:
+        yield server, runs, starter
+    finally:
+        server.shutdown()
+        server.server_close()
+        starter.stop()
+
+
+Address = Server | tuple[str, int]
+
+
+def _connect(to: Address) -> http.client.HTTPConnection:
+    host, port = (to.server_address if isinstance(to, Server) else to)[:2]
+    return http.client.HTTPConnection(str(host), int(port), timeout=DEADLINE)
+
+
+def post(
+    to: Address, body: bytes, headers: dict[str, str], path: str = "/webhook"
+) -> tuple[int, str]:
+    """POST to the receiver (a server, or its address): the answer's status and message."""
+    connection = _connect(to)
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        answer = connection.getresponse()
+        said = json.loads(answer.read() or b"{}")
+        return answer.status, str(said.get("message", ""))
+    finally:
+        connection.close()
+
+
+def get(to: Address, path: str) -> tuple[int, bytes]:
+    connection = _connect(to)
+    try:
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+class ReceiverProcess:
+    """`mxgitops receive` run as a user runs it, on a free loopback port, its log (JSON
+    lines) in a file."""
+
+    def __init__(
+        self, log: Path, *, cronjob: str, kubeconfig: Path, secret_file: Path, branch: str = "main"
+    ) -> None:
+        self.log = log
+        command = [sys.executable, "-m", "mxgitops.cli", "receive", "--listen=127.0.0.1:0"]
+        command += [f"--cronjob={cronjob}", f"--secret-file={secret_file}"]
+        command += [f"--kubeconfig={kubeconfig}", f"--branch={branch}", "--log-format=json"]
+        with log.open("wb") as output:
+            self.process = subprocess.Popen(command, stderr=output, stdout=output)
+        self.address: tuple[str, int] | None = None
+
+    def said(self) -> str:
+        return self.log.read_text()
+
+    def listening(self) -> bool:
+        """Whether it serves (its address found in its log), or exited."""
+        found = re.search(r"receiving webhooks at http://([\d.]+):(\d+)/", self.said())
+        if found:
+            self.address = (found[1], int(found[2]))
+        return found is not None or self.process.poll() is not None
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
