@@ -83,6 +83,7 @@ class JobSummary:
     failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
     warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
     commit: str = ""  # that submitted its live objects: where its commit status goes
+    placement: str = ""  # the cluster it runs on, where another (Kueue's MultiKueue)
 
     @property
     def qualified_name(self) -> str:
@@ -94,6 +95,8 @@ class JobSummary:
         lines = (
             [f"{self.qualified_name}: {waits}: {self.state_reason}"] if self.state_reason else []
         )
+        if self.placement:
+            lines.append(f"{self.qualified_name}: {waits} on cluster {self.placement}")
         if self.failure:
             failure = Failure.from_mapping(self.failure)
             lines.append(f"{self.qualified_name}: failed: {failure.describe()}")
@@ -252,6 +255,7 @@ def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> J
         else "",
         failure=asdict(change.failure) if change.failure is not None else None,
         commit=synced if change.action in _SUBMITTING else change.commit,
+        placement=change.placement,
     )
 
 

@@ -196,3 +196,23 @@ def test_a_note_of_a_newer_mxgitops_reads_with_its_new_fields_left_out() -> None
         if entry.get("failure"):
             entry["failure"]["signal"] = 9
     assert Summary.from_dict(data) == summary
+
+
+def test_a_job_run_on_another_cluster_is_named_in_the_note_events_and_commit_status() -> None:
+    """Where Kueue's MultiKueue runs a job on a worker cluster (`LiveJobSet.placement`)."""
+    from mxgitops import events
+    from mxgitops.forge.wanted import wanted
+
+    running = JobSummary("ml", "a", "unchanged", "", state="Running", placement="worker-a")
+    assert "ml/a: running on cluster worker-a" in running.details()
+    summary = Summary(commit="c" * 40, instance="t", jobs=(running,))
+    assert "ml/a: running on cluster worker-a" in report.render_table(summary)
+    assert report.parse_note(report.render_note(summary)) == summary
+    (status,) = wanted(summary, limit=1)
+    assert status.description == "1 running on worker-a" and status.running
+    done = dataclasses.replace(running, state="Succeeded")
+    (event,) = events.for_summary(dataclasses.replace(summary, jobs=(done,)), [("ml", "a")])
+    assert event["note"].startswith("succeeded on cluster worker-a")
+    here = dataclasses.replace(done, placement="")
+    (event,) = events.for_summary(dataclasses.replace(summary, jobs=(here,)), [("ml", "a")])
+    assert event["note"].startswith("succeeded (runtime")
