@@ -51,6 +51,7 @@ _BUILDS: dict[str, Callable[[], object]] = {
     "training_operator": _module("tests.kubeflow.build"),
     "ecosystem_session": _controllers,
     "node_ecosystem": _controllers,
+    "multikueue_clusters": _controllers,
 }
 
 

@@ -422,7 +422,11 @@ def roles(**counts: dict[str, int]) -> dict[str, Any]:
 
 def test_a_job_run_on_another_cluster_is_read_from_its_mirrored_status_and_names_it() -> None:
     running = dispatched(
-        roles(scheduler={"active": 1, "ready": 1}, server={"active": 1}, worker={"active": 1}),
+        roles(
+            scheduler={"active": 1, "ready": 1},
+            server={"active": 1, "ready": 1},
+            worker={"active": 1, "ready": 1},
+        ),
         ON_WORKER_A,
     )
     state, replicas = running.status()
@@ -433,7 +437,7 @@ def test_a_job_run_on_another_cluster_is_read_from_its_mirrored_status_and_names
         "WORKER": "Running",
     }
     assert running.placement() == "worker-a"
-    starting = dispatched(roles(scheduler={"active": 0}), ON_WORKER_A)
+    starting = dispatched(roles(scheduler={"active": 1}), ON_WORKER_A)  # its pod not ready
     assert starting.status()[0] is State.PENDING
     done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted"}
     finished = dispatched({**roles(scheduler={"succeeded": 1}), "conditions": [done]}, ON_WORKER_A)

@@ -50,7 +50,8 @@ def mirrored_replicas(
     jobset: Mapping[str, Any], counts: Mapping[ReplicaType, int]
 ) -> list[MxReplicaStatus]:
     """Each replica set's state from the JobSet's mirrored status: one child Job per
-    role (`render.py`), so a role's Job failed, succeeded, or has active pods."""
+    role (`render.py`), which failed, succeeded, or is ready (all its pods ready or
+    done: Running); else Pending (a Job's active pods include those not started)."""
     by_role = {
         str(s.get("name")): s
         for s in (jobset.get("status") or {}).get("replicatedJobsStatus") or []
@@ -62,7 +63,7 @@ def mirrored_replicas(
             state = ReplicaState.FAILED
         elif int(role.get("succeeded") or 0):
             state = ReplicaState.SUCCEEDED
-        elif int(role.get("active") or 0) or int(role.get("ready") or 0):
+        elif int(role.get("ready") or 0):
             state = ReplicaState.RUNNING
         else:
             state = ReplicaState.PENDING
