@@ -470,7 +470,8 @@ def test_a_job_holding_quota_waits_for_its_admission_check_in_kueues_words() -> 
     assert state is State.QUEUED
     assert replicas[0].reason == (
         "quota reserved; waiting for admission check multikueue: Pending; "
-        "sent to cluster worker-a, worker-b, admitted by none yet"
+        "sent to cluster worker-a, worker-b, admitted by none yet (why is said on each of "
+        "them, by its own Workload: this cluster's does not carry it)"
     )
     assert live.placement() == ""
 

@@ -278,19 +278,38 @@ def test_a_job_too_big_for_every_worker_waits_queued_saying_so(
     )
 
 
-def test_a_worker_without_the_local_queue_is_passed_over_and_says_why(
+def test_workers_without_the_local_queue_are_passed_over_and_named(
     multikueue: MultiKueue, run: Syncer
 ) -> None:
+    """With no worker mirroring the LocalQueue the job waits, naming the clusters it was
+    sent to (their reason, on their own Workloads, is not carried to the manager); once
+    one has it, the job runs there and only there."""
+    for worker in multikueue.workers:
+        multikueue.remove_local_queue(worker, NS)
     lacking, other = multikueue.workers
-    multikueue.remove_local_queue(lacking, NS)
     try:
         write(run.repo, queued("a"))
         assert run().ok
+        workload_says(multikueue, "a", lambda s: len(s.get("nominatedClusterNames") or []) == 2)
+        for worker in multikueue.workers:  # what each worker says, there only
+            wait_for(
+                f"{worker.name}'s Workload to say why",
+                lambda w=worker: any(
+                    c.get("message") == f"LocalQueue {LOCAL_QUEUE} doesn't exist"
+                    for wl in w.eco.workloads(NS)
+                    for c in wl.get("status", {}).get("conditions") or []
+                ),
+            )
+        job = summary_of(run(), "a")
+        assert job.state == "Queued", job.state
+        assert "sent to cluster worker-a, worker-b, admitted by none yet" in job.state_reason
+        multikueue.add_namespace(other, NS)
         assert dispatched(multikueue, "a") is other
         assert the_jobset(lacking, "a") is None
         assert summary_of(run(), "a").placement == other.name
     finally:
-        multikueue.add_namespace(lacking, NS)
+        for worker in multikueue.workers:
+            multikueue.add_namespace(worker, NS)
 
 
 def test_two_syncs_at_once_against_the_manager_create_the_job_once(

@@ -40,7 +40,10 @@ def admission_wait(workload: Mapping[str, Any]) -> str:
     ]
     nominated = [str(n) for n in status.get("nominatedClusterNames") or []]
     if nominated:
-        waits.append(f"sent to cluster {', '.join(nominated)}, admitted by none yet")
+        waits.append(
+            f"sent to cluster {', '.join(nominated)}, admitted by none yet (why is said "
+            "on each of them, by its own Workload: this cluster's does not carry it)"
+        )
     if not waits:
         return ""
     return _said("quota reserved; waiting for admission check " + "; ".join(waits))

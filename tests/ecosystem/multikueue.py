@@ -221,8 +221,12 @@ class MultiKueue:
             self.add_namespace(member, namespace)
 
     def add_namespace(self, member: Member, namespace: str) -> None:
-        """The namespace and its LocalQueue on ``member`` (what a worker must mirror)."""
+        """The namespace and its LocalQueue on ``member`` (what a worker must mirror), if
+        missing."""
         member.real.ensure_namespace(namespace)
+        path = f"{KUEUE_GROUP}/namespaces/{namespace}/localqueues/{LOCAL_QUEUE}"
+        if member.real.rest.get_or_none(path) is not None:
+            return
         queue = copy.deepcopy(MANAGER["LocalQueue"])
         queue["metadata"]["namespace"] = namespace
         _create(member, f"{KUEUE_GROUP}/namespaces/{namespace}/localqueues", queue)
