@@ -228,6 +228,53 @@ def test_a_queued_job_synced_against_the_manager_runs_on_a_worker_and_says_which
     print(f"dispatch: {latency:.1f} s from the sync's start to the JobSet on {worker.name}")
 
 
+def test_a_failed_replica_on_a_worker_fails_the_job_saying_where_and_why_no_log(
+    multikueue: MultiKueue, run: Syncer
+) -> None:
+    write(run.repo, queued("a", restart="Never"))
+    assert run().ok
+    worker = dispatched(multikueue, "a")
+    name = the_jobset(multikueue.manager, "a")["metadata"]["name"]  # type: ignore[index]
+    worker.real.kubelet(pod(worker, name, "scheduler"), namespace=NS, phase="Running")
+    failing = pod(worker, name, "worker", 1)
+    worker.real.kubelet(failing, namespace=NS, phase="Failed", exit_code=3, message="loss is NaN")
+    mirrored(multikueue, "a", "Failed", lambda s: condition(s, "Failed"))
+    job = summary_of(run(events=True), "a")
+    assert (job.state, job.placement) == ("Failed", worker.name)
+    assert job.failure is not None and job.failure["replica"] == "WORKER"
+    assert job.failure["log"].startswith(f"log unavailable: its pods ran on cluster {worker.name}")
+    (event,) = [e for e in our_events(multikueue.manager) if e["reason"] == "Failed"]
+    assert event["note"].startswith(f"failed on cluster {worker.name}: WORKER failed")
+
+
+def test_replace_and_prune_through_the_manager_reach_the_worker(
+    multikueue: MultiKueue, run: Syncer
+) -> None:
+    write(run.repo, queued("a"), queued("b"))  # b: the tree is never emptied (a guard)
+    assert run().ok
+    first = dispatched(multikueue, "a")
+    old = the_jobset(first, "a")["metadata"]["name"]  # type: ignore[index]
+    write(run.repo, queued("a", workers=3))
+    assert summary_of(run(), "a").action == "replace"
+
+    def replaced() -> Member | None:
+        new = the_jobset(multikueue.manager, "a")
+        if new is None or new["metadata"]["name"] == old:
+            return None
+        if any(j["metadata"]["name"] == old for w in multikueue.workers for j in w.eco.jobsets(NS)):
+            return None
+        return dispatched(multikueue, "a")
+
+    wait_for("the new JobSet dispatched and the old one gone everywhere", replaced)
+    (run.repo / "a.yaml").unlink()
+    assert summary_of(run(), "a").action == "delete"
+    wait_for(
+        "the JobSet gone from every cluster",
+        lambda: all(the_jobset(m, "a") is None for m in multikueue.members.values()),
+    )
+    no_writes_to(multikueue.workers)
+
+
 # -- failure cases ------------------------------------------------------------------------------
 
 
