@@ -52,6 +52,7 @@ _BUILDS: dict[str, Callable[[], object]] = {
     "ecosystem_session": _controllers,
     "node_ecosystem": _controllers,
     "multikueue_clusters": _controllers,
+    "multikueue_node": _controllers,
 }
 
 

@@ -47,6 +47,7 @@ GROUPS: dict[str, str] = {
     "real_node": "node",
     "ecosystem_session": "ecosystem",
     "multikueue_clusters": "multikueue",
+    "multikueue_node": "multikueue",
     "training_operator": "kubeflow",
     "gitea": "gitea",
     "gateway": "pushgateway",

@@ -222,6 +222,23 @@ def multikueue_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mu
         yield mk
 
 
+@pytest.fixture(scope="module")
+def multikueue_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiKueue]:
+    """A MultiKueue manager and one worker whose node is real (kubelet, containerd, ...,
+    the training image imported): where a dispatched job really trains."""
+    from tests.controlplane.fixtures import node_images
+
+    from .multikueue import MultiKueue
+
+    with MultiKueue(
+        tmp_path_factory.mktemp("multikueue-node"),
+        ("manager", "worker-a"),
+        real_nodes=("worker-a",),
+        images=node_images(),
+    ) as mk:
+        yield mk
+
+
 @pytest.fixture
 def multikueue(multikueue_clusters: MultiKueue) -> MultiKueue:
     """The clusters with every object of the last test removed, the MultiKueue setup kept."""

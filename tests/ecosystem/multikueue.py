@@ -129,6 +129,8 @@ class MultiKueue:
         namespaces: Sequence[str] = ("default",),
         worker_lost_timeout: str = WORKER_LOST_TIMEOUT,
         quota: dict[str, str] | None = None,
+        real_nodes: Sequence[str] = (),
+        images: Sequence[Path] = (),
     ) -> None:
         if len(names) < 2:
             raise ValueError("MultiKueue needs a manager and at least one worker")
@@ -141,6 +143,11 @@ class MultiKueue:
             r["name"]: str(r["nominalQuota"])
             for r in WORKER["ClusterQueue"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
         }
+        # Workers whose node is real (tests/controlplane/node.py, ``images`` imported):
+        # their pods run real containers; the others' the fake kubelet moves.
+        self.real_nodes = frozenset(real_nodes)
+        self.images = tuple(images)
+        self._stack = contextlib.ExitStack()
         self.members: dict[str, Member] = {}
         self.started_in = 0.0  # seconds, for the manual's figures
 
@@ -169,11 +176,17 @@ class MultiKueue:
 
     def _start_member(self, name: str, *, manager: bool) -> None:
         directory = self.directory / name
-        plane = ControlPlane(directory / "plane").start()
-        members_so_far = len(self.members)
+        if name in self.real_nodes:
+            from tests.controlplane.node import real_node_cluster
+
+            plane = self._stack.enter_context(real_node_cluster(directory, images=self.images))
+        else:
+            plane = self._stack.enter_context(ControlPlane(directory / "plane"))
+        # The manager runs no pods (its JobSets are dispatched, never run there), nor
+        # does the fake kubelet on a real node.
+        fake = not manager and name not in self.real_nodes
+        real = RealCluster(plane, directory / "kubeconfig", fake_node=fake)
         try:
-            # The manager runs no pods: its JobSets are dispatched, never run there.
-            real = RealCluster(plane, directory / "kubeconfig", fake_node=not manager)
             extra = (
                 {
                     "multiKueue": {
@@ -193,8 +206,8 @@ class MultiKueue:
             if not manager:
                 self._set_up_worker(self.members[name])
         except BaseException:
-            if len(self.members) == members_so_far:
-                plane.stop()
+            if name not in self.members:
+                real.stop()
             raise
 
     def _set_up_worker(self, worker: Member) -> None:
@@ -379,10 +392,11 @@ class MultiKueue:
     # -- stop ----------------------------------------------------------------------
     def stop(self) -> None:
         for member in reversed(list(self.members.values())):
-            for stop in (member.controllers.stop, member.real.stop, member.plane.stop):
+            for stop in (member.controllers.stop, member.real.stop):
                 with contextlib.suppress(OSError, requests.RequestException):
                     stop()  # the rest stop all the same
         self.members.clear()
+        self._stack.close()  # the control planes (and real nodes), last started first
 
     def __enter__(self) -> MultiKueue:
         return self.start()
