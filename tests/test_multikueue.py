@@ -47,10 +47,14 @@ def run(multikueue: MultiKueue, tmp_path: Path) -> Syncer:
     return Syncer(multikueue.manager.eco, tmp_path / "repo")  # type: ignore[arg-type]
 
 
-def queued(name: str, *, cpu: str = "1", restart: str = "OnFailure", **spec: Any) -> dict[str, Any]:
+def queued(
+    name: str, *, cpu: str = "1", restart: str = "OnFailure", suspend: bool = False, **spec: Any
+) -> dict[str, Any]:
     """A dist job (1 scheduler, 1 server, 2 workers) in the LocalQueue every cluster has,
     each worker asking for ``cpu``."""
-    policy = {"schedulingPolicy": {"queue": LOCAL_QUEUE}}
+    policy: dict[str, Any] = {"schedulingPolicy": {"queue": LOCAL_QUEUE}}
+    if suspend:
+        policy["suspend"] = True
     doc = mxjob(name, restart=restart, runPolicy=policy, **spec)
     worker = doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker["resources"] = {"requests": {"cpu": cpu}}
@@ -272,6 +276,29 @@ def test_replace_and_prune_through_the_manager_reach_the_worker(
         "the JobSet gone from every cluster",
         lambda: all(the_jobset(m, "a") is None for m in multikueue.members.values()),
     )
+    no_writes_to(multikueue.workers)
+
+
+def test_suspend_and_resume_through_the_manager_stop_and_restart_it_on_a_worker(
+    multikueue: MultiKueue, run: Syncer
+) -> None:
+    """runPolicy.suspend deactivates the manager's Workload (Kueue's way to stop a job):
+    Kueue takes the JobSet off its worker; resuming dispatches it again."""
+    write(run.repo, queued("a"))
+    assert run().ok
+    dispatched(multikueue, "a")
+    write(run.repo, queued("a", suspend=True))
+    assert summary_of(run(), "a").action == "update"
+    wait_for(
+        "the JobSet gone from every worker",
+        lambda: all(the_jobset(w, "a") is None for w in multikueue.workers),
+    )
+    job = summary_of(run(), "a")
+    assert (job.state, job.placement) == ("Suspended", ""), (job.state, job.placement)
+    write(run.repo, queued("a"))
+    assert summary_of(run(), "a").action == "update"
+    worker = dispatched(multikueue, "a")
+    assert summary_of(run(), "a").placement == worker.name
     no_writes_to(multikueue.workers)
 
 
