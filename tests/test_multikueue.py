@@ -12,6 +12,7 @@ group); every test starts with the JobSets of the last one gone from every clust
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import time
 from collections.abc import Callable
@@ -184,14 +185,9 @@ def test_the_clusters_are_set_up_as_kueues_multikueue_task_describes(
     secret = multikueue.manager.real.rest.get(
         "/api/v1/namespaces/kueue-system/secrets/worker-a-kubeconfig"
     )
-    assert "certificate-authority-data" in _decoded(secret["data"]["kubeconfig"])
+    kubeconfig_there = base64.b64decode(secret["data"]["kubeconfig"]).decode()
+    assert "certificate-authority-data" in kubeconfig_there
     assert multikueue.started_in > 0
-
-
-def _decoded(data: str) -> str:
-    import base64
-
-    return base64.b64decode(data).decode()
 
 
 # -- a job through the manager ---------------------------------------------------------------
@@ -200,8 +196,6 @@ def _decoded(data: str) -> str:
 def test_a_queued_job_synced_against_the_manager_runs_on_a_worker_and_says_which(
     multikueue: MultiKueue, run: Syncer
 ) -> None:
-    for worker in multikueue.workers:
-        worker.real.clear_log()
     write(run.repo, queued("a"))
     synced = time.monotonic()
     outcome = run(events=True)

@@ -10,8 +10,9 @@ so their tests spread over both workers. A few are not:
   (``tests/sessionorder.py``): one per run, and its tests in the session's order;
 * JobSet and Kueue (``ecosystem_session``): a control plane with two controllers and
   their webhooks, 15 s to start and more to settle;
-* the MultiKueue manager and its two workers (``multikueue_clusters``): three control
-  planes with their controllers, started once for the tests of one module;
+* the MultiKueue manager and its workers (``multikueue_clusters``, ``multikueue_node``
+  with a real node): three control planes with their controllers, started once for the
+  tests of one module, one module after the other;
 * Kubeflow's training operator (``training_operator``) and the module-scoped servers
   (Gitea, the Pushgateway): started once for their tests, not once a worker.
 

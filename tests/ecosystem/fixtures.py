@@ -2,7 +2,9 @@
 Kueue controller manager (``addons.py``), started once per session; ``node_ecosystem``,
 the same controllers against the real node's control plane (``tests/controlplane/
 fixtures.py``), started for the tests of one module and uninstalled after them (the
-other tests on that node must not meet Kueue's webhooks nor a served JobSet API).
+other tests on that node must not meet Kueue's webhooks nor a served JobSet API);
+``multikueue`` and ``multikueue_node``, a Kueue MultiKueue manager and its workers
+(``multikueue.py``), started for the tests of one module.
 
 The API double serves neither JobSet nor Kueue (their behaviour is their controllers'),
 so the tests of the JobSet runtime run here only; tests/controlplane/DIFFERENCES.md says

@@ -26,7 +26,8 @@ The manager's Kueue gets a ``multiKueue`` section: ``workerLostTimeout`` (Kueue'
 default is 15 minutes; the tests wait for it) and a short ``gcInterval``. The manager
 runs no node: its JobSets are only dispatched (``spec.managedBy``
 ``kueue.x-k8s.io/multikueue``, set by Kueue's webhook). The workers run the fake
-kubelet, which moves pods when a test says so.
+kubelet, which moves pods when a test says so, or the real node of
+``tests/controlplane/node.py`` (``real_nodes``), where pods run real containers.
 
 ``MultiKueue.kubeconfig(path)`` writes one kubeconfig with a context per cluster
 (``manager``, ``worker-a``, ...), the manager's current.
@@ -362,9 +363,6 @@ class MultiKueue:
         }
         path.write_text(yaml.safe_dump(config))
         return path
-
-    def jobsets(self, member: Member, namespace: str) -> list[dict[str, Any]]:
-        return member.eco.jobsets(namespace)
 
     def wipe(self) -> None:
         """Remove what a test made, the MultiKueue setup kept: the manager's JobSets (the
