@@ -66,6 +66,9 @@ class Change:
     # gone, so the old runtime's pods have stopped before the new runtime's start (two
     # runtimes at once would hold twice the GPUs, and ps-lite peers could cross).
     starts_after_deletes: bool = False
+    # The cluster the job runs on, where its runtime says it is another (Kueue's
+    # MultiKueue dispatches a queued JobSet to a worker cluster): "" for this one.
+    placement: str = ""
 
     @property
     def key(self) -> JobKey:

@@ -122,9 +122,10 @@ def _errors(job: JobSummary) -> str:
 
 
 def _ending(job: JobSummary) -> str:
+    where = f" on cluster {job.placement}" if job.placement else ""
     if job.state == "Failed" and job.failure:
-        return "failed: " + Failure.from_mapping(job.failure).describe()
-    return f"{job.state.lower()} (runtime {job.runtime_id or '-'})"
+        return f"failed{where}: " + Failure.from_mapping(job.failure).describe()
+    return f"{job.state.lower()}{where} (runtime {job.runtime_id or '-'})"
 
 
 def _first_object(job: JobSummary) -> dict[str, str] | None:

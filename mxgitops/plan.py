@@ -171,6 +171,7 @@ def _desired_change(
         live.runtime_id or "",
         recorded or (live.failure() if state is State.FAILED else None),
         live.commit or "",
+        live.placement(),
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
     legacy = state in FINISHED and live.spec_hash in job.earlier_spec_hashes
@@ -279,6 +280,7 @@ class _Base:
     runtime_id: str = ""
     failure: Failure | None = None
     commit: str = ""
+    placement: str = ""
 
     def change(
         self,
@@ -305,6 +307,7 @@ class _Base:
             self.failure if state is State.FAILED else None,
             patches,
             self.commit,
+            placement=self.placement,
         )
 
 
@@ -419,6 +422,7 @@ def _orphan_changes(
             live.runtime_id or "",
             live.failure() if state is State.FAILED else None,
             live.commit or "",
+            live.placement(),
         )
         if live.key in invalid:
             change = base.change(

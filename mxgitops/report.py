@@ -84,6 +84,8 @@ class JobSummary:
     failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
     warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
     commit: str = ""  # that submitted its live objects: where its commit status goes
+    placement: str = ""  # the cluster it runs on, where another (Kueue's MultiKueue)
+    moved_from: str = ""  # the cluster it ran on before Kueue dispatched it again
 
     @property
     def qualified_name(self) -> str:
@@ -95,6 +97,13 @@ class JobSummary:
         lines = (
             [f"{self.qualified_name}: {waits}: {self.state_reason}"] if self.state_reason else []
         )
+        if self.placement:
+            lines.append(f"{self.qualified_name}: {waits} on cluster {self.placement}")
+        if self.moved_from:
+            lines.append(
+                f"{self.qualified_name}: dispatched again by Kueue, from cluster "
+                f"{self.moved_from} to {self.placement}: it runs again from the start"
+            )
         if self.failure:
             failure = Failure.from_mapping(self.failure)
             lines.append(f"{self.qualified_name}: failed: {failure.describe()}")
@@ -253,6 +262,7 @@ def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> J
         else "",
         failure=asdict(change.failure) if change.failure is not None else None,
         commit=synced if change.action in _SUBMITTING else change.commit,
+        placement=change.placement,
     )
 
 
@@ -304,6 +314,8 @@ def carry_forward(summary: Summary, previous: Summary | None) -> Summary:
         # Only what the cluster confirms: the note may be anyone's (vouching.py).
         if unchanged and old is not None and vouching.carried(old, job):
             job = replace(job, action=old.action, reason=old.reason, objects=old.objects)
+        if old is not None and old.runtime_id == job.runtime_id:
+            job = replace(job, moved_from=vouching.moved_from(old, job))
         jobs.append(job)
     return replace(summary, jobs=tuple(jobs))
 

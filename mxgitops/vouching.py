@@ -30,6 +30,8 @@ REASONS = {
     "delete": re.compile(r"manifest removed"),
 }
 FINISHED = ("Succeeded", "Failed")
+# A MultiKueueCluster's name: a DNS subdomain.
+_CLUSTER_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 def carried(old: JobSummary, now: JobSummary) -> bool:
@@ -43,6 +45,21 @@ def carried(old: JobSummary, now: JobSummary) -> bool:
     if old.action in ("clean", "stop") and now.state not in FINISHED:
         return False
     return not _strangers(old.objects, old.name, old.runtime_id)
+
+
+def moved_from(old: JobSummary, now: JobSummary) -> str:
+    """The cluster the same runtime ran on before the one it runs on now, by the note's
+    entry `old` (Kueue dispatched it again: its worker was lost, or evicted it), while
+    it runs there; "" if it did not move. A cluster's name only, as Kueue names one."""
+    if not now.placement:
+        return ""
+    if old.placement and old.placement != now.placement:
+        found = old.placement
+    elif old.placement == now.placement:
+        found = old.moved_from
+    else:
+        return ""
+    return found if _CLUSTER_NAME.fullmatch(found) else ""
 
 
 def doubts(summary: Summary, instance: str | None) -> list[str]:

@@ -52,6 +52,8 @@ _BUILDS: dict[str, Callable[[], object]] = {
     "training_operator": _module("tests.kubeflow.build"),
     "ecosystem_session": _controllers,
     "node_ecosystem": _controllers,
+    "multikueue_clusters": _controllers,
+    "multikueue_node": _controllers,
 }
 
 

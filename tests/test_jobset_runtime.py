@@ -395,3 +395,107 @@ def test_the_first_jobset_needs_its_record_written_before_anything_is_applied() 
         assert result.records_first == (job.key,)  # the batch job does not wait for it
     recorded = plan([job], LiveObjects(), Ledger(runtimes=BOTH), PlanOptions(instance="prod"))
     assert recorded.recorded_first is None and recorded.records_first == ()
+
+
+# -- a job Kueue runs on another cluster (MultiKueue) -----------------------------------------
+
+
+def dispatched(
+    jobset_status: dict[str, Any], workload_status: dict[str, Any], *, suspend: bool = False
+) -> runtimes.Live:
+    """A queued job's JobSet as a MultiKueue manager holds it: its status mirrored from
+    the worker's, no pod here, its Workload naming the worker."""
+    (jobset,) = render_jobset(job_of(queued()), CTX)
+    stored = json.loads(json.dumps(jobset))
+    stored["metadata"].update(uid="u1", creationTimestamp="2026-01-01T00:00:00Z")
+    stored["spec"]["suspend"] = suspend  # Kueue unsuspends it once a worker admits it
+    stored["status"] = jobset_status
+    workload = {
+        "metadata": {
+            "name": "w",
+            "namespace": "ml",
+            "ownerReferences": [{"kind": "JobSet", "name": "x", "uid": "u1"}],
+        },
+        "status": workload_status,
+    }
+    return runtimes.group_live(LiveObjects(jobsets=(stored,), workloads=(workload,)))[("ml", "a")]
+
+
+ON_WORKER_A = {
+    "clusterName": "worker-a",
+    "admissionChecks": [
+        {
+            "name": "multikueue",
+            "state": "Ready",
+            "message": 'The workload got reservation on "worker-a"',
+        }
+    ],
+}
+
+
+def roles(**counts: dict[str, int]) -> dict[str, Any]:
+    return {"replicatedJobsStatus": [{"name": role, **c} for role, c in counts.items()]}
+
+
+def test_a_job_run_on_another_cluster_is_read_from_its_mirrored_status_and_names_it() -> None:
+    running = dispatched(
+        roles(
+            scheduler={"active": 1, "ready": 1},
+            server={"active": 1, "ready": 1},
+            worker={"active": 1, "ready": 1},
+        ),
+        ON_WORKER_A,
+    )
+    state, replicas = running.status()
+    assert state is State.RUNNING
+    assert {r.type: r.state for r in replicas} == {
+        "SCHEDULER": "Running",
+        "SERVER": "Running",
+        "WORKER": "Running",
+    }
+    assert running.placement() == "worker-a"
+    starting = dispatched(roles(scheduler={"active": 1}), ON_WORKER_A)  # its pod not ready
+    assert starting.status()[0] is State.PENDING
+    done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted"}
+    finished = dispatched({**roles(scheduler={"succeeded": 1}), "conditions": [done]}, ON_WORKER_A)
+    assert finished.status()[0] is State.SUCCEEDED
+    assert finished.placement() == "worker-a"
+
+
+def test_a_failure_on_another_cluster_names_the_role_and_why_there_is_no_log() -> None:
+    failed = {"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "boom"}
+    live = dispatched({**roles(worker={"failed": 1}), "conditions": [failed]}, ON_WORKER_A)
+    assert live.status()[0] is State.FAILED
+    failure = live.failure()
+    assert failure is not None
+    assert (failure.replica, failure.reason, failure.message) == ("WORKER", "FailedJobs", "boom")
+    assert failure.log.startswith("log unavailable: its pods ran on cluster worker-a")
+
+
+def test_a_job_holding_quota_waits_for_its_admission_check_in_kueues_words() -> None:
+    reserved = {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}
+    live = dispatched(
+        {},
+        {
+            "conditions": [reserved],
+            "admissionChecks": [{"name": "multikueue", "state": "Pending"}],
+            "nominatedClusterNames": ["worker-a", "worker-b"],
+        },
+        suspend=True,
+    )
+    state, replicas = live.status()
+    assert state is State.QUEUED
+    assert replicas[0].reason == (
+        "quota reserved; waiting for admission check multikueue: Pending; "
+        "sent to cluster worker-a, worker-b, admitted by none yet (why is said on each of "
+        "them, by its own Workload: this cluster's does not carry it)"
+    )
+    assert live.placement() == ""
+
+
+def test_a_batch_job_runs_where_it_is_made() -> None:
+    (job,) = [o for o in render_job(job_of(mxjob("a"), Runtime.BATCH), CTX) if o["kind"] == "Job"][
+        :1
+    ]
+    group = runtimes.group_live(LiveObjects(jobs=(job,)))
+    assert group[("ml", "a")].placement() == ""

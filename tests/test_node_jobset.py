@@ -60,7 +60,7 @@ def replica(count: int) -> dict[str, Any]:
     }
 
 
-def queued_mxjob(name: str) -> str:
+def queued_mxjob(name: str, queue: str = QUEUE) -> str:
     """A Kubeflow MXJob naming a Kueue LocalQueue: it runs on JobSet, admitted by Kueue."""
     return yaml.safe_dump(
         {
@@ -69,7 +69,7 @@ def queued_mxjob(name: str) -> str:
             "metadata": {"name": name, "namespace": NS},
             "spec": {
                 "jobMode": "MXTrain",
-                "runPolicy": {"schedulingPolicy": {"queue": QUEUE}},
+                "runPolicy": {"schedulingPolicy": {"queue": queue}},
                 "mxReplicaSpecs": {
                     "Scheduler": replica(ROLES["scheduler"]),
                     "Server": replica(ROLES["server"]),

@@ -196,3 +196,51 @@ def test_a_note_of_a_newer_mxgitops_reads_with_its_new_fields_left_out() -> None
         if entry.get("failure"):
             entry["failure"]["signal"] = 9
     assert Summary.from_dict(data) == summary
+
+
+def test_a_job_run_on_another_cluster_is_named_in_the_note_events_and_commit_status() -> None:
+    """Where Kueue's MultiKueue runs a job on a worker cluster (`LiveJobSet.placement`)."""
+    from mxgitops import events
+    from mxgitops.forge.wanted import wanted
+
+    running = JobSummary("ml", "a", "unchanged", "", state="Running", placement="worker-a")
+    assert "ml/a: running on cluster worker-a" in running.details()
+    summary = Summary(commit="c" * 40, instance="t", jobs=(running,))
+    assert "ml/a: running on cluster worker-a" in report.render_table(summary)
+    assert report.parse_note(report.render_note(summary)) == summary
+    (status,) = wanted(summary, limit=1)
+    assert status.description == "1 running on worker-a" and status.running
+    done = dataclasses.replace(running, state="Succeeded")
+    (event,) = events.for_summary(dataclasses.replace(summary, jobs=(done,)), [("ml", "a")])
+    assert event["note"].startswith("succeeded on cluster worker-a")
+    here = dataclasses.replace(done, placement="")
+    (event,) = events.for_summary(dataclasses.replace(summary, jobs=(here,)), [("ml", "a")])
+    assert event["note"].startswith("succeeded (runtime")
+
+
+def test_a_job_kueue_dispatched_again_to_another_cluster_says_it_runs_again() -> None:
+    """Its worker lost (after Kueue's workerLostTimeout) or evicting it, Kueue runs the
+    same JobSet again on another worker: the note says so while it runs there."""
+    on = JobSummary("ml", "a", "unchanged", "", state="Running", runtime_id="abcde")
+    before = Summary(
+        commit="c" * 40, instance="t", jobs=(dataclasses.replace(on, placement="worker-a"),)
+    )
+    now = Summary(
+        commit="c" * 40, instance="t", jobs=(dataclasses.replace(on, placement="worker-b"),)
+    )
+    (moved,) = report.for_note(now, before).jobs
+    line = (
+        "ml/a: dispatched again by Kueue, from cluster worker-a to worker-b: "
+        "it runs again from the start"
+    )
+    assert line in moved.details()
+    later = report.for_note(now, dataclasses.replace(now, jobs=(moved,)))
+    assert later.jobs[0].moved_from == "worker-a"  # still there, still said
+    # a note's word is not taken for what is no cluster's name, nor for another runtime
+    forged = dataclasses.replace(before, jobs=(dataclasses.replace(on, placement="Evil name!"),))
+    assert report.for_note(now, forged).jobs[0].moved_from == ""
+    other = dataclasses.replace(
+        before, jobs=(dataclasses.replace(before.jobs[0], runtime_id="zzzzz"),)
+    )
+    assert report.for_note(now, other).jobs[0].moved_from == ""
+    assert report.for_note(now, now).jobs[0].moved_from == ""  # never moved

@@ -10,6 +10,9 @@ so their tests spread over both workers. A few are not:
   (``tests/sessionorder.py``): one per run, and its tests in the session's order;
 * JobSet and Kueue (``ecosystem_session``): a control plane with two controllers and
   their webhooks, 15 s to start and more to settle;
+* the MultiKueue manager and its workers (``multikueue_clusters``, ``multikueue_node``
+  with a real node): three control planes with their controllers, started once for the
+  tests of one module, one module after the other;
 * Kubeflow's training operator (``training_operator``) and the module-scoped servers
   (Gitea, the Pushgateway): started once for their tests, not once a worker.
 
@@ -44,6 +47,8 @@ LAST_UNIT = ".last"
 GROUPS: dict[str, str] = {
     "real_node": "node",
     "ecosystem_session": "ecosystem",
+    "multikueue_clusters": "multikueue",
+    "multikueue_node": "multikueue",
     "training_operator": "kubeflow",
     "gitea": "gitea",
     "gateway": "pushgateway",

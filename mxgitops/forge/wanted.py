@@ -76,7 +76,8 @@ def _status(commit: str, jobs: Sequence[JobSummary], problems: Sequence[str]) ->
     counts: dict[str, int] = {}
     for job in counted:
         if job.action not in _GONE and job.state:
-            state = job.state.lower()
+            # where Kueue runs it on another cluster, the tally names it
+            state = job.state.lower() + (f" on {job.placement}" if job.placement else "")
             counts[state] = counts.get(state, 0) + 1
     unfinished = any(
         job.state and job.state != _FINISHED_OK and job.action not in _GONE for job in counted
@@ -89,7 +90,7 @@ def _status(commit: str, jobs: Sequence[JobSummary], problems: Sequence[str]) ->
         state = StatusState.SUCCESS
     tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=_by_weight))
     description = _fit(tally or ("no jobs" if not failures else ""), failures)
-    running = counts.get("running", 0) > 0
+    running = any(job.state == "Running" for job in counted if job.action not in _GONE)
     return Wanted(commit, state, description, running)
 
 
@@ -117,8 +118,8 @@ def _first_word(problem: str) -> str:
 
 def _by_weight(item: tuple[str, int]) -> tuple[int, str]:
     order = ("running", "pending", "queued", "waiting", "suspended", "succeeded")
-    state = item[0]
-    return (order.index(state) if state in order else len(order), state)
+    state = item[0].split(" ", 1)[0]
+    return (order.index(state) if state in order else len(order), item[0])
 
 
 def _fit(tally: str, failures: Iterable[str]) -> str:

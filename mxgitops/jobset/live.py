@@ -21,12 +21,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from mxgitops import objects, scheduling
 from mxgitops.jobset.inplace import compare
+from mxgitops.jobset.placement import (
+    admission_wait,
+    cluster_of,
+    failed_role,
+    mirrored_replicas,
+    no_log_here,
+)
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
 from mxgitops.objects import KubeObject, ObjectRef
@@ -155,6 +162,12 @@ class LiveJobSet:
         """Why a queued, preempted or evicted job does not run: Kueue's words."""
         return self._status_reason[1]
 
+    def placement(self) -> str:
+        """The cluster Kueue runs the job on, where it is another (MultiKueue's
+        `status.clusterName` of its Workload, `placement.py`); "" where it runs here."""
+        jobset = self._judged
+        return cluster_of(self._workload_of(jobset)) if jobset is not None else ""
+
     @cached_property
     def _status(self) -> tuple[State, tuple[MxReplicaStatus, ...]]:
         jobset = self._judged
@@ -196,6 +209,8 @@ class LiveJobSet:
             return (State.PREEMPTED if preempted else State.EVICTED), message
         reserved = conditions.get("QuotaReserved") or {}
         message = _said(reserved.get("message") or reserved.get("reason") or "")
+        if reserved.get("status") == "True":
+            message = admission_wait(workload) or message
         namespace = str((jobset.get("metadata") or {}).get("namespace") or "")
         return State.QUEUED, _queue_missing(message, namespace) or message or (
             "waiting for Kueue to admit it"
@@ -214,9 +229,10 @@ class LiveJobSet:
             objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
         )
         name = (jobset.get("metadata") or {}).get("name")
-        pods = _pods_by_replica(
-            p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name
-        )
+        mine = [p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name]
+        if not mine and not suspended and self.placement():
+            return mirrored_replicas(jobset, counts)  # its pods are on that cluster
+        pods = _pods_by_replica(mine)
         done = _succeeded_roles(jobset)
         statuses = []
         for replica_type, count in counts.items():
@@ -261,9 +277,16 @@ class LiveJobSet:
         reasons.append(str(condition.get("reason") or ""))
         message = message or str(condition.get("message") or "")
         reason = "; ".join(dict.fromkeys(r for r in reasons if r))
-        return Failure(
+        failure = Failure(
             replica, exit_code, reason, " ".join(message.split())[:MAX_MESSAGE], pod_name
         )
+        cluster = self.placement()
+        if failed or not cluster:
+            return failure
+        counts = parse_replicas_annotation(
+            objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
+        )
+        return replace(failure, replica=failed_role(jobset, counts), log=no_log_here(cluster))
 
 
 def group_live_jobsets(

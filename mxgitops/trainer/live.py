@@ -214,6 +214,10 @@ class LiveJob:
         state, replicas = shape_status(self._shape, self._objects())
         return state, tuple(replicas)
 
+    def placement(self) -> str:
+        """Batch Jobs run where they are made: never on another cluster."""
+        return ""
+
     def failure(self) -> Failure | None:
         """Why the judged runtime failed: its first failed replica's account, or None."""
         for replica_type, index, batch_job, pods in replicas_of(self._shape, self._objects()):

@@ -124,6 +124,7 @@ class ControlPlane:
     admin: KeyPair | None = None
     client: KeyPair | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    argvs: dict[str, list[str]] = field(default_factory=dict)  # to start one again
     _group: int | None = None
     _etcd_data: Path | None = None
 
@@ -153,7 +154,8 @@ class ControlPlane:
         return self
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - owned by the process
+        self.argvs[name] = argv
+        log = open(self.directory / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
         process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -284,6 +286,19 @@ class ControlPlane:
             if process.poll() is not None:
                 tail = (self.directory / f"{name}.log").read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"{name} exited with {process.returncode}:\n{tail}")
+
+    # -- faults ------------------------------------------------------------------
+    def kill(self, name: str) -> None:
+        """Kill one process (``kube-apiserver``: the cluster is lost to its clients)."""
+        process = self.processes[name]
+        process.kill()
+        process.wait()
+
+    def restart(self, name: str) -> None:
+        """Start a killed process again with the same flags (same port, same data)."""
+        self._spawn(name, self.argvs[name])
+        if name == "kube-apiserver":
+            self._wait_ready()
 
     # -- use ---------------------------------------------------------------------
     def kubeconfig(

@@ -104,9 +104,13 @@ class Manager:
 class Ecosystem:
     """JobSet and Kueue running against ``plane``; use as a context manager."""
 
-    def __init__(self, plane: ControlPlane, directory: Path) -> None:
+    def __init__(
+        self, plane: ControlPlane, directory: Path, kueue_config: dict[str, Any] | None = None
+    ) -> None:
         assert plane.pki is not None and plane.admin is not None
         self.plane = plane
+        # More of Kueue's Configuration (a MultiKueue manager's `multiKueue` section).
+        self.kueue_config = kueue_config or {}
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.rest = Rest(plane.url, plane.pki.ca, plane.admin.cert, plane.admin.key)
@@ -191,6 +195,7 @@ class Ecosystem:
             # The on-demand visibility API is an aggregated API server of its own: not
             # what a training job meets, and it would want an APIService registered.
             "featureGates": {"VisibilityOnDemand": False},
+            **self.kueue_config,
         }
         # Without its internal cert management, Kueue reads its metrics server's certificate
         # from a path it does not let be configured (the Deployment mounts a Secret there):

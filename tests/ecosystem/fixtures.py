@@ -2,7 +2,9 @@
 Kueue controller manager (``addons.py``), started once per session; ``node_ecosystem``,
 the same controllers against the real node's control plane (``tests/controlplane/
 fixtures.py``), started for the tests of one module and uninstalled after them (the
-other tests on that node must not meet Kueue's webhooks nor a served JobSet API).
+other tests on that node must not meet Kueue's webhooks nor a served JobSet API);
+``multikueue`` and ``multikueue_node``, a Kueue MultiKueue manager and its workers
+(``multikueue.py``), started for the tests of one module.
 
 The API double serves neither JobSet nor Kueue (their behaviour is their controllers'),
 so the tests of the JobSet runtime run here only; tests/controlplane/DIFFERENCES.md says
@@ -15,17 +17,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import requests
 
 from tests.controlplane.harness import RealCluster, wait_for
 
+if TYPE_CHECKING:
+    from .multikueue import MultiKueue
+
 # Kueue's and JobSet's objects a test may make, cluster-scoped ones with namespace None;
 # removed in this order (a queue before what it names).
 KUEUE_GROUP = "/apis/kueue.x-k8s.io/v1beta2"
 KUEUE_VERSION = "kueue.x-k8s.io/v1beta2"
+MULTIKUEUE_NAMESPACES = ("default", "ml")  # those with a LocalQueue on every cluster
 WIPED = (
     ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets", True),
     (KUEUE_GROUP, "localqueues", True),
@@ -207,12 +213,50 @@ def node_ecosystem(node_ecosystem_module: Ecosystem) -> Ecosystem:
     return node_ecosystem_module
 
 
+@pytest.fixture(scope="module")
+def multikueue_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiKueue]:
+    """A MultiKueue manager and two workers (``multikueue.py``): three control planes
+    with their controllers, too heavy for two cores to keep beside the rest of the
+    suite, so started once for the tests of one module and stopped after them."""
+    from .multikueue import MultiKueue
+
+    with MultiKueue(tmp_path_factory.mktemp("multikueue"), namespaces=MULTIKUEUE_NAMESPACES) as mk:
+        yield mk
+
+
+@pytest.fixture(scope="module")
+def multikueue_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiKueue]:
+    """A MultiKueue manager and one worker whose node is real (kubelet, containerd, ...,
+    the training image imported): where a dispatched job really trains."""
+    from tests.controlplane.fixtures import node_images
+
+    from .multikueue import MultiKueue
+
+    with MultiKueue(
+        tmp_path_factory.mktemp("multikueue-node"),
+        ("manager", "worker-a"),
+        real_nodes=("worker-a",),
+        images=node_images(),
+    ) as mk:
+        yield mk
+
+
+@pytest.fixture
+def multikueue(multikueue_clusters: MultiKueue) -> MultiKueue:
+    """The clusters with every object of the last test removed, the MultiKueue setup kept."""
+    multikueue_clusters.wipe()
+    return multikueue_clusters
+
+
+REAL_ONLY = frozenset({"ecosystem", "multikueue"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--backend double`` (the fast path) deselects the tests on JobSet and Kueue, which
     run on the real control plane only; CI runs both backends, so runs them."""
     if config.getoption("--backend") != "double":
         return
-    keep = [i for i in items if "ecosystem" not in getattr(i, "fixturenames", ())]
+    keep = [i for i in items if not REAL_ONLY & set(getattr(i, "fixturenames", ()))]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
