@@ -479,7 +479,7 @@ def test_a_job_holding_quota_waits_for_its_admission_check_in_kueues_words() -> 
         {
             "conditions": [reserved],
             "admissionChecks": [{"name": "multikueue", "state": "Pending"}],
-            "nominatedClusterNames": ["worker-a", "worker-b"],
+            "nominatedClusterNames": ["worker-b", "worker-a"],  # in no order: said sorted
         },
         suspend=True,
     )

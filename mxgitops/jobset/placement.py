@@ -38,7 +38,9 @@ def admission_wait(workload: Mapping[str, Any]) -> str:
         for c in status.get("admissionChecks") or []
         if c.get("state") != "Ready"
     ]
-    nominated = [str(n) for n in status.get("nominatedClusterNames") or []]
+    # Sorted: Kueue's order changes between reads, and an unchanged wait must read the
+    # same (a note rewritten on every sync for nothing).
+    nominated = sorted(str(n) for n in status.get("nominatedClusterNames") or [])
     if nominated:
         waits.append(
             f"sent to cluster {', '.join(nominated)}, admitted by none yet (why is said "

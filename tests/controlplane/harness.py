@@ -227,12 +227,15 @@ class RealCluster:
 
     @contextmanager
     def keeping(self, namespaces: frozenset[str]) -> Iterator[None]:
-        """Leave ``namespaces`` alone while in the block (see the module docstring)."""
-        self._kept = namespaces
+        """Leave ``namespaces`` alone while in the block (see the module docstring), with
+        those an enclosing block keeps: the CronJob's installation keeps its namespaces
+        for the whole session, around other tests' blocks."""
+        before = self._kept
+        self._kept = before | namespaces
         try:
             yield
         finally:
-            self._kept = frozenset()
+            self._kept = before
 
     def _not_kept(self, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [o for o in objects if o["metadata"].get("namespace") not in self._kept]
