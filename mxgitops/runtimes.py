@@ -43,6 +43,7 @@ from mxgitops.trainer import (
     render_job,
 )
 from mxgitops.trainer import group_live as group_batch
+from mxgitops.trainer.disruption import Disruption
 from mxgitops.trainer.live import Stray
 
 __all__ = [
@@ -86,6 +87,7 @@ class Live(Protocol):
     def unfinished_job_refs(self) -> list[ObjectRef]: ...
     def status(self) -> tuple[State, list[MxReplicaStatus]]: ...
     def failure(self) -> Failure | None: ...
+    def disruption(self) -> Disruption | None: ...
     def on_change(self) -> OnChange: ...
     def compare_in_place(self, job: MxJob) -> list[InPlace]: ...
 
@@ -222,6 +224,9 @@ class Mixed:
 
     def failure(self) -> Failure | None:
         return self._jobset.failure() or self._batch.failure()
+
+    def disruption(self) -> Disruption | None:
+        return None  # replaced whole by any spec already
 
     def on_change(self) -> OnChange:
         return OnChange.REPLACE

@@ -58,6 +58,7 @@ from mxgitops.spec import (
     RestartPolicy,
     SuccessPolicy,
 )
+from mxgitops.trainer.disruption import failed_by_disruption, is_disrupted
 from mxgitops.trainer.labels import (
     JOB_TYPE_LABEL,
     RESTART_POLICY_ANNOTATION,
@@ -195,7 +196,9 @@ def replica_retries(
         return 0, 0
     restart = restart_policy_of(batch_job)
     if restart is RestartPolicy.EXIT_CODE:
-        return 0, int((batch_job.get("status") or {}).get("failed") or 0)
+        failed = int((batch_job.get("status") or {}).get("failed") or 0)
+        # The failure that ended a batch Job on a disruption is none (disruption.py).
+        return 0, failed - (1 if failed and failed_by_disruption(batch_job) else 0)
     if restart is not RestartPolicy.ON_FAILURE:
         return 0, 0
     restarts = 0
@@ -354,7 +357,9 @@ def restart_policy_of(batch_job: Mapping[str, Any]) -> RestartPolicy:
     pod_spec = (spec.get("template") or {}).get("spec") or {}
     if pod_spec.get("restartPolicy") == RestartPolicy.ON_FAILURE.value:
         return RestartPolicy.ON_FAILURE
-    return RestartPolicy.EXIT_CODE if spec.get("podFailurePolicy") else RestartPolicy.NEVER
+    rules = (spec.get("podFailurePolicy") or {}).get("rules") or []
+    exit_codes = any(rule.get("onExitCodes") for rule in rules)
+    return RestartPolicy.EXIT_CODE if exit_codes else RestartPolicy.NEVER
 
 
 def replica_state(
@@ -366,6 +371,8 @@ def replica_state(
     job_status_: Mapping[str, Any] = batch_job.get("status") or {}
     if int(job_status_.get("succeeded") or 0) >= 1:
         return ReplicaState.SUCCEEDED
+    if failed_by_disruption(batch_job) is not None:
+        return ReplicaState.RUNNING  # runs again whole (disruption.py), not failed
     if any(
         c.get("type") == "Failed" and c.get("status") == "True"
         for c in job_status_.get("conditions") or []
@@ -375,12 +382,24 @@ def replica_state(
         return ReplicaState.SUSPENDED
     restart = restart_policy_of(batch_job)
     retried = int(job_status_.get("failed") or 0) >= 1
-    if retried and restart is not RestartPolicy.EXIT_CODE:
+    if retried and restart is not RestartPolicy.EXIT_CODE and counts_as_failure(restart, pods):
         return ReplicaState.FAILED  # a failed pod fails the job, even once replaced
     state = pod_replica_state(newest_pod(pods), restart) if pods else ReplicaState.PENDING
     if retried and state is ReplicaState.PENDING:
         return ReplicaState.RUNNING  # a retry on its way: the job goes on, as it did
     return state
+
+
+def counts_as_failure(restart: RestartPolicy, pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a failed pod its batch Job counted is the program's failure, not a
+    disruption (`disruption.py`). Under `Never`, unless the failed pods kept all say
+    Kubernetes took them away. Under `OnFailure`, whose program's exits restart in
+    place, only when a failed pod kept says nothing of the kind: a pod counted and
+    gone was deleted (a node lost, a preemption), which the program never does."""
+    failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
+    if any(not is_disrupted(p) for p in failed):
+        return True
+    return restart is RestartPolicy.NEVER and not failed
 
 
 def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -417,6 +436,8 @@ def pod_replica_state(pod: Mapping[str, Any], restart: RestartPolicy | None = No
     state: Mapping[str, Any] = (container or {}).get("state") or {}
     terminated = state.get("terminated")
     if phase == "Failed":
+        if is_disrupted(pod):
+            return ReplicaState.RUNNING  # taken away by Kubernetes: runs again (disruption.py)
         if restart is RestartPolicy.EXIT_CODE and is_retryable_termination(terminated or {}):
             return ReplicaState.RUNNING  # a new pod is on its way
         return ReplicaState.FAILED
