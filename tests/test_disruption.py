@@ -275,3 +275,36 @@ def test_an_on_failure_dist_job_whose_counted_pod_is_gone_was_disrupted() -> Non
     kept = failed_pod(terminated(1, "boom"), name="old", started="2025-12-31T00:00:00Z")
     objects = live_with(mx, "worker", 0, [kept, replacement], failed=1)
     assert only_change(mx, objects).state is State.FAILED  # Kubeflow's rule: a failed pod
+
+
+# -- JobSet: the JobSet controller restarts a disrupted gang whole, uncounted ------------
+
+JOBSET_RULE = {
+    "name": "disruption",
+    "action": "RestartJobSetAndIgnoreMaxRestarts",
+    "onJobFailureReasons": ["PodFailurePolicy"],
+    "onJobFailureMessagePatterns": ["has condition DisruptionTarget matching FailJob rule"],
+}
+
+
+@pytest.mark.parametrize("restart", ["Never", "OnFailure", "ExitCode"])
+def test_a_jobset_restarts_whole_on_a_disruption_without_counting_it(restart: str) -> None:
+    from mxgitops.jobset import render_jobset
+    from tests.test_jobset_runtime import job_of, mxjob
+
+    doc = mxjob("a", restart=restart, runPolicy={"backoffLimit": 0})
+    (jobset,) = render_jobset(job_of(doc), CTX)
+    policy = jobset["spec"]["failurePolicy"]
+    first = policy["rules"][0]
+    # before any rule a disruption would match; none without a pod failure policy
+    assert (first == JOBSET_RULE) is (restart != "OnFailure")
+    assert policy["maxRestarts"] == 0
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        rules = (replicated["template"]["spec"].get("podFailurePolicy") or {}).get("rules")
+        if restart == "OnFailure":
+            assert rules is None  # Kubernetes allows none with restartPolicy OnFailure
+        else:
+            assert rules[0] == {
+                "action": "FailJob",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            }

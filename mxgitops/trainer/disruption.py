@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 DISRUPTION_TARGET = "DisruptionTarget"
-# The Job controller's condition message when a rule on DisruptionTarget matched:
-# "Pod ns/name has condition DisruptionTarget matching FailJob rule at index 0".
-_MATCHED = f"has condition {DISRUPTION_TARGET} matching"
+# The Job controller's condition message when the FailJob rule on DisruptionTarget
+# matched: "Pod ns/name has condition DisruptionTarget matching FailJob rule at index 0".
+DISRUPTION_MESSAGE = f"has condition {DISRUPTION_TARGET} matching FailJob rule"
 _FAILED_CONDITIONS = ("FailureTarget", "Failed")
 
 
@@ -99,7 +99,7 @@ def failed_by_disruption(batch_job: Mapping[str, Any] | None) -> str | None:
             condition.get("type") in _FAILED_CONDITIONS
             and condition.get("status") == "True"
             and condition.get("reason") == "PodFailurePolicy"
-            and _MATCHED in str(condition.get("message") or "")
+            and DISRUPTION_MESSAGE in str(condition.get("message") or "")
         ):
             return " ".join(str(condition.get("message")).split())
     return None

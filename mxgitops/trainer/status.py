@@ -15,6 +15,10 @@ a restart policy (the replica's `restartPolicy`, default `Never`):
   143, an eviction) is retried with a new pod, and the replica stays Running,
   also while that new pod waits to be made, scheduled or started.
 
+A pod Kubernetes took away (its `DisruptionTarget` condition: evicted, preempted,
+its node lost) is no failure under any policy (`disruption.py`, where Kubeflow's
+operator failed the job): the replica reads Running, the job runs again whole.
+
 `runPolicy.backoffLimit` is one budget for the whole job, as the operator
 counted it: the container restarts of `OnFailure` replicas (in running pods)
 plus the retried failures of `ExitCode` replicas, summed over every replica.
