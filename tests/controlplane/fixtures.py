@@ -19,7 +19,7 @@ import pytest
 
 from .harness import RealCluster
 
-NODE_FIXTURES = frozenset({"real_node", "node_cluster"})
+NODE_FIXTURES = frozenset({"real_node", "node_cluster", "fault_node"})  # fault_node: tests/faults/
 
 
 def node_images() -> list[Path]:

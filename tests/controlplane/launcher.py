@@ -119,11 +119,16 @@ class ControlPlane:
     # The real node's pods reach the API server at the host's end of the node's veth
     # pair (netns.py): it listens there instead of on loopback.
     bind_address: str = "127.0.0.1"
+    # Fault tests (tests/faults/): more controllers (the node lifecycle's) and flags
+    # that shorten their waits, each component's flags added after its own.
+    extra_controllers: tuple[str, ...] = ()
+    flags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     url: str = ""
     pki: PKI | None = None
     admin: KeyPair | None = None
     client: KeyPair | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    argv: dict[str, list[str]] = field(default_factory=dict)  # to start one again
     _group: int | None = None
     _etcd_data: Path | None = None
 
@@ -153,7 +158,9 @@ class ControlPlane:
         return self
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - owned by the process
+        argv = [*argv, *self.flags.get(name, ())]
+        self.argv[name] = argv
+        log = open(self.directory / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
         process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -166,6 +173,25 @@ class ControlPlane:
         if self._group is None:
             self._group = process.pid
         self.processes[name] = process
+
+    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> int:
+        """Signal one component by its pid and wait for it to exit; its pid."""
+        process = self.processes[name]
+        process.send_signal(sig)
+        process.wait(timeout=STOP_TIMEOUT * 6)
+        return process.pid
+
+    def start_again(self, name: str) -> None:
+        """Start a component stopped by ``kill`` again, as it was started (same ports,
+        data and flags); waits for the API server's readiness after it or etcd."""
+        flags = self.flags.pop(name, ())  # already in its argv
+        try:
+            self._spawn(name, self.argv[name])
+        finally:
+            if flags:
+                self.flags[name] = flags
+        if name in ("etcd", "kube-apiserver"):
+            self._wait_ready()
 
     def _start_etcd(self, bindir: Path) -> str:
         client, peer = free_port(), free_port()
@@ -236,7 +262,7 @@ class ControlPlane:
                 f"--kubeconfig={kubeconfig}",
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
-                f"--controllers={','.join(CONTROLLERS)}",
+                f"--controllers={','.join((*CONTROLLERS, *self.extra_controllers))}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",
