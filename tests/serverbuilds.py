@@ -35,6 +35,7 @@ _BUILDS: dict[str, Callable[[], object]] = {
     "training_operator": _module("tests.kubeflow.build"),
     "ecosystem_session": _controllers,
     "node_ecosystem": _controllers,
+    "fault_jobset": _controllers,  # tests/faults/
 }
 
 
