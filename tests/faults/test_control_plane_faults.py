@@ -96,7 +96,8 @@ def converged(remote: GitRemote, cluster: RealCluster, cache: Path) -> Any:
     names = [o["metadata"]["name"] for o in jobs + services]
     assert len(names) == len(set(names)) == JOBS * PER_JOB, len(names)
     status = cli("status", "--repo", remote.url, "--cache-dir", str(cache), "-o", "json")
-    noted = {j["name"]: j["state"] for j in json.loads(status)["jobs"]}
+    note, _ = json.JSONDecoder().raw_decode(status[status.index("{") :])
+    noted = {j["name"]: j["state"] for j in note["jobs"]}
     assert noted == {f"job-{i:02d}": "Suspended" for i in range(JOBS)}, noted
     return report
 
@@ -106,6 +107,7 @@ def _no_in_cluster_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("component", ["kube-apiserver", "etcd"])
 def test_the_api_server_or_etcd_killed_mid_apply(
     faults: FaultCluster,
@@ -133,6 +135,7 @@ def test_the_api_server_or_etcd_killed_mid_apply(
     )
 
 
+@pytest.mark.timeout(300)
 def test_the_sync_sigkilled_between_writes_is_finished_by_the_next(
     faults: FaultCluster, make_git_remote: Callable[..., GitRemote], tmp_path: Path
 ) -> None:

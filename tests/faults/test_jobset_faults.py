@@ -20,9 +20,16 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.faults.conftest import FaultCluster
-from tests.faults.test_node_faults import PODS, dist_job, node_ready, node_runs_a_pod
+from tests.faults.test_node_faults import (
+    NODE_LOST_TIMEOUT,
+    PODS,
+    dist_job,
+    node_ready,
+    node_runs_a_pod,
+    row_of,
+)
 from tests.gitfixtures import GitRemote
-from tests.test_node_training import NS, cli, job_state, sync_args
+from tests.test_node_training import NS, cli, sync_args
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +64,7 @@ def gang_running(eco: Ecosystem, jobset: str) -> list[dict[str, Any]] | None:
     return pods if ok else None
 
 
+@pytest.mark.timeout(NODE_LOST_TIMEOUT)
 def test_a_node_lost_restarts_the_jobset_gang_uncounted(
     faults: FaultCluster,
     fault_jobset: Ecosystem,
@@ -91,9 +99,8 @@ def test_a_node_lost_restarts_the_jobset_gang_uncounted(
             ),
             60,
         )
-        cli("sync", *args)
-        state = job_state(remote, cache, name)
-        assert state["state"] != "Failed", state
+        row = row_of(cli("sync", "-o", "json", *args), name)
+        assert row["state"] != "Failed", row
     finally:
         faults.node.network.restore()
     wait_for("the node Ready again", lambda: node_ready(faults.cluster), 90)
@@ -103,9 +110,8 @@ def test_a_node_lost_restarts_the_jobset_gang_uncounted(
     status = the_jobset(fault_jobset, name).get("status") or {}
     assert status.get("restarts", 0) >= 1, status
     assert status.get("restartsCountTowardsMax", 0) == 0, status  # not counted
-    cli("sync", *args)
-    state = job_state(remote, cache, name)
-    assert (state["state"], state["action"]) == ("Running", "unchanged"), state
+    row = row_of(cli("sync", "-o", "json", *args), name)
+    assert (row["state"], row["action"]) == ("Running", "unchanged"), row
     assert len(fault_jobset.jobsets(NS)) == 1
     print(f"\nnode lost (JobSet, Never): the gang running again {recovered:.1f} s after the cut")
     node_runs_a_pod(faults)
