@@ -128,7 +128,6 @@ class ControlPlane:
     admin: KeyPair | None = None
     client: KeyPair | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    argv: dict[str, list[str]] = field(default_factory=dict)  # to start one again
     _group: int | None = None
     _etcd_data: Path | None = None
 
@@ -159,8 +158,7 @@ class ControlPlane:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         argv = [*argv, *self.flags.get(name, ())]
-        self.argv[name] = argv
-        log = open(self.directory / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
+        log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - owned by the process
         process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -173,25 +171,6 @@ class ControlPlane:
         if self._group is None:
             self._group = process.pid
         self.processes[name] = process
-
-    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> int:
-        """Signal one component by its pid and wait for it to exit; its pid."""
-        process = self.processes[name]
-        process.send_signal(sig)
-        process.wait(timeout=STOP_TIMEOUT * 6)
-        return process.pid
-
-    def start_again(self, name: str) -> None:
-        """Start a component stopped by ``kill`` again, as it was started (same ports,
-        data and flags); waits for the API server's readiness after it or etcd."""
-        flags = self.flags.pop(name, ())  # already in its argv
-        try:
-            self._spawn(name, self.argv[name])
-        finally:
-            if flags:
-                self.flags[name] = flags
-        if name in ("etcd", "kube-apiserver"):
-            self._wait_ready()
 
     def _start_etcd(self, bindir: Path) -> str:
         client, peer = free_port(), free_port()
