@@ -211,6 +211,9 @@ def _running_change(
     explains it); recreating it would run that replica again, so only a missing
     Service is recreated then.
     """
+    disruption = live.disruption()
+    if disruption is not None:
+        return _run_again(job, live, ctx, base, disruption.describe())
     missing = {ref for ref in job_refs(job) if not live.has(ref)}
     collected = []
     if job.run_policy.ttl_seconds_after_finished is not None and live.incomplete() is None:
@@ -256,6 +259,22 @@ def _running_change(
             state=state,
         )
     return base.change(Action.UNCHANGED, "in sync", state=state)
+
+
+def _run_again(job: MxJob, live: LiveJob, ctx: RenderContext, base: _Base, what: str) -> Change:
+    """A dist job Kubernetes disrupted runs again whole: every replica is deleted, and
+    made anew once they are gone (a replace, under the same names). A lone new worker
+    or server cannot rejoin a running ps-lite job. Not a failure, so nothing counts it
+    against backoffLimit: the new batch Jobs start with no failure counted."""
+    change = _starting(base, job).change(
+        Action.REPLACE,
+        f"disrupted, not failed: {what}; the job runs again whole (a disruption is not "
+        "counted against backoffLimit)",
+        state=State.PENDING,
+        deletes=tuple(live.refs()),
+        creates=tuple(render_job(job, ctx)),
+    )
+    return replace(change, starts_after_deletes=True)
 
 
 def _fields(patches: Sequence[InPlace]) -> str:

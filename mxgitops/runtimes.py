@@ -43,6 +43,7 @@ from mxgitops.trainer import (
     render_job,
 )
 from mxgitops.trainer import group_live as group_batch
+from mxgitops.trainer.disruption import Disruption
 from mxgitops.trainer.live import Stray
 
 __all__ = [
@@ -87,6 +88,7 @@ class Live(Protocol):
     def status(self) -> tuple[State, list[MxReplicaStatus]]: ...
     def failure(self) -> Failure | None: ...
     def placement(self) -> str: ...
+    def disruption(self) -> Disruption | None: ...
     def on_change(self) -> OnChange: ...
     def compare_in_place(self, job: MxJob) -> list[InPlace]: ...
 
@@ -229,6 +231,9 @@ class Mixed:
 
     def placement(self) -> str:
         return self._jobset.placement()
+
+    def disruption(self) -> Disruption | None:
+        return None  # replaced whole by any spec already
 
     def on_change(self) -> OnChange:
         return OnChange.REPLACE

@@ -54,6 +54,7 @@ _BUILDS: dict[str, Callable[[], object]] = {
     "node_ecosystem": _controllers,
     "multikueue_clusters": _controllers,
     "multikueue_node": _controllers,
+    "fault_jobset": _controllers,  # tests/faults/
 }
 
 

@@ -138,8 +138,10 @@ def test_a_dist_job_is_one_jobset_with_one_replicated_job_per_role() -> None:
     config = env["MX_CONFIG"]["value"].replace("$(MXGITOPS_TASK_INDEX)", "2")
     assert json.loads(config)["task"] == {"index": 2, "type": "worker"}
     assert json.loads(config)["cluster"]["worker"][2]["url"] == f"{name}-worker-0-2.{name}"
-    # a failed Never replica fails the job at once; no Service of ours
-    assert spec["failurePolicy"]["rules"] == [
+    # a disruption restarts the gang, uncounted (tests/test_disruption.py); a failed
+    # Never replica fails the job at once; no Service of ours
+    assert spec["failurePolicy"]["rules"][0]["name"] == "disruption"
+    assert spec["failurePolicy"]["rules"][1:] == [
         {
             "name": "replicaFailed",
             "action": "FailJobSet",
@@ -171,10 +173,10 @@ def test_exit_code_fails_at_once_on_a_permanent_code_and_restarts_the_gang_other
     (jobset,) = render_jobset(job_of(doc), CTX)
     policy = jobset["spec"]["failurePolicy"]
     assert policy["maxRestarts"] == 3 and policy["restartStrategy"] == "Recreate"
-    assert policy["rules"][0]["onJobFailureReasons"] == ["PodFailurePolicy"]
+    assert policy["rules"][1]["onJobFailureReasons"] == ["PodFailurePolicy"]
     worker = jobset["spec"]["replicatedJobs"][2]["template"]["spec"]
     assert worker["backoffLimit"] == 0
-    assert worker["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == list(range(1, 128))
+    assert worker["podFailurePolicy"]["rules"][1]["onExitCodes"]["values"] == list(range(1, 128))
 
 
 def test_a_queued_job_is_created_suspended_with_kueues_labels() -> None:

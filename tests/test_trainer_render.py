@@ -500,6 +500,13 @@ def test_every_container_gets_the_environment() -> None:
 # -- restart and run policy ---------------------------------------------------------------
 
 
+# A dist job's replica fails on a disruption, to be run again whole (disruption.py).
+DISRUPTION = {
+    "action": "FailJob",
+    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+}
+
+
 def test_restart_policy_of_the_replica_is_the_pods() -> None:
     for obj in render_job(job_of(seed_doc()), CTX):
         if obj["kind"] == "Job":
@@ -508,7 +515,8 @@ def test_restart_policy_of_the_replica_is_the_pods() -> None:
     for obj in render_job(job_of(kubeflow_doc(restart="Never")), CTX):
         if obj["kind"] == "Job":
             assert pod_spec(obj)["restartPolicy"] == "Never"
-            assert "podFailurePolicy" not in obj["spec"]
+            # A disruption only (issue 30, tests/test_disruption.py).
+            assert obj["spec"]["podFailurePolicy"] == {"rules": [DISRUPTION]}
 
 
 def test_exit_code_is_never_plus_a_pod_failure_policy() -> None:
@@ -518,6 +526,7 @@ def test_exit_code_is_never_plus_a_pod_failure_policy() -> None:
         assert pod_spec(obj)["restartPolicy"] == "Never"
         assert obj["spec"]["podFailurePolicy"] == {
             "rules": [
+                DISRUPTION,
                 {
                     "action": "FailJob",
                     "onExitCodes": {
@@ -525,7 +534,7 @@ def test_exit_code_is_never_plus_a_pod_failure_policy() -> None:
                         "operator": "In",
                         "values": list(range(1, 128)),
                     },
-                }
+                },
             ]
         }
 

@@ -164,7 +164,11 @@ def test_replica_state_from_the_newest_pod_by_restart_policy(
 def test_a_counted_failure_fails_never_and_on_failure_replicas_even_once_replaced() -> None:
     retry = [pod(RUNNING)]
     assert replica_state(batch_job(restart=NEVER, failed=1), retry) is F
-    assert replica_state(batch_job(restart=ON_FAILURE, failed=1), retry) is F
+    kept = failed_pod(terminated(1), started="2025-12-31T00:00:00Z", name="old")
+    assert replica_state(batch_job(restart=ON_FAILURE, failed=1), [kept, *retry]) is F
+    # Under OnFailure the program's exits restart in place: a pod counted and gone was
+    # deleted (a node lost, a preemption), a disruption (issue 30, tests/test_disruption.py).
+    assert replica_state(batch_job(restart=ON_FAILURE, failed=1), retry) is R
     assert replica_state(batch_job(restart=EXIT_CODE, failed=1), retry) is R
     # An ExitCode retry on its way (no pod yet, or one not started) goes on: Running.
     pending = pod(WAITING)

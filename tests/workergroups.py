@@ -46,6 +46,7 @@ LAST_UNIT = ".last"
 # Kueue is the node's)
 GROUPS: dict[str, str] = {
     "real_node": "node",
+    "fault_node": "faults",  # its own node, broken on purpose (tests/faults/)
     "ecosystem_session": "ecosystem",
     "multikueue_clusters": "multikueue",
     "multikueue_node": "multikueue",

@@ -38,6 +38,7 @@ from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.spec import ON_CHANGE_ANNOTATION
+from mxgitops.trainer.disruption import Disruption
 from mxgitops.trainer.failure import MAX_MESSAGE, Failure
 from mxgitops.trainer.inplace import InPlace
 from mxgitops.trainer.labels import (
@@ -254,6 +255,11 @@ class LiveJobSet:
                 aggregate(replica_type, count, states, next((r for r in reasons if r), ""))
             )
         return statuses
+
+    def disruption(self) -> Disruption | None:
+        """None: the JobSet controller restarts a disrupted JobSet whole itself (its
+        failurePolicy, `render.py`), uncounted."""
+        return None
 
     def failure(self) -> Failure | None:
         """Why the judged JobSet failed: its failed replica's pod, and its condition."""

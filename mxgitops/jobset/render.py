@@ -14,7 +14,10 @@ fails on its first failed pod (backoffLimit 0) unless its restart policy is OnFa
 `OnFailure` replica fails the JobSet at once; under `ExitCode`, a permanent exit code
 (1-127, the pod failure policy's FailJob) fails it at once, and any other failure (a
 signal) restarts the whole gang, `runPolicy.backoffLimit` times at most
-(`failurePolicy.maxRestarts`: the budget is the job's, not each replica's).
+(`failurePolicy.maxRestarts`: the budget is the job's, not each replica's). A
+disruption is not a failure (`trainer/disruption.py`): a child Job whose pod Kubernetes
+took away fails on it (its pod failure policy's first rule), and the JobSet restarts the
+whole gang without counting it (`RestartJobSetAndIgnoreMaxRestarts`, the first rule).
 
 Every field JobSet's webhook or its CRD would default is written explicitly: its
 controller assumes them, and a GitOps diff against the live object stays clean.
@@ -46,14 +49,15 @@ from mxgitops.model import CONTAINER_NAME, JobMode, MxJob, ReplicaSpec, ReplicaT
 from mxgitops.model import SuccessPolicy as MxSuccessPolicy
 from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.trainer.accelerators import apply_accelerators
+from mxgitops.trainer.disruption import DISRUPTION_MESSAGE
 from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION
 from mxgitops.trainer.labels import job_labels, kubeflow_pod_labels, replica_set_labels
 from mxgitops.trainer.mxconfig import MAX_LISTED_REPLICAS
 from mxgitops.trainer.render import (
-    PERMANENT_EXIT_CODES,
     RenderContext,
     copied_template,
     object_annotations,
+    pod_failure_rules,
 )
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -151,6 +155,17 @@ def _deciding_role(job: MxJob) -> str:
     return ReplicaType.WORKER.role
 
 
+# A child Job failed on a disruption (its pod failure policy's rule on DisruptionTarget,
+# `trainer/disruption.py`) restarts the whole gang, not counted against maxRestarts
+# (the job's backoffLimit): a disruption is not the job's failure.
+DISRUPTION_RULE: dict[str, Any] = {
+    "name": "disruption",
+    "action": "RestartJobSetAndIgnoreMaxRestarts",
+    "onJobFailureReasons": ["PodFailurePolicy"],
+    "onJobFailureMessagePatterns": [DISRUPTION_MESSAGE],
+}
+
+
 def _failure_policy(job: MxJob) -> dict[str, Any]:
     """Fail at once on what is permanent; restart the gang on what is not, within the
     job's backoffLimit (`maxRestarts`). Rules are tried in order; none matched restarts."""
@@ -158,6 +173,8 @@ def _failure_policy(job: MxJob) -> dict[str, Any]:
     for replica in job.replica_specs:
         by_policy.setdefault(replica.restart_policy, []).append(replica.type.role)
     rules = []
+    if set(by_policy) - {RestartPolicy.ON_FAILURE}:  # child Jobs with a pod failure policy
+        rules.append(DISRUPTION_RULE)
     exit_code = by_policy.get(RestartPolicy.EXIT_CODE, [])
     if exit_code:
         rules.append(
@@ -205,19 +222,9 @@ def _replicated_job(
     }
     if job.run_policy.active_deadline_seconds is not None and not job.queue:
         job_spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
-    if restart is RestartPolicy.EXIT_CODE:
-        job_spec["podFailurePolicy"] = {
-            "rules": [
-                {
-                    "action": "FailJob",
-                    "onExitCodes": {
-                        "containerName": CONTAINER_NAME,
-                        "operator": "In",
-                        "values": list(PERMANENT_EXIT_CODES),
-                    },
-                }
-            ]
-        }
+    rules = pod_failure_rules(restart, dist=True)  # the JobSet restarts a disrupted gang
+    if rules:
+        job_spec["podFailurePolicy"] = {"rules": rules}
     job_spec["template"] = _pod_template(job, replica, ctx, env(replica.type))
     rjob: dict[str, Any] = {
         "name": role,

@@ -34,7 +34,16 @@ from typing import Any
 from mxgitops import objects
 from mxgitops.model import RUNTIME_ID_LENGTH, runtime_id_of
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
-from mxgitops.spec import ON_CHANGE_ANNOTATION, JobMode, MxJob, OnChange, ReplicaType, SuccessPolicy
+from mxgitops.spec import (
+    ON_CHANGE_ANNOTATION,
+    JobMode,
+    MxJob,
+    OnChange,
+    ReplicaType,
+    RestartPolicy,
+    SuccessPolicy,
+)
+from mxgitops.trainer.disruption import Disruption, first_disruption
 from mxgitops.trainer.failure import Failure, backoff_failure, replica_failure
 from mxgitops.trainer.inplace import InPlace, recorded_backoff_limit
 from mxgitops.trainer.inplace import compare as compare_in_place
@@ -47,7 +56,15 @@ from mxgitops.trainer.labels import (
     TASK_INDEX_LABEL,
     parse_replicas_annotation,
 )
-from mxgitops.trainer.status import JobShape, MxReplicaStatus, State, replicas_of, shape_status
+from mxgitops.trainer.status import (
+    JobShape,
+    MxReplicaStatus,
+    State,
+    counts_as_failure,
+    replicas_of,
+    restart_policy_of,
+    shape_status,
+)
 
 BATCH_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 _JOB_TYPES = {t.role: t.value for t in ReplicaType}  # the job_type label of each role
@@ -226,6 +243,17 @@ class LiveJob:
                 return failure
         return backoff_failure(self._shape, self._objects())
 
+    def disruption(self) -> Disruption | None:
+        """A dist job that Kubernetes disrupted (`disruption.py`), which the planner runs
+        again whole: a lone new pod cannot rejoin a running ps-lite job. A local job's
+        batch Job makes its new pod itself: None."""
+        if self._shape.mode is not JobMode.DIST:
+            return None
+        return first_disruption(
+            (f"{replica_type.value} {index}", batch_job, pods, _lost_pod(batch_job, pods))
+            for replica_type, index, batch_job, pods in replicas_of(self._shape, self._objects())
+        )
+
     def _objects(self) -> LiveObjects:
         return LiveObjects(self.jobs, self.services, self.pods)
 
@@ -291,6 +319,17 @@ class LiveJob:
         if not candidates:
             return None
         return objects.labels_of(max(candidates, key=key)).get(RUNTIME_ID_LABEL)
+
+
+def _lost_pod(
+    batch_job: KubeObject | None, pods: tuple[KubeObject, ...] | list[KubeObject]
+) -> bool:
+    """An `OnFailure` replica's batch Job counted a failed pod that is gone: deleted
+    (its node lost, a preemption), a disruption (`status.counts_as_failure`)."""
+    if batch_job is None or restart_policy_of(batch_job) is not RestartPolicy.ON_FAILURE:
+        return False
+    counted = int((batch_job.get("status") or {}).get("failed") or 0) >= 1
+    return counted and not counts_as_failure(RestartPolicy.ON_FAILURE, pods)
 
 
 def _most_replicas(annotations: Iterable[str]) -> dict[ReplicaType, int]:

@@ -28,6 +28,7 @@ from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.spec import (
     CONTAINER_NAME,
     KUBEFLOW_PORT_NAME,
+    JobMode,
     MxJob,
     ReplicaSpec,
     ReplicaType,
@@ -37,6 +38,7 @@ from mxgitops.spec import (
     scheduler_service_name,
 )
 from mxgitops.trainer.accelerators import AcceleratorConfig, apply_accelerators
+from mxgitops.trainer.disruption import pod_failure_rule
 from mxgitops.trainer.inplace import annotation as in_place_annotation
 from mxgitops.trainer.inplace import batch_backoff_limit
 from mxgitops.trainer.labels import (
@@ -129,24 +131,35 @@ def render_batch_job(
     spec: dict[str, Any] = {"completions": 1, "parallelism": 1}
     spec.update(shared.run_policy)
     spec["backoffLimit"] = batch_backoff_limit(replica.restart_policy, job.run_policy.backoff_limit)
-    if replica.restart_policy is RestartPolicy.EXIT_CODE:
-        spec["podFailurePolicy"] = {
-            "rules": [
-                {
-                    "action": "FailJob",
-                    "onExitCodes": {
-                        "containerName": CONTAINER_NAME,
-                        "operator": "In",
-                        "values": list(PERMANENT_EXIT_CODES),
-                    },
-                }
-            ]
-        }
+    rules = pod_failure_rules(replica.restart_policy, dist=job.mode is JobMode.DIST)
+    if rules:
+        spec["podFailurePolicy"] = {"rules": rules}
     spec["template"] = _pod_template(job, replica, index, labels, ctx, shared)
     metadata = _metadata(job_object_name(job, replica.type, index), job, labels, shared.annotations)
     metadata["annotations"].update(shared.in_place)  # the Job's, not its pods'
     metadata["annotations"][RESTART_POLICY_ANNOTATION] = replica.restart_policy.value
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+
+
+def pod_failure_rules(restart: RestartPolicy, *, dist: bool) -> list[dict[str, Any]]:
+    """A replica's batch Job's podFailurePolicy rules (Kubernetes allows them only for
+    pods with restartPolicy Never, so none under `OnFailure`): a disruption first
+    (`disruption.py`), then `ExitCode`'s permanent exit codes."""
+    if restart is RestartPolicy.ON_FAILURE:
+        return []
+    rules = [pod_failure_rule(dist)]
+    if restart is RestartPolicy.EXIT_CODE:
+        rules.append(
+            {
+                "action": "FailJob",
+                "onExitCodes": {
+                    "containerName": CONTAINER_NAME,
+                    "operator": "In",
+                    "values": list(PERMANENT_EXIT_CODES),
+                },
+            }
+        )
+    return rules
 
 
 def render_scheduler_service(job: MxJob, ctx: RenderContext) -> KubeObject:

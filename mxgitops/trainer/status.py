@@ -17,6 +17,10 @@ a restart policy (the replica's `restartPolicy`, default `Never`):
   and the replica stays Running, also while that new pod waits to be made,
   scheduled or started.
 
+A pod Kubernetes took away (its `DisruptionTarget` condition: evicted, preempted,
+its node lost) is no failure under any policy (`disruption.py`, where Kubeflow's
+operator failed the job): the replica reads Running, the job runs again whole.
+
 `runPolicy.backoffLimit` is one budget for the whole job, as the operator
 counted it: the container restarts of `OnFailure` replicas (in running pods)
 plus the retried failures of `ExitCode` replicas, summed over every replica.
@@ -62,6 +66,7 @@ from mxgitops.spec import (
     RestartPolicy,
     SuccessPolicy,
 )
+from mxgitops.trainer.disruption import failed_by_disruption, is_disrupted
 from mxgitops.trainer.finishing import (
     deciding_type,
     finished_at,
@@ -223,7 +228,9 @@ def replica_retries(
         return 0, 0
     restart = restart_policy_of(batch_job)
     if restart is RestartPolicy.EXIT_CODE:
-        return 0, int((batch_job.get("status") or {}).get("failed") or 0)
+        failed = int((batch_job.get("status") or {}).get("failed") or 0)
+        # The failure that ended a batch Job on a disruption is none (disruption.py).
+        return 0, failed - (1 if failed and failed_by_disruption(batch_job) else 0)
     if restart is not RestartPolicy.ON_FAILURE:
         return 0, 0
     restarts = 0
@@ -377,7 +384,9 @@ def restart_policy_of(batch_job: Mapping[str, Any]) -> RestartPolicy:
     pod_spec = (spec.get("template") or {}).get("spec") or {}
     if pod_spec.get("restartPolicy") == RestartPolicy.ON_FAILURE.value:
         return RestartPolicy.ON_FAILURE
-    return RestartPolicy.EXIT_CODE if spec.get("podFailurePolicy") else RestartPolicy.NEVER
+    rules = (spec.get("podFailurePolicy") or {}).get("rules") or []
+    exit_codes = any(rule.get("onExitCodes") for rule in rules)
+    return RestartPolicy.EXIT_CODE if exit_codes else RestartPolicy.NEVER
 
 
 def replica_state(
@@ -389,6 +398,8 @@ def replica_state(
     job_status_: Mapping[str, Any] = batch_job.get("status") or {}
     if int(job_status_.get("succeeded") or 0) >= 1:
         return ReplicaState.SUCCEEDED
+    if failed_by_disruption(batch_job) is not None:
+        return ReplicaState.RUNNING  # runs again whole (disruption.py), not failed
     if any(
         c.get("type") == "Failed" and c.get("status") == "True"
         for c in job_status_.get("conditions") or []
@@ -400,7 +411,7 @@ def replica_state(
     if restart is RestartPolicy.EXIT_CODE and _failed_for_good(pods):
         return ReplicaState.FAILED
     retried = int(job_status_.get("failed") or 0) >= 1
-    if retried and restart is not RestartPolicy.EXIT_CODE:
+    if retried and restart is not RestartPolicy.EXIT_CODE and counts_as_failure(restart, pods):
         return ReplicaState.FAILED  # a failed pod fails the job, even once replaced
     state = pod_replica_state(newest_pod(pods), restart) if pods else ReplicaState.PENDING
     if retried and state is ReplicaState.PENDING:
@@ -412,13 +423,27 @@ def _failed_for_good(pods: Sequence[Mapping[str, Any]]) -> bool:
     """Under `ExitCode`: a failed pod whose `mxnet` container exited with a code the
     operator did not retry. 0 is one (a sidecar failed the pod): no pod failure policy
     can name it, so its batch Job retries it, but the job has failed, and the failed pod
-    stays listed as long as its batch Job."""
+    stays listed as long as its batch Job. Not a pod Kubernetes took away: its `mxnet`
+    may well exit 0 on the SIGTERM (`disruption.py`)."""
     return any(
         (p.get("status") or {}).get("phase") == "Failed"
+        and not is_disrupted(p)
         and (terminated := mxnet_terminated(p))
         and not is_retryable_termination(terminated)
         for p in pods
     )
+
+
+def counts_as_failure(restart: RestartPolicy, pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a failed pod its batch Job counted is the program's failure, not a
+    disruption (`disruption.py`). Under `Never`, unless the failed pods kept all say
+    Kubernetes took them away. Under `OnFailure`, whose program's exits restart in
+    place, only when a failed pod kept says nothing of the kind: a pod counted and
+    gone was deleted (a node lost, a preemption), which the program never does."""
+    failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
+    if any(not is_disrupted(p) for p in failed):
+        return True
+    return restart is RestartPolicy.NEVER and not failed
 
 
 def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -455,6 +480,8 @@ def pod_replica_state(pod: Mapping[str, Any], restart: RestartPolicy | None = No
     state: Mapping[str, Any] = (container or {}).get("state") or {}
     terminated = state.get("terminated")
     if phase == "Failed":
+        if is_disrupted(pod):
+            return ReplicaState.RUNNING  # taken away by Kubernetes: runs again (disruption.py)
         if restart is RestartPolicy.EXIT_CODE and is_retryable_termination(terminated or {}):
             return ReplicaState.RUNNING  # a new pod is on its way
         return ReplicaState.FAILED

@@ -19,7 +19,9 @@ import pytest
 
 from .harness import RealCluster
 
-NODE_FIXTURES = frozenset({"real_node", "node_cluster", "multikueue_node"})
+NODE_FIXTURES = frozenset(
+    {"real_node", "node_cluster", "multikueue_node", "fault_node"}  # fault_node: tests/faults/
+)
 
 
 def node_images() -> list[Path]:

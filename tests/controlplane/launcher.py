@@ -119,6 +119,10 @@ class ControlPlane:
     # The real node's pods reach the API server at the host's end of the node's veth
     # pair (netns.py): it listens there instead of on loopback.
     bind_address: str = "127.0.0.1"
+    # Fault tests (tests/faults/): more controllers (the node lifecycle's) and flags
+    # that shorten their waits, each component's flags added after its own.
+    extra_controllers: tuple[str, ...] = ()
+    flags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     url: str = ""
     pki: PKI | None = None
     admin: KeyPair | None = None
@@ -154,7 +158,8 @@ class ControlPlane:
         return self
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        self.argvs[name] = argv
+        self.argvs[name] = argv  # restart() adds the flags again
+        argv = [*argv, *self.flags.get(name, ())]
         log = open(self.directory / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
         process = subprocess.Popen(
             argv,
@@ -238,7 +243,7 @@ class ControlPlane:
                 f"--kubeconfig={kubeconfig}",
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
-                f"--controllers={','.join(CONTROLLERS)}",
+                f"--controllers={','.join((*CONTROLLERS, *self.extra_controllers))}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",

@@ -95,6 +95,16 @@ class NodeNetwork:
                 capture_output=True,
             )
 
+    def cut(self) -> None:
+        """Take the node's end of the pair down: the node and its pods reach nothing
+        beyond the namespace (the API server neither), as a node whose network failed;
+        the host's end keeps its address, so the API server still answers this host."""
+        _ip("link", "set", "eth0", "down", netns=self.name)
+
+    def restore(self) -> None:
+        """Bring the node's end up again (its routes come back with it)."""
+        _ip("link", "set", "eth0", "up", netns=self.name)
+
     def delete(self) -> None:
         """Remove the namespace (its end of the pair and the bridge go with it) and the
         host's end; a no-op for what is already gone."""

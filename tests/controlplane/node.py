@@ -79,7 +79,10 @@ class RealNode:
     network: NodeNetwork
     directory: Path
     images: tuple[Path, ...] = ()  # more image archives to import beside the node's own
+    # KubeletConfiguration fields set over ``nodeconfig.kubelet_config``'s (fault tests)
+    kubelet_overrides: dict[str, Any] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    argv: dict[str, list[str]] = field(default_factory=dict)  # to start one again
     binaries: dict[str, Path] = field(default_factory=dict)
 
     @property
@@ -123,7 +126,8 @@ class RealNode:
         return {**os.environ, "PATH": os.pathsep.join([*dirs, os.environ.get("PATH", "")])}
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - owned by the process
+        self.argv[name] = argv
+        log = open(self.directory / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
         self.processes[name] = subprocess.Popen(
             self.network.in_netns(argv),
             stdin=subprocess.DEVNULL,
@@ -134,6 +138,27 @@ class RealNode:
             preexec_fn=die_with_parent,
         )
         log.close()
+
+    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> int:
+        """Signal one node process (kubelet, containerd, ...) by its pid and wait for it
+        to exit; its pid. What it started (containers, shims) is left running."""
+        process = self.processes[name]
+        process.send_signal(sig)
+        process.wait(timeout=STOP_TIMEOUT * 6)
+        return process.pid
+
+    def start_again(self, name: str) -> None:
+        """Start a process stopped by ``kill`` again, as it was started, and wait for
+        the node to be Ready."""
+        self._spawn(name, self.argv[name])
+        if name == "containerd":
+            _wait(
+                "containerd's socket",
+                self.containerd_socket.exists,
+                START_TIMEOUT,
+                self._check_alive,
+            )
+        self._wait_ready()
 
     def _check_alive(self) -> None:
         for name, process in self.processes.items():
@@ -201,6 +226,7 @@ class RealNode:
                     node_ip=self.network.node_ip,
                     resolv=resolv,
                 )
+                | self.kubelet_overrides
             )
         )
         root = self.directory / "kubelet"
@@ -347,13 +373,33 @@ def _read_bytes(path: Path) -> bytes:
 
 @contextlib.contextmanager
 def real_node_cluster(
-    directory: Path, audit_log: Path | None = None, images: Sequence[Path] = ()
+    directory: Path,
+    audit_log: Path | None = None,
+    images: Sequence[Path] = (),
+    *,
+    extra_controllers: tuple[str, ...] = (),
+    flags: dict[str, tuple[str, ...]] | None = None,
+    kubelet_overrides: dict[str, Any] | None = None,
+    started: list[RealNode] | None = None,
 ) -> Iterator[ControlPlane]:
-    """A node network, a control plane listening on its host end, and the real node."""
+    """A node network, a control plane listening on its host end, and the real node
+    (appended to ``started``, for a test that stops and starts its processes)."""
     with contextlib.ExitStack() as stack:
         network = stack.enter_context(NodeNetwork())
         plane = stack.enter_context(
-            ControlPlane(directory / "plane", audit_log=audit_log, bind_address=network.host_ip)
+            ControlPlane(
+                directory / "plane",
+                audit_log=audit_log,
+                bind_address=network.host_ip,
+                extra_controllers=extra_controllers,
+                flags=dict(flags or {}),
+            )
         )
-        stack.enter_context(RealNode(plane, network, directory / "node", tuple(images)))
+        node = stack.enter_context(
+            RealNode(
+                plane, network, directory / "node", tuple(images), dict(kubelet_overrides or {})
+            )
+        )
+        if started is not None:
+            started.append(node)
         yield plane

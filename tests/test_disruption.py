@@ -1,0 +1,313 @@
+"""Disruption is not failure (issue 30): the rules, pure.
+
+A pod Kubernetes took away (eviction, preemption, node loss: its `DisruptionTarget`
+condition) is not the user's bug. Kubeflow v1.8.1 failed the job under `Never` and
+`OnFailure` and gave an `ExitCode` replica a lone new pod (which hangs a ps-lite
+job); mxgitops runs a disrupted job again whole and never counts it against
+backoffLimit (`docs/concepts/faults.md`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from mxgitops import spec
+from mxgitops.changes import Action
+from mxgitops.objects import LiveObjects
+from mxgitops.plan import plan
+from mxgitops.trainer import ReplicaState, State, group_live, render_job, replica_state
+from mxgitops.trainer.disruption import (
+    Disruption,
+    failed_by_disruption,
+    pod_disruption,
+)
+from tests.test_plan import BATCH_ONLY, CTX, NS, OPTIONS, job
+from tests.test_trainer_status import (
+    EXIT_CODE,
+    NEVER,
+    ON_FAILURE,
+    RUNNING,
+    batch_job,
+    failed_pod,
+    pod,
+    terminated,
+)
+
+TAINT = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "DeletionByTaintManager",
+    "message": "Taint manager: deleting due to NoExecute taint",
+}
+KUBELET_EVICTION = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "TerminationByKubelet",
+    "message": "The node was low on resource: memory.",
+}
+PREEMPTION = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "PreemptionByScheduler",
+    "message": "default-scheduler: preempting to accommodate a higher priority pod",
+}
+# What the Job controller writes when mxgitops' rule on DisruptionTarget fails a batch Job.
+FAIL_JOB = {
+    "type": "Failed",
+    "status": "True",
+    "reason": "PodFailurePolicy",
+    "message": "Pod ml/d-worker-x-1-abc has condition DisruptionTarget matching FailJob rule "
+    "at index 0",
+}
+
+
+def disrupted(base: dict[str, Any], condition: dict[str, Any], node: str = "n1") -> dict[str, Any]:
+    """`base` with a DisruptionTarget condition, on `node`."""
+    changed = {**base, "spec": {"nodeName": node}, "status": dict(base["status"])}
+    changed["status"]["conditions"] = [condition]
+    return changed
+
+
+# -- what a pod and a batch Job say ------------------------------------------------------
+
+
+def test_a_pod_says_why_kubernetes_took_it_away() -> None:
+    assert pod_disruption(pod(RUNNING)) is None
+    assert pod_disruption(disrupted(pod(RUNNING), {**TAINT, "status": "False"})) is None
+    assert pod_disruption(disrupted(pod(RUNNING), TAINT, "node-7")) == (
+        "evicted: node node-7 NotReady or unreachable "
+        "(DeletionByTaintManager: Taint manager: deleting due to NoExecute taint)"
+    )
+    assert pod_disruption(disrupted(failed_pod({}), KUBELET_EVICTION)) == (
+        "evicted by the kubelet of node n1 (TerminationByKubelet: The node was low on "
+        "resource: memory.)"
+    )
+    assert pod_disruption(disrupted(failed_pod({}), PREEMPTION)).startswith(  # type: ignore[union-attr]
+        "preempted on node n1 (PreemptionByScheduler: default-scheduler: preempting"
+    )
+
+
+def test_a_batch_job_failed_by_the_disruption_rule_is_told_from_other_failures() -> None:
+    assert failed_by_disruption(batch_job(conditions=[FAIL_JOB]))
+    target = {**FAIL_JOB, "type": "FailureTarget"}  # before its pod is gone
+    assert failed_by_disruption(batch_job(conditions=[target]))
+    exit_code = {
+        **FAIL_JOB,
+        "message": "Container mxnet for pod ml/x failed with exit code 3 matching FailJob "
+        "rule at index 1",
+    }
+    assert not failed_by_disruption(batch_job(conditions=[exit_code]))
+    backoff = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+    assert not failed_by_disruption(batch_job(conditions=[backoff]))
+
+
+# -- a disrupted replica is not failed ---------------------------------------------------
+
+
+@pytest.mark.parametrize("restart", [NEVER, ON_FAILURE, EXIT_CODE], ids=str)
+def test_a_disrupted_replica_is_not_failed_under_any_restart_policy(
+    restart: spec.RestartPolicy,
+) -> None:
+    evicted = disrupted(failed_pod(terminated(143, reason="Error")), KUBELET_EVICTION)
+    assert replica_state(batch_job(restart=restart, failed=1), [evicted]) is ReplicaState.RUNNING
+    gone = disrupted(pod(RUNNING), TAINT)  # still running, being deleted
+    assert replica_state(batch_job(restart=restart), [gone]) is ReplicaState.RUNNING
+    failed = batch_job(restart=restart, failed=1, conditions=[FAIL_JOB])
+    assert replica_state(failed, [evicted]) is ReplicaState.RUNNING
+    # mxnet may exit 0 on the eviction's SIGTERM: under ExitCode, not a sidecar's failure
+    quit = disrupted(failed_pod(terminated(0, reason="Completed")), KUBELET_EVICTION)
+    assert replica_state(batch_job(restart=restart, failed=1), [quit]) is ReplicaState.RUNNING
+
+
+def test_a_failure_of_the_program_after_a_disruption_still_fails() -> None:
+    evicted = disrupted(failed_pod({}, name="a", started="2026-01-01T00:00:00Z"), TAINT)
+    exit_1 = failed_pod(terminated(1, "loss is NaN"), name="b", started="2026-01-01T01:00:00Z")
+    backoff = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+    never = batch_job(restart=NEVER, failed=1, conditions=[backoff])
+    assert replica_state(never, [evicted, exit_1]) is ReplicaState.FAILED
+    assert replica_state(batch_job(restart=ON_FAILURE, failed=2), [evicted, exit_1]) is (
+        ReplicaState.FAILED
+    )
+
+
+# -- rendering: the podFailurePolicy rule ------------------------------------------------
+
+
+def rules_of(mx: spec.MxJob, role: str) -> list[dict[str, Any]]:
+    (batch, *_) = [
+        o
+        for o in render_job(mx, CTX)
+        if o["kind"] == "Job" and f"-{role}-" in o["metadata"]["name"]
+    ]
+    return list((batch["spec"].get("podFailurePolicy") or {}).get("rules") or [])
+
+
+def test_a_dist_job_fails_the_replica_on_a_disruption_so_that_it_runs_again_whole() -> None:
+    for restart in ("Never", "ExitCode"):
+        first, *rest = rules_of(job("d", restart=restart), "worker")
+        assert first == {
+            "action": "FailJob",
+            "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+        }
+        assert [r["action"] for r in rest] == (["FailJob"] if restart == "ExitCode" else [])
+
+
+def test_a_local_job_lets_kubernetes_replace_its_one_pod_uncounted() -> None:
+    local = job("l", servers=0, workers=1, restart="Never")
+    assert rules_of(local, "worker") == [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    ]
+
+
+def test_on_failure_pods_get_no_pod_failure_policy() -> None:
+    """Kubernetes allows one only with restartPolicy Never."""
+    assert rules_of(job("o", restart="OnFailure"), "worker") == []
+
+
+# -- planning: a disrupted dist job is replaced whole, with the reason -------------------
+
+
+def live_with(mx: spec.MxJob, role: str, index: int, pods: list[dict[str, Any]], **status: Any):
+    objs = render_job(mx, CTX)
+    jobs = []
+    for o in objs:
+        if o["kind"] != "Job":
+            continue
+        o = {**o, "status": {}}
+        if o["metadata"]["name"].endswith(f"-{role}-{mx.runtime_id}-{index}"):
+            o["status"] = status
+            labels = o["spec"]["template"]["metadata"]["labels"]
+            pods = [
+                {**p, "metadata": {**p["metadata"], "namespace": NS, "labels": labels}}
+                for p in pods
+            ]
+        jobs.append(o)
+    return LiveObjects(
+        jobs=tuple(jobs),
+        services=tuple(o for o in objs if o["kind"] == "Service"),
+        pods=tuple(pods),
+    )
+
+
+@pytest.mark.parametrize("restart", ["Never", "OnFailure", "ExitCode"])
+@pytest.mark.parametrize("backoff", [None, 0])
+def test_a_disrupted_dist_job_is_replaced_whole_and_not_counted(
+    restart: str, backoff: int | None
+) -> None:
+    run_policy = {} if backoff is None else {"runPolicy": {"backoffLimit": backoff}}
+    mx = job("d", restart=restart, **run_policy)
+    evicted = disrupted(failed_pod(terminated(137, reason="Error"), name="w1"), TAINT, "node-7")
+    conditions = [FAIL_JOB] if restart != "OnFailure" else []
+    objects = live_with(mx, "worker", 1, [evicted], failed=1, conditions=conditions)
+    change = next(c for c in plan([mx], objects, BATCH_ONLY, OPTIONS).changes)
+    assert change.action is Action.REPLACE, change.reason
+    assert change.state is State.PENDING
+    assert change.reason.startswith(
+        "disrupted, not failed: WORKER 1 evicted: node node-7 NotReady or unreachable"
+    ), change.reason
+    assert "runs again whole" in change.reason and "backoffLimit" in change.reason
+    every = {o["metadata"]["name"] for o in render_job(mx, CTX)}
+    assert {r.name for r in change.deletes} == every
+    assert {o["metadata"]["name"] for o in change.creates} == every
+    assert change.starts_after_deletes
+    assert change.failure is None
+
+
+def test_a_disrupted_dist_job_known_only_by_its_failed_batch_job_is_replaced() -> None:
+    """The pod went with its node (the taint manager deleted it): the batch Job's
+    condition is what is left."""
+    mx = job("d", restart="Never")
+    objects = live_with(mx, "server", 0, [], failed=1, conditions=[FAIL_JOB])
+    change = only_change(mx, objects)
+    assert change.action is Action.REPLACE
+    assert change.reason.startswith("disrupted, not failed: SERVER 0 lost its pod "), change.reason
+
+
+def test_a_local_job_is_left_to_kubernetes_which_replaces_its_pod() -> None:
+    mx = job("l", servers=0, workers=1, restart="Never")
+    evicted = disrupted(failed_pod({}), KUBELET_EVICTION)
+    objects = live_with(mx, "worker", 0, [evicted])
+    change = only_change(mx, objects)
+    assert (change.action, change.state) == (Action.UNCHANGED, State.RUNNING)
+
+
+def test_a_finished_dist_job_is_not_run_again_for_an_old_disruption() -> None:
+    mx = job("d", restart="Never")
+    objects = live_with(mx, "worker", 1, [disrupted(failed_pod({}), TAINT)], failed=1)
+    done = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+    objects = dataclasses.replace(
+        objects,
+        jobs=tuple(
+            {**o, "status": done} if "-scheduler-" in o["metadata"]["name"] else o
+            for o in objects.jobs
+        ),
+    )
+    change = only_change(mx, objects)
+    assert change.state is State.SUCCEEDED and change.action is not Action.REPLACE
+
+
+def test_the_runtime_reads_the_disruption_back() -> None:
+    mx = job("d", restart="Never")
+    objects = live_with(mx, "worker", 1, [disrupted(failed_pod({}), TAINT)], failed=1)
+    (live,) = group_live(objects).values()
+    assert live.disruption() == Disruption(
+        "WORKER 1",
+        "evicted: node n1 NotReady or unreachable "
+        "(DeletionByTaintManager: Taint manager: deleting due to NoExecute taint)",
+    )
+    assert live.status()[0] is State.RUNNING
+
+
+def only_change(mx: spec.MxJob, objects: LiveObjects) -> Any:
+    (change,) = plan([mx], objects, BATCH_ONLY, OPTIONS).changes
+    return change
+
+
+def test_an_on_failure_dist_job_whose_counted_pod_is_gone_was_disrupted() -> None:
+    """Under OnFailure the program's exits restart in place; a pod its batch Job counted
+    and that is gone was deleted: its node lost (the taint manager) or preempted."""
+    mx = job("o", restart="OnFailure")
+    replacement = pod(RUNNING, name="new")
+    objects = live_with(mx, "worker", 0, [replacement], failed=1)
+    change = only_change(mx, objects)
+    assert change.action is Action.REPLACE, change.reason
+    assert "WORKER 0 lost its pod: deleted" in change.reason
+    kept = failed_pod(terminated(1, "boom"), name="old", started="2025-12-31T00:00:00Z")
+    objects = live_with(mx, "worker", 0, [kept, replacement], failed=1)
+    assert only_change(mx, objects).state is State.FAILED  # Kubeflow's rule: a failed pod
+
+
+# -- JobSet: the JobSet controller restarts a disrupted gang whole, uncounted ------------
+
+JOBSET_RULE = {
+    "name": "disruption",
+    "action": "RestartJobSetAndIgnoreMaxRestarts",
+    "onJobFailureReasons": ["PodFailurePolicy"],
+    "onJobFailureMessagePatterns": ["has condition DisruptionTarget matching FailJob rule"],
+}
+
+
+@pytest.mark.parametrize("restart", ["Never", "OnFailure", "ExitCode"])
+def test_a_jobset_restarts_whole_on_a_disruption_without_counting_it(restart: str) -> None:
+    from mxgitops.jobset import render_jobset
+    from tests.test_jobset_runtime import job_of, mxjob
+
+    doc = mxjob("a", restart=restart, runPolicy={"backoffLimit": 0})
+    (jobset,) = render_jobset(job_of(doc), CTX)
+    policy = jobset["spec"]["failurePolicy"]
+    first = policy["rules"][0]
+    # before any rule a disruption would match; none without a pod failure policy
+    assert (first == JOBSET_RULE) is (restart != "OnFailure")
+    assert policy["maxRestarts"] == 0
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        rules = (replicated["template"]["spec"].get("podFailurePolicy") or {}).get("rules")
+        if restart == "OnFailure":
+            assert rules is None  # Kubernetes allows none with restartPolicy OnFailure
+        else:
+            assert rules[0] == {
+                "action": "FailJob",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            }
