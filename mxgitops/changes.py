@@ -22,14 +22,11 @@ from mxgitops.bookkeeping import (
 )
 from mxgitops.ledger import JobKey, Ledger
 from mxgitops.objects import Kind, KubeObject, ObjectRef
-from mxgitops.trainer import (
-    AcceleratorConfig,
-    Failure,
-    InPlace,
-    MxReplicaStatus,
-    RenderContext,
-    State,
-)
+from mxgitops.runtime.accelerators import AcceleratorConfig
+from mxgitops.runtime.failure import Failure
+from mxgitops.runtime.inplace import InPlace
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import MxReplicaStatus, State
 
 DEFAULT_MAX_PRUNE_SHARE = 0.5
 

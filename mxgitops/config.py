@@ -30,8 +30,8 @@ from mxgitops.errors import ConfigError
 from mxgitops.manifestfiles import read_section
 from mxgitops.manifests import LoadResult, Problem
 from mxgitops.model import Runtime
+from mxgitops.runtime.accelerators import parse_accelerators
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
-from mxgitops.trainer import parse_accelerators
 
 # Where Kubernetes mounts the namespace of a pod's service account.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

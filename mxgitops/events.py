@@ -24,7 +24,7 @@ from mxgitops import policy
 from mxgitops.errors import OutputError
 from mxgitops.objects import Create, KubeObject, ownership_labels
 from mxgitops.report import JobSummary, Summary
-from mxgitops.trainer import Failure
+from mxgitops.runtime.failure import Failure
 
 REPORTING_CONTROLLER = "mxgitops.io/sync"
 MAX_NOTE = 1024  # bytes the API server allows an Event's note

@@ -19,7 +19,7 @@ from mxgitops.bookkeeping import LedgerAction
 from mxgitops.changes import Plan
 from mxgitops.errors import ClusterError
 from mxgitops.ledger import JobKey
-from mxgitops.trainer import Failure
+from mxgitops.runtime.failure import Failure
 
 DEFAULT_LINES = 20
 MAX_LINES = 1000

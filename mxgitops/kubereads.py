@@ -66,9 +66,13 @@ class Reads(Calls):
             jobs=jobs,
             services=services,
             pods=pods,
-            jobsets=jobsets,
-            # Kueue labels no Workload with ours: all of them, and only when one is needed.
-            workloads=tuple(self._list_if_served(Kind.WORKLOAD, "") or ()) if queued else (),
+            kinds={
+                Kind.JOBSET: jobsets,
+                # Kueue labels no Workload with ours: all of them, and only when one is needed.
+                Kind.WORKLOAD: tuple(self._list_if_served(Kind.WORKLOAD, "") or ())
+                if queued
+                else (),
+            },
             unlisted=skipped,
             unserved=frozenset() if skipped or found is not None else frozenset({Kind.JOBSET}),
         )

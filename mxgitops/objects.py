@@ -9,8 +9,9 @@ and annotations that mark an object as ours.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -102,34 +103,55 @@ def same_owner(obj: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class LiveObjects:
-    """Everything of one instance found in the cluster by one LIST per kind."""
+    """Everything of one instance found in the cluster by one LIST per kind, by kind.
+
+    Batch Jobs, Services and pods are fields (every sync lists them); any other kind a
+    runtime reads (`runtime/base.py`'s `kinds`) is in `kinds`."""
 
     jobs: tuple[KubeObject, ...] = ()
     services: tuple[KubeObject, ...] = ()
     pods: tuple[KubeObject, ...] = ()
-    jobsets: tuple[KubeObject, ...] = ()
-    # Kueue's Workloads of queued JobSets (listed only when some JobSet is queued)
-    workloads: tuple[KubeObject, ...] = ()
+    kinds: Mapping[Kind, tuple[KubeObject, ...]] = field(default_factory=dict)
     # Kinds not listed: the ledger says this instance has no object of them
-    # (`runtimes.unlisted`). Their tuples are empty because none exists, not unread.
+    # (`runtimes.unlisted`). None of them is here because none exists, not unread.
     unlisted: frozenset[Kind] = frozenset()
     # Kinds whose LIST answered 404 (a CRD not installed, or reinstalled): none was
     # seen, which does not prove that none exists (`runtimes.in_use`).
     unserved: frozenset[Kind] = frozenset()
 
+    @cached_property
+    def _by_kind(self) -> Mapping[Kind, tuple[KubeObject, ...]]:
+        core = {Kind.JOB: self.jobs, Kind.SERVICE: self.services, Kind.POD: self.pods}
+        return {**core, **{kind: tuple(found) for kind, found in self.kinds.items()}}
+
+    @classmethod
+    def of_objects(cls, found: Iterable[KubeObject]) -> LiveObjects:
+        """`found`, sorted out by kind, in their order."""
+        by_kind: dict[Kind, list[KubeObject]] = {}
+        for obj in found:
+            by_kind.setdefault(Kind(obj["kind"]), []).append(obj)
+        live = cls()
+        for kind, objs in by_kind.items():
+            live = live.with_kind(kind, tuple(objs))
+        return live
+
     def of(self, kind: Kind) -> tuple[KubeObject, ...]:
         """The objects of one kind (none of a kind that is never listed live)."""
-        by_kind = {
-            Kind.JOB: self.jobs,
-            Kind.SERVICE: self.services,
-            Kind.POD: self.pods,
-            Kind.JOBSET: self.jobsets,
-            Kind.WORKLOAD: self.workloads,
-        }
-        return by_kind.get(kind, ())
+        return self._by_kind.get(kind, ())
+
+    def with_kind(self, kind: Kind, found: tuple[KubeObject, ...]) -> LiveObjects:
+        """The same objects, with `found` as those of `kind` (one runtime's share of the
+        pods, a test's objects changed)."""
+        if kind is Kind.JOB:
+            return replace(self, jobs=found)
+        if kind is Kind.SERVICE:
+            return replace(self, services=found)
+        if kind is Kind.POD:
+            return replace(self, pods=found)
+        return replace(self, kinds={**self.kinds, kind: found})
 
     def all(self) -> tuple[KubeObject, ...]:
-        return self.jobs + self.services + self.pods + self.jobsets + self.workloads
+        return tuple(o for found in self._by_kind.values() for o in found)
 
     def versions(self) -> frozenset[tuple[str, str]]:
         """(uid, resourceVersion) of every object: equal sets mean nothing changed."""

@@ -43,19 +43,15 @@ from mxgitops.changes import Action, Change, Plan, PlanOptions
 from mxgitops.ledger import JobKey, Ledger
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
 from mxgitops.runpolicy import cleanable, finished_while_suspended, ttl_passed
+from mxgitops.runtime.failure import Failure
+from mxgitops.runtime.inplace import InPlace
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
 from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
-from mxgitops.trainer import (
-    Failure,
-    InPlace,
-    MxReplicaStatus,
-    RenderContext,
-    ReplicaState,
-    State,
-)
 from mxgitops.words import counted
 
 FINISHED = (State.SUCCEEDED, State.FAILED)

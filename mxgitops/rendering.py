@@ -20,7 +20,8 @@ import yaml
 from mxgitops import runtimes
 from mxgitops.manifests import LoadResult
 from mxgitops.objects import KubeObject
-from mxgitops.trainer import AcceleratorConfig, RenderContext
+from mxgitops.runtime.accelerators import AcceleratorConfig
+from mxgitops.runtime.rendering import RenderContext
 
 
 @dataclass(frozen=True)

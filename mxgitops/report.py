@@ -32,7 +32,8 @@ from mxgitops.changes import Action, Change, Plan
 from mxgitops.ledger import JobKey
 from mxgitops.markdown import code, text, visible
 from mxgitops.notecheck import FAILURE, JOB, REPLICA, SUMMARY, NoteError, fields
-from mxgitops.trainer import Failure, State
+from mxgitops.runtime.failure import Failure
+from mxgitops.runtime.state import State
 from mxgitops.words import counted
 
 NOTE_MARKER = "--- mxgitops status (machine-readable, do not edit) ---"

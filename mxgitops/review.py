@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from mxgitops import runtimes
 from mxgitops.manifests import LoadResult, Problem
 from mxgitops.markdown import code, text, visible
+from mxgitops.runtime.inplace import Move
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
-from mxgitops.trainer import RenderContext
-from mxgitops.trainer.inplace import Move, desired
 from mxgitops.words import counted
 
 
@@ -103,7 +103,8 @@ def in_place_moves(old: MxJob, new: MxJob) -> tuple[Move, ...]:
     when `new` is merged: the planner's own comparison, run on `old`'s objects as its
     runtime renders them, so that review shows exactly the fields and values the sync
     writes."""
-    if desired(old) == desired(new) and old.on_change is new.on_change:
+    same = runtimes.in_place_values(old) == runtimes.in_place_values(new)
+    if same and old.on_change is new.on_change:
         return ()  # the common case (no in-place field moved), without rendering anything
     live = runtimes.as_created(old, RenderContext(instance="review"))
     patches = live.compare_in_place(new)

@@ -1,131 +1,97 @@
-"""The runtime seam: how a job becomes Kubernetes objects, and how it is read back.
+"""The runtime registry: which runtime runs a job, and what every runtime shares.
 
-A runtime has two duties: render a job's objects (and name them without rendering),
-and read a job's state and failure back from its live objects. `trainer/` is the
-seed's (one batch Job per replica and a scheduler Service); `jobset/` runs a job as
-one JobSet that Kueue admits whole. Planning, apply, the ledger and the report use
-only what this module gives, whatever a job runs on: `render`, `refs`, `group_live`,
-and the `LiveJob` reading interface both runtimes' live groups implement.
+A runtime (`runtime/base.py`'s `Runtime`) renders a job's objects (and names them
+without rendering), and reads a job's state and failure back from its live objects.
+`batch/` is the seed's (one batch Job per replica and a scheduler Service); `jobset/`
+runs a job as one JobSet that Kueue admits whole. Planning, apply, the ledger and the
+report use only what this module gives, whatever a job runs on: `render`, `refs`,
+`group_live`, and the `Live` reading interface every runtime's live groups implement.
+A new runtime is one entry in `RUNTIMES`.
 
 Which runtime a job runs on is part of the job (`MxJob.runtime`, decided when its
 manifest is read, `scheduling.py`) and of its spec hash, so moving a job between
 runtimes is a replace like any other changed spec.
 
-Which kinds a sync must LIST is asked here too (`unlisted`, `in_use`,
-`needs_record`): the JobSet runtime's own kind is listed unless the ledger
-positively records that this instance has no JobSet and no desired job runs on
-JobSet. The batch runtime's kinds (batch Jobs, Services, and pods, which every
-runtime has) are listed by every sync.
+Which kinds a sync must LIST is asked here too (`unlisted`, `in_use`, `needs_record`):
+a runtime's own kinds are listed unless the ledger positively records that this
+instance has none of its objects and no desired job runs on it. The default runtime's
+kinds (batch Jobs, Services, and pods, which every runtime has) are listed by every sync.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from mxgitops.jobset import (
-    LiveJobSet,
-    created_jobsets,
-    group_live_jobsets,
-    is_jobset_pod,
-    jobset_refs,
-    render_jobset,
-)
+from mxgitops.batch.runtime import BatchRuntime
+from mxgitops.jobset.runtime import JobSetRuntime
 from mxgitops.model import MxJob, OnChange, Runtime
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
-from mxgitops.trainer import (
-    Failure,
-    InPlace,
-    MxReplicaStatus,
-    RenderContext,
-    State,
-    job_refs,
-    render_job,
-)
-from mxgitops.trainer import group_live as group_batch
-from mxgitops.trainer.disruption import Disruption
-from mxgitops.trainer.live import Stray
+from mxgitops.runtime.base import Live
+from mxgitops.runtime.base import Runtime as RuntimeImpl
+from mxgitops.runtime.disruption import Disruption
+from mxgitops.runtime.failure import Failure
+from mxgitops.runtime.inplace import InPlace
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import MxReplicaStatus, State
 
 __all__ = [
+    "RUNTIMES",
     "Live",
     "as_created",
     "group_live",
+    "in_place_values",
     "in_use",
+    "kinds",
     "needs_record",
     "refs",
     "render",
     "unlisted",
 ]
 
+# Every runtime, by `MxJob.runtime`; the first is the default, whose live objects are
+# those no other runtime claims (its kinds are listed by every sync).
+RUNTIMES: Mapping[Runtime, RuntimeImpl] = {
+    Runtime.BATCH: BatchRuntime(),
+    Runtime.JOBSET: JobSetRuntime(),
+}
+_DEFAULT, *_OTHERS = RUNTIMES.values()
 
-class Live(Protocol):
-    """What planning and the ledger read of one job's live objects, on any runtime."""
 
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def key(self) -> tuple[str, str]: ...
-    @property
-    def strays(self) -> tuple[Stray, ...]: ...
-    @property
-    def has_objects(self) -> bool: ...
-    @property
-    def spec_hash(self) -> str | None: ...
-    @property
-    def runtime_id(self) -> str | None: ...
-    @property
-    def source(self) -> str | None: ...
-    @property
-    def commit(self) -> str | None: ...
-
-    def refs(self) -> list[ObjectRef]: ...
-    def has(self, ref: ObjectRef) -> bool: ...
-    def refs_of(self, spec_hash: str) -> list[ObjectRef]: ...
-    def incomplete(self) -> str | None: ...
-    def unfinished_job_refs(self) -> list[ObjectRef]: ...
-    def status(self) -> tuple[State, list[MxReplicaStatus]]: ...
-    def failure(self) -> Failure | None: ...
-    def placement(self) -> str: ...
-    def disruption(self) -> Disruption | None: ...
-    def on_change(self) -> OnChange: ...
-    def compare_in_place(self, job: MxJob) -> list[InPlace]: ...
+def runtime_of(job: MxJob) -> RuntimeImpl:
+    return RUNTIMES[job.runtime]
 
 
 def render(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     """Every object of the job, on the runtime it runs on."""
-    if job.runtime is Runtime.JOBSET:
-        return render_jobset(job, ctx)
-    return render_job(job, ctx)
-
-
-def as_created(job: MxJob, ctx: RenderContext) -> Live:
-    """The job's live group as a sync finds it once it has created the job's objects as
-    rendered (and Kueue has made a queued JobSet's Workload): what `mxgitops diff`
-    compares a changed manifest against, to show the patches a sync would make."""
-    rendered = render(job, ctx)
-    jobsets, workloads = created_jobsets([o for o in rendered if o["kind"] == Kind.JOBSET])
-    live = LiveObjects(
-        jobs=tuple(o for o in rendered if o["kind"] == Kind.JOB),
-        services=tuple(o for o in rendered if o["kind"] == Kind.SERVICE),
-        jobsets=tuple(jobsets),
-        workloads=tuple(workloads),
-    )
-    return group_live(live)[job.key]
+    return runtime_of(job).render(job, ctx)
 
 
 def refs(job: MxJob) -> list[ObjectRef]:
     """The refs of `render`'s objects, in its order, without rendering them."""
-    if job.runtime is Runtime.JOBSET:
-        return jobset_refs(job)
-    return job_refs(job)
+    return runtime_of(job).refs(job)
 
 
-# The kind only a runtime makes, whose LIST a sync skips where the ledger records that
-# this instance has no object of that runtime.
-_OWN_KIND = {Runtime.JOBSET: Kind.JOBSET}
-_KNOWN = frozenset(r.value for r in Runtime)
+def in_place_values(job: MxJob) -> Mapping[str, Any]:
+    """The job's fields its runtime patches in place, as it records them."""
+    return runtime_of(job).in_place_values(job)
+
+
+def as_created(job: MxJob, ctx: RenderContext) -> Live:
+    """The job's live group as a sync finds it once it has created the job's objects as
+    rendered (and the controllers have made what they make at once): what `mxgitops
+    diff` compares a changed manifest against, to show the patches a sync would make."""
+    runtime = runtime_of(job)
+    return runtime.group_live(runtime.as_created(runtime.render(job, ctx)))[job.key]
+
+
+def kinds() -> frozenset[Kind]:
+    """Every kind a sync may LIST for some runtime."""
+    return frozenset(kind for runtime in RUNTIMES.values() for kind in runtime.kinds)
+
+
+_OWN_KIND = {kind: name for name, runtime in RUNTIMES.items() for kind in runtime.own_kinds}
+_KNOWN = frozenset(r.value for r in RUNTIMES)
 
 
 def unlisted(recorded: frozenset[str] | None, desired: Iterable[MxJob]) -> frozenset[Kind]:
@@ -139,7 +105,7 @@ def unlisted(recorded: frozenset[str] | None, desired: Iterable[MxJob]) -> froze
     wanted = {job.runtime for job in desired}
     return frozenset(
         kind
-        for runtime, kind in _OWN_KIND.items()
+        for kind, runtime in _OWN_KIND.items()
         if runtime.value not in recorded and runtime not in wanted
     )
 
@@ -148,17 +114,17 @@ def in_use(
     live: LiveObjects, creates: Iterable[KubeObject], recorded: frozenset[str] | None
 ) -> frozenset[str]:
     """The runtimes this instance may have objects of once a plan that creates `creates`
-    is applied, as the ledger is to record them: the batch runtime always, another one
-    if its objects were found live or are created. A kind that was not listed holds
-    none (the ledger said so); one whose LIST answered 404 keeps the record it had
-    (a 404 once does not prove its objects gone); names this version does not know
-    are kept, for the version that wrote them to drop."""
-    kinds = {o["kind"] for o in creates}
-    names = {Runtime.BATCH.value}
+    is applied, as the ledger is to record them: those without kinds of their own (the
+    batch runtime) always, another one if its objects were found live or are created.
+    A kind that was not listed holds none (the ledger said so); one whose LIST answered
+    404 keeps the record it had (a 404 once does not prove its objects gone); names this
+    version does not know are kept, for the version that wrote them to drop."""
+    created = {o["kind"] for o in creates}
+    names = {r.value for r, runtime in RUNTIMES.items() if not runtime.own_kinds}
     kept = recorded or frozenset()
-    for runtime, kind in _OWN_KIND.items():
+    for kind, runtime in _OWN_KIND.items():
         unseen = kind in live.unserved and runtime.value in kept
-        if kind in kinds or live.of(kind) or unseen:
+        if kind in created or live.of(kind) or unseen:
             names.add(runtime.value)
     return frozenset(names | (kept - _KNOWN))
 
@@ -167,23 +133,24 @@ def needs_record(creates: Iterable[KubeObject], recorded: frozenset[str] | None)
     """Whether creating `creates` needs the ledger to record their runtime first: a
     later sync would otherwise skip the LIST of their kind, and not see them."""
     have = recorded or frozenset()
-    own = {kind: runtime.value for runtime, kind in _OWN_KIND.items()}
-    return any(own[o["kind"]] not in have for o in creates if o["kind"] in own)
+    return any(_OWN_KIND[o["kind"]].value not in have for o in creates if o["kind"] in _OWN_KIND)
 
 
 def group_live(live: LiveObjects) -> dict[tuple[str, str], Live]:
     """Live objects by (namespace, job), whichever runtime made them. A job with objects
-    on both (a move between runtimes was interrupted) is one `Mixed` group."""
-    batch_pods = tuple(p for p in live.pods if not is_jobset_pod(p))
-    jobset_pods = tuple(p for p in live.pods if is_jobset_pod(p))
-    batch: dict[tuple[str, str], Live] = dict(
-        group_batch(LiveObjects(live.jobs, live.services, batch_pods))
+    on two runtimes (a move between runtimes was interrupted) is one `Mixed` group."""
+    pods: dict[int, list[KubeObject]] = {id(r): [] for r in RUNTIMES.values()}
+    for pod in live.pods:
+        owner = next((r for r in _OTHERS if r.owns_pod(pod)), _DEFAULT)
+        pods[id(owner)].append(pod)
+    grouped: dict[tuple[str, str], Live] = dict(
+        _DEFAULT.group_live(live.with_kind(Kind.POD, tuple(pods[id(_DEFAULT)])))
     )
-    jobsets = group_live_jobsets(live.jobsets, jobset_pods, live.workloads)
-    for key, group in jobsets.items():
-        other = batch.get(key)
-        batch[key] = group if other is None or not _counts(other) else Mixed(other, group)
-    return dict(sorted(batch.items()))
+    for runtime in _OTHERS:
+        for key, group in runtime.group_live(live.with_kind(Kind.POD, tuple(pods[id(runtime)]))).items():
+            other = grouped.get(key)
+            grouped[key] = group if other is None or not _counts(other) else Mixed(other, group)
+    return dict(sorted(grouped.items()))
 
 
 def _counts(live: Live) -> bool:
@@ -191,10 +158,11 @@ def _counts(live: Live) -> bool:
 
 
 class Mixed:
-    """A job with objects of both runtimes: no whole runtime, so any spec replaces it
-    (its spec hash is no one's), and deleting it deletes both runtimes' objects."""
+    """A job with objects of two runtimes (`batch`: the default one's, `jobset`: the
+    other's): no whole runtime, so any spec replaces it (its spec hash is no one's), and
+    deleting it deletes both runtimes' objects."""
 
-    def __init__(self, batch: Live, jobset: LiveJobSet) -> None:
+    def __init__(self, batch: Live, jobset: Live) -> None:
         self._batch, self._jobset = batch, jobset
         self.namespace, self.name = jobset.namespace, jobset.name
         self.strays = batch.strays + jobset.strays

@@ -43,7 +43,7 @@ from mxgitops.forge.post import MAX_COMMITS
 from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects, WriteResult
 from mxgitops.plan import plan
-from mxgitops.trainer import parse_accelerators
+from mxgitops.runtime.accelerators import parse_accelerators
 
 log = logging.getLogger("mxgitops")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/]+@[^/:]+:", re.IGNORECASE)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from mxgitops.batch import RenderContext, render_job
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.manifests import load
 from mxgitops.schema import schema_problems
@@ -26,7 +27,6 @@ from mxgitops.spec import (
     SpecError,
     from_manifest,
 )
-from mxgitops.trainer import RenderContext, render_job
 
 
 def pod(**extra: Any) -> dict[str, Any]:

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from mxgitops import spec
+from mxgitops.batch import ReplicaState, State, group_live, render_job, replica_state
 from mxgitops.changes import Action
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
-from mxgitops.trainer import ReplicaState, State, group_live, render_job, replica_state
-from mxgitops.trainer.disruption import (
+from mxgitops.runtime.disruption import (
     Disruption,
     failed_by_disruption,
     pod_disruption,

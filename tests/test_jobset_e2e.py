@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from mxgitops import manifests, runtimes
+from mxgitops.batch import RenderContext
 from mxgitops.model import Runtime
 from mxgitops.sync import SyncOutcome
-from mxgitops.trainer import RenderContext
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
 from tests.test_noop_requests import recorded

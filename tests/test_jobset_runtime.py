@@ -15,16 +15,16 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops import manifests, runtimes
+from mxgitops.batch import RenderContext, State, render_job
 from mxgitops.changes import PlanOptions
 from mxgitops.cli import main
 from mxgitops.jobset import LiveJobSet, render_jobset
 from mxgitops.jobset.inplace import compare
 from mxgitops.ledger import Ledger
 from mxgitops.model import Runtime
-from mxgitops.objects import LiveObjects
+from mxgitops.objects import Kind, LiveObjects
 from mxgitops.plan import plan
 from mxgitops.spec import SpecError, from_manifest
-from mxgitops.trainer import RenderContext, State, render_job
 from tests.test_reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
 
 CTX = RenderContext("prod")
@@ -216,7 +216,7 @@ def live(jobset: dict[str, Any], **status: Any) -> LiveJobSet:
     stored = json.loads(json.dumps(jobset))
     stored["metadata"].update(uid="u1", creationTimestamp="2026-01-01T00:00:00Z")
     stored["status"] = status
-    return runtimes.group_live(LiveObjects(jobsets=(stored,)))[("ml", "a")]  # type: ignore[return-value]
+    return runtimes.group_live(LiveObjects(kinds={Kind.JOBSET: (stored,)}))[("ml", "a")]  # type: ignore[return-value]
 
 
 def test_a_suspended_queued_jobset_without_a_workload_is_queued() -> None:
@@ -250,7 +250,9 @@ def test_kueue_reasons_are_read_from_its_workload() -> None:
             ]
         },
     }
-    group = runtimes.group_live(LiveObjects(jobsets=(stored,), workloads=(workload,)))
+    group = runtimes.group_live(
+        LiveObjects(kinds={Kind.JOBSET: (stored,), Kind.WORKLOAD: (workload,)})
+    )
     state, replicas = group[("ml", "a")].status()
     assert state is State.QUEUED
     assert "insufficient quota for nvidia.com/gpu" in replicas[0].reason
@@ -262,7 +264,9 @@ def test_kueue_reasons_are_read_from_its_workload() -> None:
             "message": "Preempted to accommodate a higher priority Workload",
         }
     )
-    group = runtimes.group_live(LiveObjects(jobsets=(stored,), workloads=(workload,)))
+    group = runtimes.group_live(
+        LiveObjects(kinds={Kind.JOBSET: (stored,), Kind.WORKLOAD: (workload,)})
+    )
     assert group[("ml", "a")].status()[0] is State.PREEMPTED
 
 
@@ -298,7 +302,9 @@ def test_a_first_sync_of_a_queued_job_creates_one_object() -> None:
     (jobset,) = change.creates
     stored = json.loads(json.dumps(jobset))
     stored["metadata"]["uid"] = "u1"
-    again = plan([job], LiveObjects(jobsets=(stored,)), Ledger(), PlanOptions(instance="prod"))
+    again = plan(
+        [job], LiveObjects(kinds={Kind.JOBSET: (stored,)}), Ledger(), PlanOptions(instance="prod")
+    )
     assert [c.action for c in again.changes] == ["unchanged"]
 
 
@@ -340,7 +346,7 @@ def test_objects_of_both_runtimes_are_one_job_that_any_spec_replaces() -> None:
     (jobset,) = render_jobset(jobset_job, CTX)
     jobs = tuple(o for o in stored if o["kind"] == "Job")
     services = tuple(o for o in stored if o["kind"] == "Service")
-    live_objects = LiveObjects(jobs=jobs, services=services, jobsets=(jobset,))
+    live_objects = LiveObjects(jobs=jobs, services=services, kinds={Kind.JOBSET: (jobset,)})
     (group,) = runtimes.group_live(live_objects).values()
     assert group.spec_hash is None and group.incomplete() is not None
     result = plan([jobset_job], live_objects, Ledger(), PlanOptions(instance="prod"))
@@ -377,7 +383,7 @@ def test_a_job_moved_off_jobset_keeps_jobset_recorded_while_its_jobset_lives() -
     lists JobSets finds none (the one after the JobSet is gone)."""
     (jobset,) = render_jobset(job_of(mxjob("a")), CTX)
     moved = job_of(mxjob("a"), Runtime.BATCH)
-    live = LiveObjects(jobsets=(jobset,))
+    live = LiveObjects(kinds={Kind.JOBSET: (jobset,)})
     result = plan([moved], live, Ledger(runtimes=BOTH), PlanOptions(instance="prod"))
     (change,) = result.changes
     assert change.action == "replace" and [r.kind for r in change.deletes] == ["JobSet"]
@@ -420,7 +426,9 @@ def dispatched(
         },
         "status": workload_status,
     }
-    return runtimes.group_live(LiveObjects(jobsets=(stored,), workloads=(workload,)))[("ml", "a")]
+    return runtimes.group_live(
+        LiveObjects(kinds={Kind.JOBSET: (stored,), Kind.WORKLOAD: (workload,)})
+    )[("ml", "a")]
 
 
 ON_WORKER_A = {

@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mxgitops.batch import RenderContext, State
 from mxgitops.jobset import render_jobset
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind, LiveObjects
 from mxgitops.plan import Change, PlanOptions, plan
+from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
 from mxgitops.spec import from_manifest
-from mxgitops.trainer import RenderContext, State
-from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION
 from tests.test_reconcile_e2e import mxjob
 
 CTX = RenderContext("prod")
@@ -59,7 +59,7 @@ def workload(active: bool | None = None) -> dict[str, Any]:
 
 
 def one_change(job: Any, jobset: dict[str, Any], *workloads: dict[str, Any]) -> Change:
-    live = LiveObjects(jobsets=(jobset,), workloads=workloads)
+    live = LiveObjects(kinds={Kind.JOBSET: (jobset,), Kind.WORKLOAD: workloads})
     (change,) = plan([job], live, Ledger(), PlanOptions(instance="prod")).changes
     return change
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from mxgitops import spec
+from mxgitops.batch import Failure, ReplicaState, State, render_job
 from mxgitops.changes import Action, Plan, PlanOptions
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.plan import plan
-from mxgitops.trainer import Failure, ReplicaState, State, render_job
 
 NS = "ml"
 OPTIONS = PlanOptions(instance="t1", now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))

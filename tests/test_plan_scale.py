@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from mxgitops import spec
+from mxgitops.batch import group_live, job_refs
+from mxgitops.batch import live as live_module
+from mxgitops.batch import status as status_module
 from mxgitops.changes import Action, Plan
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.plan import plan
-from mxgitops.trainer import group_live, job_refs
-from mxgitops.trainer import live as live_module
-from mxgitops.trainer import status as status_module
 from tests.test_plan import COMPLETE, OPTIONS, job, live
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from mxgitops.batch import RenderContext, parse_accelerators, render_job
 from mxgitops.sync import sync
-from mxgitops.trainer import RenderContext, parse_accelerators, render_job
 from tests.gitfixtures import GitRemote
 from tests.test_policy import checked, gpus, manifest, policy_messages
 from tests.test_policy_sync import job_names

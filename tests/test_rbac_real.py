@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from mxgitops import spec
-from mxgitops.trainer import RenderContext, render_job
+from mxgitops.batch import RenderContext, render_job
 from tests.controlplane.harness import RealCluster
 from tests.gitfixtures import GitRemote
 from tests.test_cronjob import Docs

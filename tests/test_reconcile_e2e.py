@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from mxgitops import cluster, lease, ledger, manifests
+from mxgitops.batch import RenderContext, render_job
 from mxgitops.config import SyncConfig, read_repo_config
 from mxgitops.errors import ClusterError, LeaseHeldError
 from mxgitops.objects import (
@@ -37,7 +38,6 @@ from mxgitops.objects import (
 )
 from mxgitops.report import JobSummary
 from mxgitops.sync import SyncOutcome, sync
-from mxgitops.trainer import RenderContext, render_job
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from mxgitops.batch import RenderContext, dmlc_env, render_job
+from mxgitops.runtime.mxconfig import MAX_LISTED_REPLICAS
 from mxgitops.spec import MxJob, ReplicaType, from_manifest, scheduler_service_name
-from mxgitops.trainer import RenderContext, dmlc_env, render_job
-from mxgitops.trainer.mxconfig import MAX_LISTED_REPLICAS
 
 CTX = RenderContext(instance="scale")
 

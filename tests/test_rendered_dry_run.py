@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mxgitops.batch import RenderContext, render_job
 from mxgitops.manifests import load
-from mxgitops.trainer import RenderContext, render_job
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 from tests.test_published import FILES, header

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mxgitops.batch import RenderContext, render_job
 from mxgitops.spec import (
     DEFAULT_PS_ROOT_PORT,
     CleanPodPolicy,
@@ -24,7 +25,6 @@ from mxgitops.spec import (
     from_manifest,
     refusals,
 )
-from mxgitops.trainer import RenderContext, render_job
 
 
 def template(**container: Any) -> dict[str, Any]:

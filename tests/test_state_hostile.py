@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from mxgitops import cluster as kube
 from mxgitops import report, spec
+from mxgitops.batch import render_job
 from mxgitops.changes import PlanOptions
 from mxgitops.cli import ExitCode, main
 from mxgitops.errors import ClusterClientError
@@ -22,7 +23,6 @@ from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind
 from mxgitops.plan import plan
 from mxgitops.sync import sync
-from mxgitops.trainer import render_job
 from tests.gitfixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI, StubHandler, stub_api
 from tests.test_notes_hostile import REF, status

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from mxgitops import spec
+from mxgitops.batch import RenderContext, State, job_status
 from mxgitops.objects import LiveObjects
-from mxgitops.trainer import RenderContext, State, job_status
-from mxgitops.trainer.status import ReplicaState, pod_replica_state
+from mxgitops.runtime.pods import pod_replica_state
+from mxgitops.runtime.state import ReplicaState
 
 CTX = RenderContext(instance="prod")
 EARLY, LATE = "2026-01-01T10:00:00Z", "2026-01-01T10:05:00Z"
@@ -92,7 +93,7 @@ def live(job: spec.MxJob, outcomes: dict[str, tuple[int, str] | None]) -> LiveOb
 
 
 def render_job_objects(job: spec.MxJob) -> list[dict[str, Any]]:
-    from mxgitops.trainer import render_job
+    from mxgitops.batch import render_job
 
     return [o for o in render_job(job, CTX) if o["kind"] == "Job"]
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from mxgitops import report
+from mxgitops.batch import State, compare_in_place, job_refs
+from mxgitops.batch.failure import replica_failure
 from mxgitops.changes import Action
 from mxgitops.failurelog import keep_end
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
-from mxgitops.trainer import State, compare_in_place, job_refs
-from mxgitops.trainer.failure import replica_failure
 from tests.test_plan import NS, OPTIONS, finish, job, live, only
 
 
@@ -164,7 +164,9 @@ def test_the_cancel_list_names_jobs_as_namespace_and_name(tmp_path: Path) -> Non
 
 
 def test_a_pending_replica_says_why_and_a_suspended_job_is_suspended() -> None:
-    from mxgitops.trainer.status import ReplicaState, pending_reason, replica_state
+    from mxgitops.batch.status import replica_state
+    from mxgitops.runtime.pods import pending_reason
+    from mxgitops.runtime.state import ReplicaState
 
     unscheduled = {
         "status": {

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mxgitops.batch import State
 from mxgitops.changes import Action
 from mxgitops.ledger import Ledger
 from mxgitops.objects import JOB_NAME_LABEL, ObjectRef
 from mxgitops.plan import plan
-from mxgitops.trainer import State
 from tests.kubeapi.harness import KubeAPI
 from tests.test_plan import BATCH, OPTIONS, finish, job, live, only
 from tests.test_reconcile_e2e import (

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from mxgitops import spec
-from mxgitops.objects import ClusterAPI, Kind, KubeObject, LiveObjects, ObjectRef
-from mxgitops.trainer import (
+from mxgitops.batch import (
     MXReplicaSet,
     MXReplicaSetInterface,
     RenderContext,
@@ -19,6 +18,7 @@ from mxgitops.trainer import (
     TrainingJob,
     render_job,
 )
+from mxgitops.objects import ClusterAPI, Kind, KubeObject, LiveObjects, ObjectRef
 
 CTX = RenderContext(instance="prod", commit="c0ffee")
 

@@ -13,9 +13,7 @@ import pytest
 import yaml
 
 from mxgitops import objects, spec
-from mxgitops.errors import ConfigError
-from mxgitops.schema import KUBERNETES_VERSION
-from mxgitops.trainer import (
+from mxgitops.batch import (
     NAMESPACE,
     AcceleratorConfig,
     KubernetesLabels,
@@ -25,6 +23,8 @@ from mxgitops.trainer import (
     parse_accelerators,
     render_job,
 )
+from mxgitops.errors import ConfigError
+from mxgitops.schema import KUBERNETES_VERSION
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 UPSTREAM = SHARED / "examples" / "upstream"

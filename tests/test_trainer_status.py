@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from mxgitops import objects, spec
-from mxgitops.objects import LiveObjects, ObjectRef
-from mxgitops.trainer import (
+from mxgitops.batch import (
     LiveJob,
     MxReplicaStatus,
     RenderContext,
@@ -22,7 +21,8 @@ from mxgitops.trainer import (
     render_job,
     replica_state,
 )
-from mxgitops.trainer.status import aggregate, job_state
+from mxgitops.objects import LiveObjects, ObjectRef
+from mxgitops.runtime.state import aggregate, job_state
 
 R, S, F, U = (
     ReplicaState.RUNNING,
@@ -538,13 +538,13 @@ def test_orphan_pods_are_reported_separately() -> None:
     ],
 )
 def test_the_backoff_limit_rule(limit: int, restarts: int, failures: int, past: bool) -> None:
-    from mxgitops.trainer.status import is_past_backoff_limit
+    from mxgitops.batch.status import is_past_backoff_limit
 
     assert is_past_backoff_limit(limit, restarts, failures) is past
 
 
 def test_restarts_of_every_replica_count_against_one_backoff_limit() -> None:
-    from mxgitops.trainer.status import JobShape, backoff_exceeded
+    from mxgitops.batch.status import JobShape, backoff_exceeded
 
     def restarted(count: int) -> dict[str, Any]:
         one = pod(RUNNING)

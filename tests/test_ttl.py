@@ -10,14 +10,14 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mxgitops.batch import State, render_job
 from mxgitops.changes import Action, PlanOptions
 from mxgitops.jobset import render_jobset
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.model import Runtime
-from mxgitops.objects import LiveObjects, ObjectRef
+from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.plan import plan
 from mxgitops.spec import from_manifest
-from mxgitops.trainer import State, render_job
 from tests.test_plan import BATCH, CTX, NS, OPTIONS, finish, job, live, only
 from tests.test_reconcile_e2e import mxjob
 
@@ -91,7 +91,7 @@ def test_a_queued_jobset_is_never_planned_new_once_the_ttl_took_it() -> None:
     queued = from_manifest(doc, default_namespace=NS)
     (jobset,) = render_jobset(queued, CTX)
     done = {"conditions": [{"type": "Completed", "status": "True"}]}
-    objects = LiveObjects(jobsets=({**jobset, "status": done},))
+    objects = LiveObjects(kinds={Kind.JOBSET: ({**jobset, "status": done},)})
     ledger = Ledger(runtimes=frozenset({"batch", "jobset"}))
     seen = plan([queued], objects, ledger, at(0))
     assert (only(seen).action, only(seen).state) == (Action.UNCHANGED, State.SUCCEEDED)

@@ -15,13 +15,14 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from mxgitops import report
+from mxgitops.batch.render import render_job
 from mxgitops.changes import Plan
 from mxgitops.cli import main
 from mxgitops.ledger import Ledger
 from mxgitops.manifests import LoadResult, load
 from mxgitops.model import Runtime
 from mxgitops.review import render_json, render_markdown, render_text, review
-from mxgitops.trainer.render import RenderContext, render_job
+from mxgitops.runtime.rendering import RenderContext
 
 OLD_GPU = """\
 apiVersion: mxnet.mlkube.io/v1beta1

@@ -7,18 +7,21 @@
 `MXReplicaSet` are the seed's façade over a `ClusterAPI`.
 """
 
-from mxgitops.spec import NAMESPACE
-from mxgitops.trainer.accelerators import (
+from mxgitops.batch.inplace import compare as compare_in_place
+from mxgitops.batch.job import TrainingJob
+from mxgitops.batch.live import LiveJob, group_live
+from mxgitops.batch.render import PS_ROOT_PORT_NAME, job_refs, render_job
+from mxgitops.batch.replicaset import MXReplicaSet, MXReplicaSetInterface
+from mxgitops.batch.status import job_status, replica_state
+from mxgitops.runtime.accelerators import (
     AcceleratorConfig,
     AcceleratorEnvVar,
     AcceleratorVolume,
     parse_accelerators,
 )
-from mxgitops.trainer.failure import Failure
-from mxgitops.trainer.inplace import InPlace
-from mxgitops.trainer.inplace import compare as compare_in_place
-from mxgitops.trainer.job import TrainingJob
-from mxgitops.trainer.labels import (
+from mxgitops.runtime.failure import Failure
+from mxgitops.runtime.inplace import InPlace
+from mxgitops.runtime.labels import (
     JOB_TYPE_LABEL,
     MXNET_LABEL,
     REPLICAS_ANNOTATION,
@@ -30,18 +33,11 @@ from mxgitops.trainer.labels import (
     replica_labels,
     replica_set_labels,
 )
-from mxgitops.trainer.live import LiveJob, group_live
-from mxgitops.trainer.mxconfig import Address, MxConfig, dmlc_env
-from mxgitops.trainer.render import PS_ROOT_PORT_NAME, RenderContext, job_refs, render_job
-from mxgitops.trainer.replicaset import MXReplicaSet, MXReplicaSetInterface
-from mxgitops.trainer.status import (
-    MxReplicaStatus,
-    ReplicaState,
-    State,
-    is_retryable_termination,
-    job_status,
-    replica_state,
-)
+from mxgitops.runtime.mxconfig import Address, MxConfig, dmlc_env
+from mxgitops.runtime.pods import is_retryable_termination
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State
+from mxgitops.spec import NAMESPACE
 
 __all__ = [
     "JOB_TYPE_LABEL",

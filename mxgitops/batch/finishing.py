@@ -14,23 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mxgitops.spec import CONTAINER_NAME, JobMode, ReplicaType, SuccessPolicy
-
-
-def deciding_type(mode: JobMode, success_policy: SuccessPolicy) -> ReplicaType:
-    """Whose success is the job's: the scheduler's of a dist job, else the workers' (a
-    local job, or `AllWorkers`, e.g. BytePS, whose scheduler never exits)."""
-    if mode is JobMode.DIST and success_policy is SuccessPolicy.SCHEDULER:
-        return ReplicaType.SCHEDULER
-    return ReplicaType.WORKER
-
-
-def mxnet_terminated(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The `mxnet` container's termination in `pod` ({} while it has none)."""
-    for container in (pod.get("status") or {}).get("containerStatuses") or []:
-        if container.get("name") == CONTAINER_NAME:
-            return ((container.get("state") or {}).get("terminated")) or {}
-    return {}
+from mxgitops.runtime.pods import mxnet_terminated
 
 
 def finished_at(

@@ -8,12 +8,14 @@ time, e.g. scripts and tests).
 
 from __future__ import annotations
 
+from mxgitops.batch.render import render_job
+from mxgitops.batch.replicaset import MXReplicaSet
+from mxgitops.batch.status import in_namespace, job_status
 from mxgitops.objects import ClusterAPI, KubeObject, ObjectRef
+from mxgitops.runtime.labels import KubernetesLabels, job_labels
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import MxReplicaStatus, State
 from mxgitops.spec import MxJob
-from mxgitops.trainer.labels import KubernetesLabels, job_labels
-from mxgitops.trainer.render import RenderContext, render_job
-from mxgitops.trainer.replicaset import MXReplicaSet
-from mxgitops.trainer.status import MxReplicaStatus, State, in_namespace, job_status
 
 
 class TrainingJob:

@@ -32,22 +32,23 @@ from functools import cached_property
 from typing import Any
 
 from mxgitops import objects
+from mxgitops.batch.failure import backoff_failure, replica_failure
+from mxgitops.batch.inplace import compare as compare_in_place
+from mxgitops.batch.inplace import recorded_backoff_limit
+from mxgitops.batch.status import (
+    JobShape,
+    counts_as_failure,
+    replicas_of,
+    restart_policy_of,
+    shape_status,
+)
 from mxgitops.model import RUNTIME_ID_LENGTH, runtime_id_of
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
-from mxgitops.spec import (
-    ON_CHANGE_ANNOTATION,
-    JobMode,
-    MxJob,
-    OnChange,
-    ReplicaType,
-    RestartPolicy,
-    SuccessPolicy,
-)
-from mxgitops.trainer.disruption import Disruption, first_disruption
-from mxgitops.trainer.failure import Failure, backoff_failure, replica_failure
-from mxgitops.trainer.inplace import InPlace, recorded_backoff_limit
-from mxgitops.trainer.inplace import compare as compare_in_place
-from mxgitops.trainer.labels import (
+from mxgitops.runtime.base import Stray
+from mxgitops.runtime.disruption import Disruption, first_disruption
+from mxgitops.runtime.failure import Failure
+from mxgitops.runtime.inplace import InPlace
+from mxgitops.runtime.labels import (
     JOB_TYPE_LABEL,
     REPLICA_TYPES,
     REPLICAS_ANNOTATION,
@@ -56,14 +57,15 @@ from mxgitops.trainer.labels import (
     TASK_INDEX_LABEL,
     parse_replicas_annotation,
 )
-from mxgitops.trainer.status import (
-    JobShape,
-    MxReplicaStatus,
-    State,
-    counts_as_failure,
-    replicas_of,
-    restart_policy_of,
-    shape_status,
+from mxgitops.runtime.state import MxReplicaStatus, State
+from mxgitops.spec import (
+    ON_CHANGE_ANNOTATION,
+    JobMode,
+    MxJob,
+    OnChange,
+    ReplicaType,
+    RestartPolicy,
+    SuccessPolicy,
 )
 
 BATCH_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
@@ -74,17 +76,6 @@ _OBJECT_NAME = re.compile(
     r"-(?P<index>0|[1-9][0-9]*)"
 )
 _SPEC_HASH = re.compile(r"[0-9a-f]{64}")
-
-
-@dataclass(frozen=True)
-class Stray:
-    """An object of ours whose name, labels and spec hash do not add up (hand-edited)."""
-
-    ref: ObjectRef
-    why: str
-
-    def __str__(self) -> str:
-        return f"{self.ref.kind.lower()}/{self.ref.name} ({self.why})"
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,28 @@ labels stay on the pod template only; the batch Job carries just ours.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from mxgitops import objects
+from mxgitops.batch.inplace import annotation as in_place_annotation
+from mxgitops.batch.inplace import batch_backoff_limit
 from mxgitops.objects import Kind, KubeObject, ObjectRef
+from mxgitops.runtime.accelerators import apply_accelerators
+from mxgitops.runtime.labels import (
+    RESTART_POLICY_ANNOTATION,
+    job_labels,
+    kubeflow_pod_labels,
+    replica_labels,
+)
+from mxgitops.runtime.mxconfig import dmlc_envs, hostname, service_name
+from mxgitops.runtime.pods import PERMANENT_EXIT_CODES as PERMANENT_EXIT_CODES
+from mxgitops.runtime.rendering import (
+    RenderContext,
+    copied_template,
+    object_annotations,
+    pod_failure_rules,
+)
 from mxgitops.spec import (
     CONTAINER_NAME,
     KUBEFLOW_PORT_NAME,
@@ -37,33 +52,8 @@ from mxgitops.spec import (
     job_object_name,
     scheduler_service_name,
 )
-from mxgitops.trainer.accelerators import AcceleratorConfig, apply_accelerators
-from mxgitops.trainer.disruption import pod_failure_rule
-from mxgitops.trainer.inplace import annotation as in_place_annotation
-from mxgitops.trainer.inplace import batch_backoff_limit
-from mxgitops.trainer.labels import (
-    RESTART_POLICY_ANNOTATION,
-    job_labels,
-    kubeflow_pod_labels,
-    replica_labels,
-    shape_annotations,
-)
-from mxgitops.trainer.mxconfig import dmlc_envs, hostname, service_name
-from mxgitops.trainer.status import PERMANENT_EXIT_CODES as PERMANENT_EXIT_CODES
 
 PS_ROOT_PORT_NAME = "ps-root-port"
-
-
-@dataclass(frozen=True)
-class RenderContext:
-    """What rendering needs besides the job: who owns the objects, from which commit."""
-
-    instance: str
-    commit: str = ""
-    accelerators: Mapping[str, AcceleratorConfig] = field(default_factory=dict)
-    # Kueue's WorkloadPriorityClasses in the cluster: a queued job's priority class is
-    # given to Kueue by name only where one exists (else the pods' priorityClassName is).
-    workload_priority_classes: frozenset[str] = frozenset()
 
 
 def render_job(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
@@ -141,27 +131,6 @@ def render_batch_job(
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
-def pod_failure_rules(restart: RestartPolicy, *, dist: bool) -> list[dict[str, Any]]:
-    """A replica's batch Job's podFailurePolicy rules (Kubernetes allows them only for
-    pods with restartPolicy Never, so none under `OnFailure`): a disruption first
-    (`disruption.py`), then `ExitCode`'s permanent exit codes."""
-    if restart is RestartPolicy.ON_FAILURE:
-        return []
-    rules = [pod_failure_rule(dist)]
-    if restart is RestartPolicy.EXIT_CODE:
-        rules.append(
-            {
-                "action": "FailJob",
-                "onExitCodes": {
-                    "containerName": CONTAINER_NAME,
-                    "operator": "In",
-                    "values": list(PERMANENT_EXIT_CODES),
-                },
-            }
-        )
-    return rules
-
-
 def render_scheduler_service(job: MxJob, ctx: RenderContext) -> KubeObject:
     """The job's headless Service: every pod's subdomain, so `{hostname}.{service}`
     resolves to that pod (every MX_CONFIG address, DMLC_PS_ROOT_URI). It keeps the
@@ -189,17 +158,6 @@ def render_scheduler_service(job: MxJob, ctx: RenderContext) -> KubeObject:
             ],
         },
     }
-
-
-def object_annotations(job: MxJob, ctx: RenderContext) -> dict[str, str]:
-    """Annotations on every object of the job (empty source or commit are left out)."""
-    values = {
-        objects.SPEC_HASH_ANNOTATION: job.spec_hash,
-        objects.SOURCE_ANNOTATION: job.source_path,
-        objects.COMMIT_ANNOTATION: ctx.commit,
-        **shape_annotations(job),
-    }
-    return {key: value for key, value in values.items() if value}
 
 
 def _metadata(
@@ -231,7 +189,7 @@ def _pod_template(
     ctx: RenderContext,
     shared: _Shared,
 ) -> dict[str, Any]:
-    template: dict[str, Any] = _copied(dict(replica.template))
+    template: dict[str, Any] = copied_template(dict(replica.template))
     metadata: dict[str, Any] = template.get("metadata") or {}
     kubeflow = kubeflow_pod_labels(job, replica.type, index)
     metadata["labels"] = {**(metadata.get("labels") or {}), **kubeflow, **labels}
@@ -249,7 +207,7 @@ def _pod_template(
     ours = shared.env(replica.type, index)  # fresh entries: the first container takes them
     containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
     for number, container in enumerate(containers):  # every one: a sidecar reads them too
-        entries = ours if number == 0 else _copied(ours)
+        entries = ours if number == 0 else copied_template(ours)
         container["env"] = [*(container.get("env") or []), *entries]
     apply_accelerators(pod_spec, ctx.accelerators)
     return {"metadata": metadata, "spec": pod_spec}
@@ -266,21 +224,3 @@ def _default_port(pod_spec: dict[str, Any], port: int) -> None:
         if not any(isinstance(p, dict) and p.get("name") == KUBEFLOW_PORT_NAME for p in ports):
             entry = {"name": KUBEFLOW_PORT_NAME, "containerPort": port, "protocol": "TCP"}
             container["ports"] = [*ports, entry]
-
-
-def copied_template(value: Any) -> Any:
-    """A deep copy of a pod template (`_copied`), for the other runtimes."""
-    return _copied(value)
-
-
-def _copied(value: Any) -> Any:
-    """A deep copy of a template: its dicts and lists copied (all a manifest's YAML or
-    JSON makes, besides scalars, which are immutable and shared); anything else by
-    `copy.deepcopy`. Several times faster than deepcopy's memo for every node."""
-    if isinstance(value, dict):
-        return {key: _copied(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copied(item) for item in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return copy.deepcopy(value)

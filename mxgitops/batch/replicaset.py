@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from mxgitops.batch.render import render_replica_set
+from mxgitops.batch.status import JobShape, in_namespace, replica_set_status
 from mxgitops.objects import ClusterAPI, KubeObject, ObjectRef
+from mxgitops.runtime.labels import KubernetesLabels, replica_set_labels
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import MxReplicaStatus
 from mxgitops.spec import MxJob, ReplicaSpec
-from mxgitops.trainer.labels import KubernetesLabels, replica_set_labels
-from mxgitops.trainer.render import RenderContext, render_replica_set
-from mxgitops.trainer.status import JobShape, MxReplicaStatus, in_namespace, replica_set_status
 
 
 class MXReplicaSetInterface(Protocol):

@@ -53,71 +53,42 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from mxgitops import objects
+from mxgitops.batch.finishing import finished_at, succeeded_first
 from mxgitops.objects import KubeObject, LiveObjects
+from mxgitops.runtime.disruption import failed_by_disruption, is_disrupted
+from mxgitops.runtime.labels import (
+    JOB_TYPE_LABEL,
+    RESTART_POLICY_ANNOTATION,
+    RUNTIME_ID_LABEL,
+    TASK_INDEX_LABEL,
+)
+from mxgitops.runtime.pods import (
+    is_retryable_termination,
+    mxnet_terminated,
+    newest_pod,
+    pending_reason,
+    pod_replica_state,
+)
+from mxgitops.runtime.state import (
+    MxReplicaStatus,
+    ReplicaState,
+    State,
+    aggregate,
+    deciding_type,
+    job_state,
+)
 from mxgitops.spec import (
-    CONTAINER_NAME,
     JobMode,
     MxJob,
     ReplicaType,
     RestartPolicy,
     SuccessPolicy,
 )
-from mxgitops.trainer.disruption import failed_by_disruption, is_disrupted
-from mxgitops.trainer.finishing import (
-    deciding_type,
-    finished_at,
-    mxnet_terminated,
-    succeeded_first,
-)
-from mxgitops.trainer.labels import (
-    JOB_TYPE_LABEL,
-    RESTART_POLICY_ANNOTATION,
-    RUNTIME_ID_LABEL,
-    TASK_INDEX_LABEL,
-)
 
-# ExitCode (Kubeflow): 1-127 are the program's own verdict and fail the job at
-# once; anything else (signals: 137, 143, ...) is retried within backoffLimit.
-PERMANENT_EXIT_CODES = range(1, 128)
 _RESTART_POLICIES = {policy.value: policy for policy in RestartPolicy}
-
-
-class State(StrEnum):
-    PENDING = "Pending"  # no replica runs yet: not scheduled, no pod yet, image pulling
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    SUSPENDED = "Suspended"  # its batch Jobs are suspended (runPolicy.suspend)
-    WAITING = "Waiting"  # a change waits for it to finish (on-change: wait)
-    DELETING = "Deleting"  # being pruned
-    # With queues (the JobSet runtime under Kueue):
-    QUEUED = "Queued"  # waits in its queue to be admitted whole (Kueue's reason says why)
-    PREEMPTED = "Preempted"  # stopped whole by Kueue for a higher priority; runs again
-    EVICTED = "Evicted"  # stopped whole by Kueue for another reason; runs again
-
-
-class ReplicaState(StrEnum):
-    PENDING = "Pending"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    SUSPENDED = "Suspended"
-    UNKNOWN = "Unknown"  # no batch Job (gone, or removed by ttlSecondsAfterFinished)
-
-
-@dataclass(frozen=True)
-class MxReplicaStatus:
-    """One replica set: its overall state and how many replicas are in each state;
-    `reason` says why a pending replica waits (the scheduler's message)."""
-
-    type: ReplicaType
-    state: ReplicaState
-    replicas_states: Mapping[ReplicaState, int]
-    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -307,73 +278,6 @@ class _Replicas:
         ]
 
 
-def aggregate(
-    replica_type: ReplicaType, replicas: int, states: Sequence[ReplicaState], reason: str = ""
-) -> MxReplicaStatus:
-    """Failed if any failed, else Running if any runs, Pending if any waits to run,
-    Suspended if any is, Succeeded if all did, else Unknown."""
-    counts: dict[ReplicaState, int] = {}
-    for one in states:  # as Counter would count them, without its cost per replica set
-        counts[one] = counts.get(one, 0) + 1
-    for state in _PRECEDENCE:
-        if state in counts:
-            break
-    else:
-        all_done = counts.get(ReplicaState.SUCCEEDED, 0) == replicas
-        state = ReplicaState.SUCCEEDED if all_done else ReplicaState.UNKNOWN
-    shown = reason if state is ReplicaState.PENDING else ""
-    return MxReplicaStatus(replica_type, state, counts, shown)
-
-
-# Any replica in one of these states gives its set that state, the first found first.
-_PRECEDENCE = (
-    ReplicaState.FAILED,
-    ReplicaState.RUNNING,
-    ReplicaState.PENDING,
-    ReplicaState.SUSPENDED,
-)
-
-
-def job_state(
-    mode: JobMode, success_policy: SuccessPolicy, statuses: Sequence[MxReplicaStatus]
-) -> State:
-    """Any set Failed → Failed; the deciding set Succeeded → Succeeded; then Running if
-    any replica runs, Suspended if its replicas are suspended, Pending if any waits to
-    run (the seed said Running: a person needs to know nothing runs yet), else Running.
-
-    The deciding set is WORKER for a local job and SCHEDULER for a dist job,
-    unless the success policy is AllWorkers (e.g. BytePS, whose scheduler never
-    exits): then it is WORKER alone.
-    """
-    by_type = {s.type: s.state for s in statuses}
-    if ReplicaState.FAILED in by_type.values():
-        return State.FAILED
-    if by_type.get(deciding_type(mode, success_policy)) is ReplicaState.SUCCEEDED:
-        return State.SUCCEEDED
-    if ReplicaState.RUNNING in by_type.values():
-        return State.RUNNING
-    if ReplicaState.SUSPENDED in by_type.values():
-        return State.SUSPENDED
-    if ReplicaState.PENDING in by_type.values():
-        return State.PENDING
-    return State.RUNNING
-
-
-def pending_reason(pod: Mapping[str, Any]) -> str:
-    """Why a pod waits: the scheduler's message (`0/4 nodes are available: 4 Insufficient
-    nvidia.com/gpu.`), else its `mxnet` container's waiting reason (ErrImagePull...)."""
-    status = pod.get("status") or {}
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return " ".join(str(condition.get("message") or condition.get("reason") or "").split())
-    for container in status.get("containerStatuses") or []:
-        waiting = (container.get("state") or {}).get("waiting") or {}
-        if container.get("name") == CONTAINER_NAME and waiting.get("reason"):
-            detail = " ".join(str(waiting.get("message") or "").split())
-            return f"{waiting['reason']}: {detail}" if detail else str(waiting["reason"])
-    return ""
-
-
 def restart_policy_of(batch_job: Mapping[str, Any]) -> RestartPolicy:
     """The replica's restart policy, as its batch Job records it; else as it was
     rendered (`ExitCode` is `Never` pods with a pod failure policy)."""
@@ -444,72 +348,6 @@ def counts_as_failure(restart: RestartPolicy, pods: Sequence[Mapping[str, Any]])
     if any(not is_disrupted(p) for p in failed):
         return True
     return restart is RestartPolicy.NEVER and not failed
-
-
-def newest_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    """By status.startTime, then creationTimestamp, then name (RFC 3339 UTC sorts as text).
-
-    A pod that has not started yet counts from its creation, so a fresh retry
-    is newer than the pod it replaces.
-    """
-
-    def key(pod: Mapping[str, Any]) -> tuple[str, str, str]:
-        created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
-        started = str((pod.get("status") or {}).get("startTime") or created)
-        return (started, created, str((pod.get("metadata") or {}).get("name") or ""))
-
-    return max(pods, key=key)
-
-
-def pod_replica_state(pod: Mapping[str, Any], restart: RestartPolicy | None = None) -> ReplicaState:
-    """The newest pod's replica state under `restart` (the module docstring's rules;
-    None: the pod's own restartPolicy, `ExitCode` reading as the `Never` it runs as);
-    a pod not yet running (unscheduled, pulling its image) is Pending."""
-    if restart is None:
-        own = (pod.get("spec") or {}).get("restartPolicy")
-        on_failure = own == RestartPolicy.ON_FAILURE.value
-        restart = RestartPolicy.ON_FAILURE if on_failure else RestartPolicy.NEVER
-    status = pod.get("status") or {}
-    phase = status.get("phase")
-    if phase == "Pending":
-        return ReplicaState.PENDING
-    container = next(
-        (c for c in status.get("containerStatuses") or [] if c.get("name") == CONTAINER_NAME),
-        None,
-    )
-    state: Mapping[str, Any] = (container or {}).get("state") or {}
-    terminated = state.get("terminated")
-    if phase == "Failed":
-        if is_disrupted(pod):
-            return ReplicaState.RUNNING  # taken away by Kubernetes: runs again (disruption.py)
-        if restart is RestartPolicy.EXIT_CODE and is_retryable_termination(terminated or {}):
-            return ReplicaState.RUNNING  # a new pod is on its way
-        return ReplicaState.FAILED
-    if phase == "Succeeded":
-        return ReplicaState.SUCCEEDED
-    if container is None:
-        return ReplicaState.UNKNOWN
-    if state.get("running") is not None or state.get("waiting") is not None:
-        return ReplicaState.RUNNING
-    if terminated is None:
-        return ReplicaState.UNKNOWN
-    if int(terminated.get("exitCode", -1)) == 0:
-        return ReplicaState.SUCCEEDED
-    if restart is RestartPolicy.ON_FAILURE:
-        return ReplicaState.RUNNING  # the kubelet restarts it in place
-    if restart is RestartPolicy.EXIT_CODE and is_retryable_termination(terminated):
-        return ReplicaState.RUNNING
-    return ReplicaState.FAILED  # Never: it will not run again
-
-
-def is_retryable_termination(terminated: Mapping[str, Any]) -> bool:
-    """Whether `ExitCode` retries this termination of the `mxnet` container: exit codes
-    from 128 (137 SIGKILL, an OOMKilled 137, 143 SIGTERM are the infrastructure's), as
-    the operator's IsRetryableExitCode; 1-127 are the program's own verdict, and 0 in a
-    failed pod (another container failed it) is not retried either. A pod failed
-    without a termination of its `mxnet` container (evicted before it ran) is retried."""
-    code = terminated.get("exitCode")
-    return not isinstance(code, int) or code >= 128
 
 
 def in_namespace(live: LiveObjects, namespace: str) -> LiveObjects:

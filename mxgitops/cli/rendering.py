@@ -67,7 +67,7 @@ def render(
     """
     from mxgitops import rendering
     from mxgitops.config import read_accelerators
-    from mxgitops.trainer import parse_accelerators
+    from mxgitops.runtime.accelerators import parse_accelerators
 
     loaded = load_like_sync(paths, namespace, max_file_size, policy_file, default_runtime)
     raw = read_accelerators(accelerators_file) if accelerators_file else {}

@@ -25,7 +25,7 @@ from enum import StrEnum
 
 from mxgitops.objects import FULL_COMMIT_ID
 from mxgitops.report import JobSummary, Summary
-from mxgitops.trainer import Failure
+from mxgitops.runtime.failure import Failure
 
 MAX_DESCRIPTION = 140
 _FINISHED_OK = "Succeeded"

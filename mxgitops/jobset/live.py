@@ -37,27 +37,20 @@ from mxgitops.jobset.placement import (
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
 from mxgitops.objects import KubeObject, ObjectRef
-from mxgitops.spec import ON_CHANGE_ANNOTATION
-from mxgitops.trainer.disruption import Disruption
-from mxgitops.trainer.failure import MAX_MESSAGE, Failure
-from mxgitops.trainer.inplace import InPlace
-from mxgitops.trainer.labels import (
+from mxgitops.runtime.base import Stray
+from mxgitops.runtime.disruption import Disruption
+from mxgitops.runtime.failure import MAX_MESSAGE, Failure
+from mxgitops.runtime.inplace import InPlace
+from mxgitops.runtime.labels import (
     JOB_TYPE_LABEL,
     REPLICA_TYPES,
     REPLICAS_ANNOTATION,
     RUNTIME_ID_LABEL,
     parse_replicas_annotation,
 )
-from mxgitops.trainer.live import Stray
-from mxgitops.trainer.status import (
-    MxReplicaStatus,
-    ReplicaState,
-    State,
-    aggregate,
-    newest_pod,
-    pending_reason,
-    pod_replica_state,
-)
+from mxgitops.runtime.pods import newest_pod, pending_reason, pod_replica_state
+from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State, aggregate
+from mxgitops.spec import ON_CHANGE_ANNOTATION
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"

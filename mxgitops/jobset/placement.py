@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mxgitops.model import ReplicaType
-from mxgitops.trainer.failure import MAX_MESSAGE
-from mxgitops.trainer.status import MxReplicaStatus, ReplicaState, aggregate
+from mxgitops.runtime.failure import MAX_MESSAGE
+from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, aggregate
 
 
 def cluster_of(workload: Mapping[str, Any] | None) -> str:

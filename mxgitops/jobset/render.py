@@ -48,12 +48,12 @@ from mxgitops import scheduling
 from mxgitops.model import CONTAINER_NAME, JobMode, MxJob, ReplicaSpec, ReplicaType, RestartPolicy
 from mxgitops.model import SuccessPolicy as MxSuccessPolicy
 from mxgitops.objects import Kind, KubeObject, ObjectRef
-from mxgitops.trainer.accelerators import apply_accelerators
-from mxgitops.trainer.disruption import DISRUPTION_MESSAGE
-from mxgitops.trainer.inplace import IN_PLACE_ANNOTATION
-from mxgitops.trainer.labels import job_labels, kubeflow_pod_labels, replica_set_labels
-from mxgitops.trainer.mxconfig import MAX_LISTED_REPLICAS
-from mxgitops.trainer.render import (
+from mxgitops.runtime.accelerators import apply_accelerators
+from mxgitops.runtime.disruption import DISRUPTION_MESSAGE
+from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
+from mxgitops.runtime.labels import job_labels, kubeflow_pod_labels, replica_set_labels
+from mxgitops.runtime.mxconfig import MAX_LISTED_REPLICAS
+from mxgitops.runtime.rendering import (
     RenderContext,
     copied_template,
     object_annotations,

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from mxgitops.batch import RenderContext
 from mxgitops.manifests import load
 from mxgitops.model import Runtime
 from mxgitops.runtimes import render
-from mxgitops.trainer import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.kubeflow.compare import (
     OPERATOR_JOB,

@@ -1,0 +1,40 @@
+"""The batch runtime as the registry sees it (`runtime/base.py`'s `Runtime`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mxgitops.batch.inplace import desired
+from mxgitops.batch.live import group_live
+from mxgitops.batch.render import job_refs, render_job
+from mxgitops.model import MxJob, Runtime
+from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.runtime.base import Live
+from mxgitops.runtime.rendering import RenderContext
+
+
+class BatchRuntime:
+    """One batch Job per replica and (dist) one headless Service: the seed's."""
+
+    name = Runtime.BATCH.value
+    kinds = frozenset({Kind.JOB, Kind.SERVICE, Kind.POD})
+    own_kinds: frozenset[Kind] = frozenset()  # listed by every sync
+
+    def render(self, job: MxJob, ctx: RenderContext) -> list[KubeObject]:
+        return render_job(job, ctx)
+
+    def refs(self, job: MxJob) -> list[ObjectRef]:
+        return job_refs(job)
+
+    def owns_pod(self, pod: KubeObject) -> bool:
+        return True  # the default runtime: every pod no other runtime owns
+
+    def group_live(self, live: LiveObjects) -> Mapping[tuple[str, str], Live]:
+        return group_live(live)
+
+    def as_created(self, rendered: Sequence[KubeObject]) -> LiveObjects:
+        return LiveObjects.of_objects(rendered)
+
+    def in_place_values(self, job: MxJob) -> Mapping[str, Any]:
+        return desired(job)
