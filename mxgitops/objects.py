@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, Protocol
 
 from mxgitops.errors import MxGitOpsError

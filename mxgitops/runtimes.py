@@ -55,7 +55,7 @@ RUNTIMES: Mapping[Runtime, RuntimeImpl] = {
     Runtime.BATCH: BatchRuntime(),
     Runtime.JOBSET: JobSetRuntime(),
 }
-_DEFAULT, *_OTHERS = RUNTIMES.values()
+_DEFAULT, *_OTHERS = RUNTIMES
 
 
 def runtime_of(job: MxJob) -> RuntimeImpl:
@@ -139,15 +139,12 @@ def needs_record(creates: Iterable[KubeObject], recorded: frozenset[str] | None)
 def group_live(live: LiveObjects) -> dict[tuple[str, str], Live]:
     """Live objects by (namespace, job), whichever runtime made them. A job with objects
     on two runtimes (a move between runtimes was interrupted) is one `Mixed` group."""
-    pods: dict[int, list[KubeObject]] = {id(r): [] for r in RUNTIMES.values()}
+    pods: dict[Runtime, list[KubeObject]] = {name: [] for name in RUNTIMES}
     for pod in live.pods:
-        owner = next((r for r in _OTHERS if r.owns_pod(pod)), _DEFAULT)
-        pods[id(owner)].append(pod)
-    grouped: dict[tuple[str, str], Live] = dict(
-        _DEFAULT.group_live(live.with_kind(Kind.POD, tuple(pods[id(_DEFAULT)])))
-    )
-    for runtime in _OTHERS:
-        for key, group in runtime.group_live(live.with_kind(Kind.POD, tuple(pods[id(runtime)]))).items():
+        pods[next((n for n in _OTHERS if RUNTIMES[n].owns_pod(pod)), _DEFAULT)].append(pod)
+    grouped: dict[tuple[str, str], Live] = {}
+    for name, runtime in RUNTIMES.items():
+        for key, group in runtime.group_live(live.with_kind(Kind.POD, tuple(pods[name]))).items():
             other = grouped.get(key)
             grouped[key] = group if other is None or not _counts(other) else Mixed(other, group)
     return dict(sorted(grouped.items()))
