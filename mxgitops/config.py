@@ -23,13 +23,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mxgitops import policy, repofile
+from mxgitops import policy, repofile, runtimes
 from mxgitops.changes import DEFAULT_MAX_PRUNE_SHARE
 from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
 from mxgitops.manifestfiles import read_section
 from mxgitops.manifests import LoadResult, Problem
-from mxgitops.model import Runtime
 from mxgitops.runtime.accelerators import parse_accelerators
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 
@@ -37,7 +36,6 @@ from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 MAX_PARALLELISM = 256  # each write holds a connection of the client's pool
 FILE_SIZE_BOUNDS = (1 << 10, 64 << 20)  # of --max-file-size: 1 KiB to 64 MiB
-RUNTIMES = tuple(runtime.value for runtime in Runtime)  # of --default-runtime
 MAX_FAILURE_LOG_LINES = 1000  # of --failure-log-lines
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
@@ -146,9 +144,9 @@ class SyncConfig:
                     f"{what} {value!r} is not a valid namespace name "
                     "(lower-case letters, digits and '-', at most 63 characters)"
                 )
-        if self.default_runtime not in RUNTIMES:
+        if self.default_runtime not in runtimes.NAMES:
             raise ConfigError(
-                f"default runtime must be one of {', '.join(RUNTIMES)}, "
+                f"default runtime must be one of {', '.join(runtimes.NAMES)}, "
                 f"not {self.default_runtime!r}"
             )
         account = self.tenant_service_account

@@ -36,6 +36,7 @@ from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtime.state import MxReplicaStatus, State
 
 __all__ = [
+    "NAMES",
     "RUNTIMES",
     "Live",
     "as_created",
@@ -56,6 +57,7 @@ RUNTIMES: Mapping[Runtime, RuntimeImpl] = {
     Runtime.JOBSET: JobSetRuntime(),
 }
 _DEFAULT, *_OTHERS = RUNTIMES
+NAMES = tuple(name.value for name in RUNTIMES)  # the choices of --default-runtime
 
 
 def runtime_of(job: MxJob) -> RuntimeImpl:

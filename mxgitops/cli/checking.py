@@ -14,7 +14,7 @@ import click
 
 from mxgitops.cli.app import ExitCode, main
 from mxgitops.cli.options import (
-    default_runtime_option,
+    default_runtime_setting,
     max_file_size_option,
     namespace_option,
     output_option,
@@ -41,7 +41,7 @@ CONVERT_TARGETS = ("kubeflow", "seed")
 @namespace_option
 @max_file_size_option
 @policy_file_option
-@default_runtime_option
+@default_runtime_setting
 @output_option
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 def validate(
@@ -49,7 +49,7 @@ def validate(
     namespace: str | None,
     max_file_size: int,
     policy_file: Path | None,
-    default_runtime: str,
+    default_runtime: str | None,
     output: str,
     strict: bool,
 ) -> ExitCode:
@@ -91,7 +91,7 @@ def load_like_sync(
     namespace: str | None,
     max_file_size: int,
     policy_file: Path | None,
-    default_runtime: str,
+    default_runtime: str | None,
 ) -> LoadResult:
     """The manifests under PATHS read as a sync of this repository reads them: its
     .mxgitops.yaml names the default namespace, and what it may not set is reported with
@@ -108,7 +108,7 @@ def load_like_sync(
         default_namespace=namespace,
         max_file_size=max_file_size,
         policy=policy,
-        default_runtime=Runtime(default_runtime),
+        default_runtime=Runtime(default_runtime or SyncConfig.default_runtime),
         named_from=path,
     )
     return with_problems(loaded, repo_file.refused)

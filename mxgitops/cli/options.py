@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
+from mxgitops import runtimes
 from mxgitops.cluster import MAX_REQUEST_TIMEOUT
 from mxgitops.config import FILE_SIZE_BOUNDS
 from mxgitops.manifestfiles import MAX_FILE_SIZE
@@ -40,20 +41,6 @@ def namespace_option(command: F) -> F:
         metavar="NAME",
         help="Namespace of jobs whose manifest names none.  [default: the namespace in "
         "the repository's .mxgitops.yaml, else default]",
-    )(command)
-
-
-def default_runtime_option(command: F) -> F:
-    return click.option(
-        "--default-runtime",
-        type=click.Choice(["batch", "jobset"]),
-        default="batch",
-        show_default=True,
-        envvar="MXGITOPS_DEFAULT_RUNTIME",
-        show_envvar=True,
-        help="What a dist job that names no queue runs on, as the operator's sync setting "
-        "says (a job that names a queue runs on JobSet); the same variable as sync's, so a "
-        "pull request's plan set up like the sync plans like it.",
     )(command)
 
 
@@ -119,6 +106,15 @@ def setting(*decls: str, **kwargs: Any) -> Callable[[F], F]:
 
 
 # Settings of sync that `check` reads too, defined once.
+# What a dist job that names no queue runs on; validate, render, status and diff take it
+# too, so that a pull request's plan set up like the sync plans like it.
+default_runtime_setting = setting(
+    "--default-runtime",
+    type=click.Choice(runtimes.NAMES),
+    help="What a dist job that names no queue runs on, as the operator's sync setting says: "
+    "batch (a batch Job per replica and a scheduler Service) or jobset (one JobSet; a job "
+    "that names a queue always runs on JobSet, admitted by Kueue).  [default: batch]",
+)
 path_setting = setting(
     "--path", metavar="DIR", help="Directory of the manifests in the repository.  [default: .]"
 )

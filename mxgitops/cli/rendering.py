@@ -9,7 +9,7 @@ import click
 from mxgitops.cli.app import ExitCode, main
 from mxgitops.cli.checking import load_like_sync
 from mxgitops.cli.options import (
-    default_runtime_option,
+    default_runtime_setting,
     max_file_size_option,
     namespace_option,
     policy_file_option,
@@ -21,7 +21,7 @@ from mxgitops.cli.options import (
 @namespace_option
 @max_file_size_option
 @policy_file_option
-@default_runtime_option
+@default_runtime_setting
 @click.option(
     "--instance",
     default="default",
@@ -47,7 +47,7 @@ def render(
     namespace: str | None,
     max_file_size: int,
     policy_file: Path | None,
-    default_runtime: str,
+    default_runtime: str | None,
     instance: str,
     accelerators_file: Path | None,
     output: str,

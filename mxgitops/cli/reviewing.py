@@ -14,14 +14,14 @@ import click
 
 from mxgitops.cli.app import ExitCode, main
 from mxgitops.cli.options import (
-    default_runtime_option,
+    default_runtime_setting,
     git_token,
     namespace_option,
     policy_file_option,
     repo_options,
     setting,
 )
-from mxgitops.config import from_options
+from mxgitops.config import SyncConfig, from_options
 from mxgitops.model import Runtime
 
 
@@ -97,7 +97,7 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
 )
 @namespace_option
 @policy_file_option
-@default_runtime_option
+@default_runtime_setting
 @click.option(
     "--output",
     "-o",
@@ -113,7 +113,7 @@ def diff(
     path: str | None,
     namespace: str | None,
     policy_file: Path | None,
-    default_runtime: str,
+    default_runtime: str | None,
     output: str,
 ) -> ExitCode:
     """Show which jobs a change adds, changes and removes, and what it breaks.
@@ -139,7 +139,7 @@ def diff(
         path=path,
         namespace=namespace,
         policy_file=policy_file,
-        default_runtime=Runtime(default_runtime),
+        default_runtime=Runtime(default_runtime or SyncConfig.default_runtime),
     )
     renderers = {
         "text": review.render_text,

@@ -17,6 +17,7 @@ from mxgitops.cli.app import ExitCode, exit_code_for, main
 from mxgitops.cli.options import (
     ByteSize,
     context_setting,
+    default_runtime_setting,
     git_token,
     kubeconfig_setting,
     namespace_setting,
@@ -144,13 +145,7 @@ went well).
     "as the node's GPU driver libraries; exempt from the policy, so the jobs repository "
     "cannot set them.  [default: none]",
 )
-@setting(
-    "--default-runtime",
-    type=click.Choice(["batch", "jobset"]),
-    help="What a dist job that names no queue runs on: batch (a batch Job per replica and "
-    "a scheduler Service) or jobset (one JobSet; a job that names a queue always runs on "
-    "JobSet, admitted by Kueue).  [default: batch]",
-)
+@default_runtime_setting
 @setting(
     "--tenant-service-account",
     metavar="NAME",
