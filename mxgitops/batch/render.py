@@ -38,7 +38,7 @@ from mxgitops.runtime.rendering import (
     RenderContext,
     copied_template,
     object_annotations,
-    pod_failure_rules,
+    pod_failure_policy,
 )
 from mxgitops.spec import (
     CONTAINER_NAME,
@@ -121,9 +121,7 @@ def render_batch_job(
     spec: dict[str, Any] = {"completions": 1, "parallelism": 1}
     spec.update(shared.run_policy)
     spec["backoffLimit"] = batch_backoff_limit(replica.restart_policy, job.run_policy.backoff_limit)
-    rules = pod_failure_rules(replica.restart_policy, dist=job.mode is JobMode.DIST)
-    if rules:
-        spec["podFailurePolicy"] = {"rules": rules}
+    spec.update(pod_failure_policy(replica.restart_policy, dist=job.mode is JobMode.DIST))
     spec["template"] = _pod_template(job, replica, index, labels, ctx, shared)
     metadata = _metadata(job_object_name(job, replica.type, index), job, labels, shared.annotations)
     metadata["annotations"].update(shared.in_place)  # the Job's, not its pods'

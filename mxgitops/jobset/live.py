@@ -48,7 +48,7 @@ from mxgitops.runtime.labels import (
     RUNTIME_ID_LABEL,
     parse_replicas_annotation,
 )
-from mxgitops.runtime.pods import newest_pod, pending_reason, pod_replica_state
+from mxgitops.runtime.pods import last_terminated, newest_pod, pending_reason, pod_replica_state
 from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State, aggregate
 from mxgitops.spec import ON_CHANGE_ANNOTATION
 
@@ -262,7 +262,9 @@ class LiveJobSet:
         condition = _conditions(jobset).get("Failed") or {}
         name = (jobset.get("metadata") or {}).get("name")
         mine = [p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name]
-        failed = [(p, t) for p in mine if (t := _terminated(p)) and int(t.get("exitCode", 0)) != 0]
+        failed = [
+            (p, t) for p in mine if (t := last_terminated(p)) and int(t.get("exitCode", 0)) != 0
+        ]
         reasons = []
         replica, exit_code, message, pod_name = "JobSet", None, "", ""
         if failed:
@@ -392,17 +394,6 @@ def _finished(jobset: Mapping[str, Any]) -> State | None:
     if (conditions.get("Failed") or {}).get("status") == "True":
         return State.FAILED
     return None
-
-
-def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    container = next((c for c in statuses if c.get("name") == "mxnet"), None)
-    if container is None:
-        return None
-    terminated: Mapping[str, Any] | None = (container.get("state") or {}).get("terminated") or (
-        container.get("lastState") or {}
-    ).get("terminated")
-    return terminated
 
 
 def _with_reason(status: MxReplicaStatus, reason: str) -> MxReplicaStatus:

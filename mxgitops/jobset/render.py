@@ -52,12 +52,12 @@ from mxgitops.runtime.accelerators import apply_accelerators
 from mxgitops.runtime.disruption import DISRUPTION_MESSAGE
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
 from mxgitops.runtime.labels import job_labels, kubeflow_pod_labels, replica_set_labels
-from mxgitops.runtime.mxconfig import MAX_LISTED_REPLICAS
+from mxgitops.runtime.mxconfig import dmlc_shared, dmlc_values
 from mxgitops.runtime.rendering import (
     RenderContext,
     copied_template,
     object_annotations,
-    pod_failure_rules,
+    pod_failure_policy,
 )
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -222,9 +222,8 @@ def _replicated_job(
     }
     if job.run_policy.active_deadline_seconds is not None and not job.queue:
         job_spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
-    rules = pod_failure_rules(restart, dist=True)  # the JobSet restarts a disrupted gang
-    if rules:
-        job_spec["podFailurePolicy"] = {"rules": rules}
+    # dist: the JobSet restarts a disrupted gang
+    job_spec.update(pod_failure_policy(restart, dist=True))
     job_spec["template"] = _pod_template(job, replica, ctx, env(replica.type))
     rjob: dict[str, Any] = {
         "name": role,
@@ -267,7 +266,12 @@ def _pod_template(
 
 def scheduler_address(jobset: str) -> str:
     """The scheduler pod's stable DNS name, from any pod of the JobSet's namespace."""
-    return f"{jobset}-{ReplicaType.SCHEDULER.role}-0-0.{jobset}"
+    return pod_address(jobset, ReplicaType.SCHEDULER, 0)
+
+
+def pod_address(jobset: str, replica_type: ReplicaType, index: int) -> str:
+    """One replica's pod's stable DNS name (its role's one child Job, pod `index`)."""
+    return f"{jobset}-{replica_type.role}-0-{index}.{jobset}"
 
 
 def _dmlc_env(job: MxJob, jobset: str) -> Callable[[ReplicaType], list[dict[str, Any]]]:
@@ -275,34 +279,11 @@ def _dmlc_env(job: MxJob, jobset: str) -> Callable[[ReplicaType], list[dict[str,
     the pod's completion index, through an env var MX_CONFIG refers to, `$(...)`."""
     if job.mode is JobMode.LOCAL:
         return lambda replica_type: []
-    scheduler = job.replica(ReplicaType.SCHEDULER)
-    servers = job.replica(ReplicaType.SERVER)
-    workers = job.replica(ReplicaType.WORKER)
-    port = scheduler.ps_root_port if scheduler else 0
-    shared = {
-        "DMLC_PS_ROOT_URI": scheduler_address(jobset),
-        "DMLC_PS_ROOT_PORT": str(port),
-        "DMLC_NUM_SERVER": str(servers.replicas if servers else 0),
-        "DMLC_NUM_WORKER": str(workers.replicas if workers else 0),
-    }
-    listed = sum(r.replicas for r in job.replica_specs) <= MAX_LISTED_REPLICAS
-    cluster: dict[str, list[dict[str, Any]]] = {}
-    for replica in job.replica_specs:
-        if replica.type is ReplicaType.SCHEDULER:
-            cluster[replica.type.role] = [{"port": port, "url": scheduler_address(jobset)}]
-        elif listed:
-            cluster[replica.type.role] = [
-                {
-                    "port": replica.ps_root_port,
-                    "url": f"{jobset}-{replica.type.role}-0-{i}.{jobset}",
-                }
-                for i in range(replica.replicas)
-            ]
-    head = json.dumps(
-        {"cluster": cluster, "labels": {r.type.role: "" for r in job.replica_specs}},
-        sort_keys=True,
-        separators=(",", ":"),
-    )[:-1]
+    shared, head = dmlc_shared(
+        job,
+        lambda replica_type, i: pod_address(jobset, replica_type, i),
+        tuner_labels=False,
+    )
     index = {
         "name": TASK_INDEX_ENV,
         "valueFrom": {
@@ -314,13 +295,7 @@ def _dmlc_env(job: MxJob, jobset: str) -> Callable[[ReplicaType], list[dict[str,
     }
 
     def env(replica_type: ReplicaType) -> list[dict[str, Any]]:
-        task = f'{{"index":$({TASK_INDEX_ENV}),"type":"{replica_type.role}"}}'
-        values = {
-            **shared,
-            "DMLC_ROLE": replica_type.role,
-            "DMLC_USE_KUBERNETES": "1",
-            "MX_CONFIG": f'{head},"task":{task}}}',
-        }
+        values = dmlc_values(shared, head, replica_type, f"$({TASK_INDEX_ENV})")
         return [index, *({"name": k, "value": v} for k, v in values.items())]
 
     return env

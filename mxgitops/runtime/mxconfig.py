@@ -142,35 +142,56 @@ def dmlc_envs(job: MxJob) -> Callable[[ReplicaType, int], list[dict[str, str]]]:
     """`dmlc_env` of each replica of `job`: what its replicas share (the counts, the
     scheduler's address, MX_CONFIG's cluster and labels) worked out and encoded once,
     not once per replica, the same entries byte for byte."""
-    scheduler = job.replica(ReplicaType.SCHEDULER)
-    servers = job.replica(ReplicaType.SERVER)
-    workers = job.replica(ReplicaType.WORKER)
-    shared = {
-        # A local job has no scheduler: the operator wrote an empty address and port 0.
-        "DMLC_PS_ROOT_URI": address(job, ReplicaType.SCHEDULER, 0) if scheduler else "",
-        "DMLC_PS_ROOT_PORT": str(scheduler.ps_root_port if scheduler else 0),
-        "DMLC_NUM_SERVER": str(servers.replicas if servers else 0),
-        "DMLC_NUM_WORKER": str(workers.replicas if workers else 0),
-    }
-    # MX_CONFIG's keys sorted: "cluster" and "labels" (the job's), then "task" (the replica's).
-    config = MxConfig.for_task(job, ReplicaType.SCHEDULER, 0).to_dict()
-    del config["task"]
-    head = json.dumps(config, sort_keys=True, separators=(",", ":"))[:-1] + ',"task":'
+    shared, head = dmlc_shared(job, lambda replica_type, i: address(job, replica_type, i))
 
     def env(replica_type: ReplicaType, index: int) -> list[dict[str, str]]:
-        role = replica_type.role
-        # The task as json.dumps writes it (sorted, compact), spelled out: a role is a
-        # plain word and the index an int, and a json.dumps per replica cost more than
-        # the rest of its environment.
-        task = f'{{"index":{index},"type":"{role}"}}'
-        values = {
-            **shared,
-            "DMLC_ROLE": role,
-            "DMLC_USE_KUBERNETES": "1",
-            "MX_CONFIG": head + task + "}",
-        }
+        values = dmlc_values(shared, head, replica_type, str(index))
         if replica_type is ReplicaType.WORKER:  # BytePS reads the worker's index here
             values["DMLC_WORKER_ID"] = str(index)
         return [{"name": name, "value": value} for name, value in values.items()]
 
     return env
+
+
+def dmlc_shared(
+    job: MxJob, address_of: Callable[[ReplicaType, int], str], *, tuner_labels: bool = True
+) -> tuple[dict[str, str], str]:
+    """What every replica of `job` shares, on any runtime: the DMLC variables, and
+    MX_CONFIG's text up to its task (`dmlc_values` ends it), each replica's address
+    `address_of(type, index)`. MX_CONFIG's keys sorted: "cluster" and "labels" (the
+    job's), then "task" (the replica's); its labels are the templates' tuner keys
+    (`tuner_labels`), else empty."""
+    scheduler = job.replica(ReplicaType.SCHEDULER)
+    servers = job.replica(ReplicaType.SERVER)
+    workers = job.replica(ReplicaType.WORKER)
+    shared = {
+        # A local job has no scheduler: the operator wrote an empty address and port 0.
+        "DMLC_PS_ROOT_URI": address_of(ReplicaType.SCHEDULER, 0) if scheduler else "",
+        "DMLC_PS_ROOT_PORT": str(scheduler.ps_root_port if scheduler else 0),
+        "DMLC_NUM_SERVER": str(servers.replicas if servers else 0),
+        "DMLC_NUM_WORKER": str(workers.replicas if workers else 0),
+    }
+    listed = sum(r.replicas for r in job.replica_specs) <= MAX_LISTED_REPLICAS
+    cluster = {
+        replica.type.role: [
+            {"port": replica.ps_root_port, "url": address_of(replica.type, i)}
+            for i in range(replica.replicas)
+        ]
+        for replica in job.replica_specs
+        if replica.type is ReplicaType.SCHEDULER or listed
+    }
+    labels = {r.type.role: _tuner_key(r) if tuner_labels else "" for r in job.replica_specs}
+    config = {"cluster": cluster, "labels": labels}
+    return shared, json.dumps(config, sort_keys=True, separators=(",", ":"))[:-1] + ',"task":'
+
+
+def dmlc_values(
+    shared: Mapping[str, str], head: str, replica_type: ReplicaType, index: str
+) -> dict[str, str]:
+    """One replica's DMLC variables and MX_CONFIG (`dmlc_shared`'s), its task `index` as
+    written (a number, or a `$(VAR)` the kubelet expands)."""
+    role = replica_type.role
+    # The task as json.dumps writes it (sorted, compact), spelled out: a role is a
+    # plain word, and a json.dumps per replica cost more than the rest of its environment.
+    task = f'{{"index":{index},"type":"{role}"}}'
+    return {**shared, "DMLC_ROLE": role, "DMLC_USE_KUBERNETES": "1", "MX_CONFIG": head + task + "}"}

@@ -34,6 +34,13 @@ class RenderContext:
     workload_priority_classes: frozenset[str] = frozenset()
 
 
+def pod_failure_policy(restart: RestartPolicy, *, dist: bool) -> dict[str, Any]:
+    """The `podFailurePolicy` of a replica's Job's spec, as a dict to update the spec
+    with (empty where it has none: `OnFailure`)."""
+    rules = pod_failure_rules(restart, dist=dist)
+    return {"podFailurePolicy": {"rules": rules}} if rules else {}
+
+
 def pod_failure_rules(restart: RestartPolicy, *, dist: bool) -> list[dict[str, Any]]:
     """A replica's batch Job's podFailurePolicy rules (Kubernetes allows them only for
     pods with restartPolicy Never, so none under `OnFailure`): a disruption first
