@@ -8,8 +8,9 @@ it says and nothing else.
 
 The GitOps rules live here: unchanged specs write nothing, missing pieces are
 repaired, changed specs replace (or wait, if the manifest asks), removed
-manifests prune (within the safety limits), invalid manifests protect their
-live job, and finished jobs never run again unless their spec changes.
+manifests prune (within the safety limits: `pruning.py`), invalid manifests protect
+their live job, and finished jobs never run again unless their spec changes. What
+every change of one job shares is `planbase.py`'s.
 
 Half-done work and hand edits have their rules too. Leftovers of an
 interrupted replace or prune (a Service without its batch Jobs) are no running
@@ -32,7 +33,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
 from mxgitops.bookkeeping import (
@@ -41,20 +42,19 @@ from mxgitops.bookkeeping import (
 )
 from mxgitops.changes import Action, Change, Plan, PlanOptions
 from mxgitops.ledger import JobKey, Ledger
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import Kind, LiveObjects, ObjectRef
+from mxgitops.planbase import FINISHED, ChangeBase, finished_reason, left_alone, starting, waiting
+from mxgitops.pruning import hold_delete, orphan_changes, prune_refusal
 from mxgitops.runpolicy import cleanable, finished_while_suspended, ttl_passed
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
 from mxgitops.runtime.rendering import RenderContext
-from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State
+from mxgitops.runtime.state import State
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
-from mxgitops.words import counted
-
-FINISHED = (State.SUCCEEDED, State.FAILED)
+from mxgitops.spec import MxJob, OnChange
 
 
 @contextmanager
@@ -99,12 +99,12 @@ def plan(
     changes += [_policy_hold(job, why, live_jobs.get(job.key)) for job, why in held]
     wanted = {job.key for job in desired} | {job.key for job, _ in held}
     orphans = [live_jobs[key] for key in sorted(live_jobs) if key not in wanted]
-    changes += _orphan_changes(orphans, invalid, options)
-    refused = _prune_refusal(
+    changes += orphan_changes(orphans, invalid, options)
+    refused = prune_refusal(
         changes, len(live_jobs), len(desired) + len(held), unnamed_invalid, options
     )
     if refused:
-        changes = [_hold_delete(c, refused) if c.action is Action.DELETE else c for c in changes]
+        changes = [hold_delete(c, refused) if c.action is Action.DELETE else c for c in changes]
     book = ledger_changes(
         ledger,
         [c for c in changes if c.action is not Action.DELETE],
@@ -135,9 +135,9 @@ def plan(
 def _desired_change(
     job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext, now: datetime
 ) -> Change:
-    base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
+    base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
-        return _left_alone(base, live)
+        return left_alone(base, live)
     # A job finished before an upgrade that changed the hash (the in-place fields left
     # it; the rendering joined it) is recorded, and its objects labelled, under the hash
     # it had then.
@@ -150,15 +150,15 @@ def _desired_change(
     if live is None:
         if finished is not None:
             return replace(base, runtime_id=job.runtime_id, failure=recorded).change(
-                Action.UNCHANGED, _finished_reason(finished.state), state=State(finished.state)
+                Action.UNCHANGED, finished_reason(finished.state), state=State(finished.state)
             )
-        return _starting(base, job).change(
+        return starting(base, job).change(
             Action.CREATE, "new job", state=State.PENDING, creates=tuple(render_job(job, ctx))
         )
     state, replicas = live.status()
     if finished is not None:
         state = State(finished.state)
-    base = _Base(
+    base = ChangeBase(
         job.namespace,
         job.name,
         job.spec_hash,
@@ -182,7 +182,7 @@ def _policy_hold(job: MxJob, why: str, live: LiveJob | None) -> Change:
     """A job the policy forbids: nothing of it is written. Its live objects (of an
     earlier, allowed spec, or from before the policy) stay as they are: deleting them
     would let a pull request stop a running job by breaking the policy."""
-    base = _Base(job.namespace, job.name, job.spec_hash, job.source_path)
+    base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is None:
         return base.change(Action.HOLD, f"not created: the policy forbids it ({why})")
     state, replicas = live.status()
@@ -195,7 +195,7 @@ def _policy_hold(job: MxJob, why: str, live: LiveJob | None) -> Change:
 
 
 def _running_change(
-    job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: _Base
+    job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: ChangeBase
 ) -> Change:
     """Self-heal: recreate what is missing of a running job, and patch in place what
     a live Job lets change (suspend, deadlines, backoff, TTL, the on-change annotation):
@@ -257,12 +257,14 @@ def _running_change(
     return base.change(Action.UNCHANGED, "in sync", state=state)
 
 
-def _run_again(job: MxJob, live: LiveJob, ctx: RenderContext, base: _Base, what: str) -> Change:
+def _run_again(
+    job: MxJob, live: LiveJob, ctx: RenderContext, base: ChangeBase, what: str
+) -> Change:
     """A dist job Kubernetes disrupted runs again whole: every replica is deleted, and
     made anew once they are gone (a replace, under the same names). A lone new worker
     or server cannot rejoin a running ps-lite job. Not a failure, so nothing counts it
     against backoffLimit: the new batch Jobs start with no failure counted."""
-    change = _starting(base, job).change(
+    change = starting(base, job).change(
         Action.REPLACE,
         f"disrupted, not failed: {what}; the job runs again whole (a disruption is not "
         "counted against backoffLimit)",
@@ -283,65 +285,8 @@ def _patched(patches: Sequence[InPlace]) -> str:
     return f"; in place: {_fields(patches)}" if patches else ""
 
 
-@dataclass(frozen=True)
-class _Base:
-    """What every change of one job shares; `change` fills in the rest."""
-
-    namespace: str
-    name: str
-    spec_hash: str | None
-    source: str
-    replicas: tuple[MxReplicaStatus, ...] = ()
-    runtime_id: str = ""
-    failure: Failure | None = None
-    commit: str = ""
-    placement: str = ""
-
-    def change(
-        self,
-        action: Action,
-        reason: str,
-        *,
-        state: State | None = None,
-        creates: tuple[KubeObject, ...] = (),
-        deletes: tuple[ObjectRef, ...] = (),
-        patches: tuple[InPlace, ...] = (),
-    ) -> Change:
-        return Change(
-            self.namespace,
-            self.name,
-            action,
-            reason,
-            state,
-            self.spec_hash,
-            self.source,
-            self.replicas,
-            creates,
-            deletes,
-            self.runtime_id,
-            self.failure if state is State.FAILED else None,
-            patches,
-            self.commit,
-            placement=self.placement,
-        )
-
-
-def _starting(base: _Base, job: MxJob) -> _Base:
-    """A job just (re)started: running, by the seed's rules, with no replica reported
-    yet, exactly as the next sync will read it back before pods appear."""
-    pending = tuple(
-        MxReplicaStatus(r.type, ReplicaState.PENDING, {ReplicaState.PENDING: r.replicas})
-        for r in job.replica_specs
-    )
-    return replace(base, replicas=pending, runtime_id=job.runtime_id, failure=None)
-
-
-def _finished_reason(state: str) -> str:
-    return f"{state.lower()}; a finished job runs again only when its spec changes"
-
-
 def _changed_spec(
-    job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: _Base
+    job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: ChangeBase
 ) -> Change:
     """Replace: the objects of other specs go, those of this one that are missing come.
 
@@ -353,7 +298,7 @@ def _changed_spec(
     current = set(live.refs_of(job.spec_hash))
     waits = state not in FINISHED and job.on_change is OnChange.WAIT
     if waits and leftover is None and not current:
-        return _waiting(base, state, "spec changed; replaced")
+        return waiting(base, state, "spec changed; replaced")
     runtimes = f"runtime {live.runtime_id or 'mixed'} -> {job.runtime_id}"
     reason = f"spec changed; replace under way ({runtimes})"
     if current:
@@ -361,7 +306,7 @@ def _changed_spec(
     elif waits and leftover is not None:
         reason += f"; not held: {leftover}, which is no running job"
     # The row shows the new runtime, starting: the old one's replicas are going.
-    change = _starting(base, job).change(
+    change = starting(base, job).change(
         Action.REPLACE,
         reason,
         state=State.PENDING,
@@ -371,22 +316,8 @@ def _changed_spec(
     return replace(change, starts_after_deletes=bool(change.deletes))
 
 
-def _left_alone(base: _Base, live: LiveJob, why: str = "") -> Change:
-    """Objects whose name, labels and spec hash disagree were edited by hand. Nothing of
-    their job is written until they add up again or are deleted: acting on a guess would
-    restart the wrong job, or create again, every sync, what exists."""
-    state, replicas = live.status()
-    strays = "; ".join(str(s) for s in live.strays)
-    return replace(base, replicas=tuple(replicas)).change(
-        Action.HOLD,
-        f"{why}objects that do not add up are left alone: {strays}; restore their labels "
-        "and annotations, or delete them",
-        state=state,
-    )
-
-
 def _finished_change(
-    job: MxJob, live: LiveJob, state: State, base: _Base, ttl_passed: str | None
+    job: MxJob, live: LiveJob, state: State, base: ChangeBase, ttl_passed: str | None
 ) -> Change:
     """A finished job holds nothing: batch Jobs still active (a replica that keeps
     restarting under OnFailure, workers of a dist job whose scheduler is done) are
@@ -419,101 +350,4 @@ def _finished_change(
             state=state,
             deletes=active,
         )
-    return base.change(Action.UNCHANGED, _finished_reason(state), state=state)
-
-
-def _orphan_changes(
-    orphans: Sequence[LiveJob], invalid: frozenset[JobKey], options: PlanOptions
-) -> list[Change]:
-    changes = []
-    for live in orphans:
-        state, replicas = live.status()
-        base = _Base(
-            live.namespace,
-            live.name,
-            live.spec_hash,
-            live.source or "",
-            tuple(replicas),
-            live.runtime_id or "",
-            live.failure() if state is State.FAILED else None,
-            live.commit or "",
-            live.placement(),
-        )
-        if live.key in invalid:
-            change = base.change(
-                Action.HOLD, "its manifest is invalid; the live job is left as is", state=state
-            )
-        elif live.strays:
-            change = _left_alone(base, live, "manifest removed; ")
-        elif not options.prune:
-            change = base.change(Action.HOLD, "manifest removed; pruning is off", state=state)
-        else:
-            change = _prune(base, live, state, "/".join(live.key) in options.cancel)
-        changes.append(change)
-    return changes
-
-
-def _prune(base: _Base, live: LiveJob, state: State, cancelled: bool = False) -> Change:
-    """Delete a job whose manifest is gone, unless it runs and asks to finish first;
-    leftovers of an interrupted replace or prune are no running job. The repository
-    cancels the wait in the same change as the removal by naming the job in its
-    `.mxgitops.yaml` `cancel` list."""
-    leftover = live.incomplete()
-    waits = state not in FINISHED and _on_change(live) is OnChange.WAIT
-    reason = "manifest removed"
-    if waits and cancelled:
-        reason += "; on-change: wait cancelled (.mxgitops.yaml cancel)"
-    elif waits and leftover is None:
-        return _waiting(base, state, "manifest removed; removed")
-    elif waits:
-        reason += f"; not held: {leftover}, which is no running job"
-    return base.change(Action.DELETE, reason, state=state, deletes=tuple(live.refs()))
-
-
-def _waiting(base: _Base, state: State, what: str) -> Change:
-    """Held, as the job's on-change annotation asks: `what` happens once it has finished."""
-    return base.change(
-        Action.HOLD,
-        f"{what} when the {state.lower()} job finishes ({ON_CHANGE_ANNOTATION}: wait)",
-        state=State.WAITING,
-    )
-
-
-def _on_change(live: LiveJob) -> OnChange:
-    return live.on_change()
-
-
-def _prune_refusal(
-    changes: Sequence[Change],
-    live_count: int,
-    desired_count: int,
-    unnamed_invalid: int,
-    options: PlanOptions,
-) -> str | None:
-    deleting = sum(1 for c in changes if c.action is Action.DELETE)
-    if not deleting or options.force_prune:
-        return None
-    if unnamed_invalid:
-        return (
-            f"{counted(unnamed_invalid, 'invalid manifest')} "
-            f"{'names' if unnamed_invalid == 1 else 'name'} no job, and any of them may be "
-            "the manifest of a job that would be pruned; fix them first"
-        )
-    if desired_count == 0:
-        return (
-            f"no valid manifest was found but {counted(live_count, 'live job')} "
-            f"{'exists' if live_count == 1 else 'exist'}; refusing to prune them all (use "
-            "--force-prune if that is really wanted)"
-        )
-    share = deleting / live_count
-    if share > options.max_prune_share:
-        return (
-            f"{deleting} of {live_count} live jobs ({share:.0%}) would be pruned, more than "
-            f"the allowed {options.max_prune_share:.0%}; raise --max-prune-share or use "
-            "--force-prune"
-        )
-    return None
-
-
-def _hold_delete(change: Change, why: str) -> Change:
-    return replace(change, action=Action.HOLD, reason=f"manifest removed; {why}", deletes=())
+    return base.change(Action.UNCHANGED, finished_reason(state), state=state)
