@@ -1,6 +1,9 @@
 import pytest
 
-from tests.sessionorder import MARKERS, session_order
+# The helpers test modules share (tests/helpers/) assert as test modules do.
+pytest.register_assert_rewrite("tests.helpers")
+
+from tests.sessionorder import MARKERS, session_order  # noqa: E402
 
 pytest_plugins = [
     "tests.hostsetup",  # first: the machine is set up before any build

@@ -12,7 +12,7 @@ from mxgitops.errors import ClusterForbidden, ClusterServerError
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Create, Delete, LiveObjects, ObjectRef, Write, WriteResult
 from mxgitops.plan import plan
-from tests.test_plan import OPTIONS, job, live
+from tests.helpers.plan import OPTIONS, job, live
 
 
 class Recorder:

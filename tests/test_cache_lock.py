@@ -21,8 +21,8 @@ from mxgitops.config import SyncConfig
 from mxgitops.errors import CacheBusyError
 from mxgitops.sync import Progress, SyncOutcome, sync
 from tests.gitfixtures import GitRemote
+from tests.helpers.sync_git_e2e import INSTANCE, NS, jobs_files
 from tests.kubeapi.harness import KubeAPI
-from tests.test_sync_git_e2e import INSTANCE, NS, jobs_files
 
 
 @pytest.fixture

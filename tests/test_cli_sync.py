@@ -23,8 +23,8 @@ from click.testing import CliRunner, Result
 from mxgitops import cluster
 from mxgitops.cli import main
 from tests.gitfixtures import GitRemote, run_git
+from tests.helpers.sync_git_e2e import INSTANCE, NS, jobs_files, mxjob
 from tests.kubeapi.harness import KubeAPI
-from tests.test_sync_git_e2e import INSTANCE, NS, jobs_files, mxjob
 
 SECRET = "s3cr3t-token"
 

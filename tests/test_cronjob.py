@@ -10,7 +10,6 @@ import copy
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,20 @@ import yaml
 
 from mxgitops import lease
 from mxgitops.cli import sync
-from mxgitops.model import format_path
-from mxgitops.podsecurity import Level, check
+from tests.helpers.cronjob import (
+    BASE,
+    CRONJOB,
+    OVERLAY,
+    ROOT,
+    Docs,
+    granted,
+    kustomize,
+    only,
+    pod_template,
+    supported_versions,
+    violations,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-CRONJOB = ROOT / "cronjob"
-BASE, OVERLAY = CRONJOB / "base", CRONJOB / "overlays/example"
 TENANT = CRONJOB / "components/tenancy/tenant.yaml"
 # What a sync does, per (API group, resource): cluster.py, lease.py and ledger.py.
 CLUSTER_WIDE = {
@@ -44,18 +51,6 @@ IN_OWN_NAMESPACE = {
 }
 CLUSTER_SCOPED = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding"})
 
-Docs = list[dict[str, Any]]
-
-
-def kustomize(directory: Path) -> Docs:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
-    out = subprocess.run(
-        [kubectl, "kustomize", str(directory)], check=True, capture_output=True, text=True
-    ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
-
 
 @pytest.fixture(scope="module")
 def base() -> Docs:
@@ -65,26 +60,6 @@ def base() -> Docs:
 @pytest.fixture(scope="module")
 def overlay() -> Docs:
     return kustomize(OVERLAY)
-
-
-def only(docs: Docs, kind: str) -> dict[str, Any]:
-    (found,) = [d for d in docs if d["kind"] == kind]
-    return found
-
-
-def pod_template(docs: Docs) -> dict[str, Any]:
-    template: dict[str, Any] = only(docs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]
-    return template
-
-
-def supported_versions() -> tuple[str, str]:
-    """The oldest and newest Kubernetes minor version the manual's install page names."""
-    found = re.search(
-        r"Kubernetes (1\.\d+) to (1\.\d+)",
-        (ROOT / "docs" / "getting-started" / "cluster.md").read_text(),
-    )
-    assert found, "docs/getting-started/cluster.md names no supported Kubernetes versions"
-    return found.group(1), found.group(2)
 
 
 def test_the_base_and_the_overlay_build(base: Docs, overlay: Docs) -> None:
@@ -109,12 +84,6 @@ def test_every_object_passes_strict_schema_validation(
     version = supported_versions()[0 if end == "oldest" else 1] + ".0"
     for doc in request.getfixturevalue(which):
         kubernetes_validate.validate(doc, version, strict=True)
-
-
-def violations(template: dict[str, Any]) -> list[str]:
-    """What Pod Security `restricted` refuses in a pod template: mxgitops' own checks,
-    which tests/test_podsecurity_real.py holds to the real admission."""
-    return [f"{format_path(v.path)}: {v}" for v in check(template, Level.RESTRICTED)]
 
 
 @pytest.mark.parametrize("which", ["base", "overlay"])
@@ -186,17 +155,6 @@ def test_every_setting_of_the_config_is_an_option_of_sync(base: Docs, overlay: D
         assert set(data) <= envvars, set(data) - envvars
         # Where the Lease and ledger live is the pod's namespace: no variable may move it.
         assert "MXGITOPS_STATE_NAMESPACE" not in data and "MXGITOPS_NAMESPACE" not in data
-
-
-def granted(docs: Docs, kind: str) -> dict[tuple[str, str], set[str]]:
-    rules: dict[tuple[str, str], set[str]] = {}
-    for role in (d for d in docs if d["kind"] == kind):
-        for rule in role["rules"]:
-            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    rules.setdefault((group, resource), set()).update(rule["verbs"])
-    return rules
 
 
 @pytest.mark.parametrize("which", ["base", "overlay"])

@@ -24,8 +24,8 @@ from mxgitops.runtime.disruption import (
     failed_by_disruption,
     pod_disruption,
 )
-from tests.test_plan import BATCH_ONLY, CTX, NS, OPTIONS, job
-from tests.test_trainer_status import (
+from tests.helpers.plan import BATCH_ONLY, CTX, NS, OPTIONS, job
+from tests.helpers.trainer_status import (
     EXIT_CODE,
     NEVER,
     ON_FAILURE,
@@ -293,7 +293,8 @@ JOBSET_RULE = {
 @pytest.mark.parametrize("restart", ["Never", "OnFailure", "ExitCode"])
 def test_a_jobset_restarts_whole_on_a_disruption_without_counting_it(restart: str) -> None:
     from mxgitops.jobset import render_jobset
-    from tests.test_jobset_runtime import job_of, mxjob
+    from tests.helpers.jobset_runtime import job_of
+    from tests.helpers.reconcile_e2e import mxjob
 
     doc = mxjob("a", restart=restart, runPolicy={"backoffLimit": 0})
     (jobset,) = render_jobset(job_of(doc), CTX)

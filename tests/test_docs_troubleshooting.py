@@ -22,10 +22,10 @@ from mxgitops import ledger
 from mxgitops.cli import main
 from mxgitops.objects import ownership_labels
 from tests.gitfixtures import GitRemote
+from tests.helpers.ledger_durability import ROW
+from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
-from tests.test_ledger_durability import ROW
-from tests.test_reconcile_e2e import INSTANCE, NS, mxjob, write
 
 PAGES = Path(__file__).resolve().parents[1] / "docs" / "guides" / "troubleshooting"
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from mxgitops.events import REPORTING_CONTROLLER
+from tests.helpers.reconcile_e2e import INSTANCE, NS, Syncer, batch_job, mxjob, write
 from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import INSTANCE, NS, Syncer, batch_job, mxjob, write
 
 EVENTS = "events.events.k8s.io"
 

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import (
+from tests.helpers.reconcile_e2e import (
     NS,
     Syncer,
     batch_job,
@@ -27,6 +26,7 @@ from tests.test_reconcile_e2e import (
     summary_of,
     write,
 )
+from tests.kubeapi.harness import KubeAPI
 
 UNLIMITED = 2**31 - 1
 

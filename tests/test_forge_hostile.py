@@ -16,14 +16,15 @@ from mxgitops import cluster as kube
 from mxgitops import objects
 from mxgitops.errors import ConfigError, OutputError
 from mxgitops.forge.api import Api
-from mxgitops.forge.post import StatusSettings, post, settings_for
+from mxgitops.forge.post import StatusSettings, post
 from mxgitops.report import Summary
 from mxgitops.sync import sync
 from tests import forgeservers
 from tests.gitfixtures import GitRemote
+from tests.helpers.forge_hostile import checked_settings
+from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import mxjob
-from tests.test_status_truth import files, git_config
 
 FORGED_COMMITS = (
     "../../../../evil/other/statuses/" + "c" * 40,  # another repository, same token
@@ -44,20 +45,6 @@ def forge_config(remote: GitRemote, api: KubeAPI, tmp_path: Path, forge: forgese
         status_token=forge.token,
         status_url="https://ci.example/{commit}",
     )
-
-
-def checked_settings(**given: Any) -> StatusSettings:
-    """`settings_for` of a GitHub repository, but for what is `given`."""
-    values: dict[str, Any] = {
-        "provider": "github",
-        "api_url": None,
-        "repository": "org/jobs",
-        "repo": "https://github.com/org/jobs.git",
-        "token": "t",
-        "url_template": "",
-        "timeout": 10,
-    }
-    return settings_for(**{**values, **given})
 
 
 def set_commit_annotation(api: KubeAPI, value: str) -> None:

@@ -20,13 +20,11 @@ from mxgitops.ledger import Ledger
 from mxgitops.objects import JOB_NAME_LABEL, LiveObjects, ObjectRef
 from mxgitops.plan import plan
 from mxgitops.spec import RUNTIME_ID_LENGTH, from_manifest, scheduler_service_name
-from tests.kubeapi.clients import raw
-from tests.kubeapi.harness import KubeAPI
-from tests.test_plan import OPTIONS, without
-from tests.test_plan import WAIT as PLAN_WAIT
-from tests.test_plan import job as plan_job
-from tests.test_plan import live as plan_live
-from tests.test_reconcile_e2e import (
+from tests.helpers.plan import OPTIONS, without
+from tests.helpers.plan import WAIT as PLAN_WAIT
+from tests.helpers.plan import job as plan_job
+from tests.helpers.plan import live as plan_live
+from tests.helpers.reconcile_e2e import (
     NS,
     Syncer,
     batch_job,
@@ -36,6 +34,8 @@ from tests.test_reconcile_e2e import (
     write,
     writes,
 )
+from tests.kubeapi.clients import raw
+from tests.kubeapi.harness import KubeAPI
 
 ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from tests.controlplane.harness import RealCluster
-from tests.test_cronjob import CRONJOB, Docs, only, pod_template
+from tests.helpers.cronjob import CRONJOB, Docs, only, pod_template
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_PAGE = ROOT / "docs/getting-started/cluster.md"

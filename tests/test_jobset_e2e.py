@@ -22,8 +22,9 @@ from mxgitops.model import Runtime
 from mxgitops.sync import SyncOutcome
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
-from tests.test_noop_requests import recorded
-from tests.test_reconcile_e2e import (
+from tests.helpers.jobset_e2e import only_jobset
+from tests.helpers.noop_requests import recorded
+from tests.helpers.reconcile_e2e import (
     EXAMPLE_REPO,
     INSTANCE,
     NO_OP,
@@ -41,24 +42,12 @@ GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def run(ecosystem: Ecosystem, repo: Path) -> Syncer:
     return Syncer(ecosystem, repo)  # type: ignore[arg-type]  # the harness duck-types
 
 
 def on_jobset(run: Syncer, **overrides: Any) -> SyncOutcome:
     return run(default_runtime="jobset", **overrides)
-
-
-def only_jobset(eco: Ecosystem, job: str) -> dict[str, Any]:
-    (found,) = [j for j in eco.jobsets(NS) if j["metadata"]["labels"].get("mxgitops.io/job") == job]
-    return found
 
 
 def pod_of(eco: Ecosystem, jobset: str, role: str, index: int = 0) -> dict[str, Any]:

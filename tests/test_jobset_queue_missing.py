@@ -15,9 +15,9 @@ from mxgitops.jobset import render_jobset
 from mxgitops.objects import Kind, LiveObjects
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
-from tests.test_jobset_e2e import only_jobset, repo
-from tests.test_jobset_runtime import CTX, job_of, queued
-from tests.test_reconcile_e2e import NS, Syncer, mxjob, summary_of, write
+from tests.helpers.jobset_e2e import only_jobset, repo
+from tests.helpers.jobset_runtime import CTX, job_of, queued
+from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, summary_of, write
 
 __all__ = ["repo"]  # the fixture, used here too
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops import manifests, runtimes
-from mxgitops.batch import RenderContext, State, render_job
+from mxgitops.batch import State, render_job
 from mxgitops.changes import PlanOptions
 from mxgitops.cli import main
 from mxgitops.jobset import LiveJobSet, render_jobset
@@ -24,19 +24,9 @@ from mxgitops.ledger import Ledger
 from mxgitops.model import Runtime
 from mxgitops.objects import Kind, LiveObjects
 from mxgitops.plan import plan
-from mxgitops.spec import SpecError, from_manifest
-from tests.test_reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
-
-CTX = RenderContext("prod")
-
-
-def job_of(doc: dict[str, Any], runtime: Runtime = Runtime.JOBSET) -> Any:
-    return from_manifest(doc, default_namespace="ml", default_runtime=runtime)
-
-
-def queued(name: str = "a", queue: str = "team", **policy: Any) -> dict[str, Any]:
-    return mxjob(name, runPolicy={"schedulingPolicy": {"queue": queue, **policy}})
-
+from mxgitops.spec import SpecError
+from tests.helpers.jobset_runtime import CTX, job_of, queued
+from tests.helpers.reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
 
 # -- which jobs run on JobSet --------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from mxgitops.objects import Kind, LiveObjects
 from mxgitops.plan import Change, PlanOptions, plan
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
 from mxgitops.spec import from_manifest
-from tests.test_reconcile_e2e import mxjob
+from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("prod")
 UID = "u1"

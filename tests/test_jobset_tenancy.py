@@ -23,9 +23,9 @@ from mxgitops.sync import SyncOutcome, sync
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, KUEUE_VERSION, Ecosystem
 from tests.gitfixtures import GitRemote
-from tests.test_cronjob import kustomize
-from tests.test_cronjob_e2e import install
-from tests.test_policy_tenancy import RESTRICTED, TEAMS, TENANT, _collection
+from tests.helpers.cronjob import kustomize
+from tests.helpers.cronjob_e2e import install
+from tests.helpers.policy_tenancy import RESTRICTED, TEAMS, TENANT, _collection
 
 TEAM = "team-a"
 QUEUE = "team-a"

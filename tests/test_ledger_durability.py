@@ -28,8 +28,8 @@ from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects, ownership_labels
 from mxgitops.sync import SyncOutcome, sync
 from tests.gitfixtures import GitRemote
-from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import (
+from tests.helpers.ledger_durability import ROW
+from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
     RETRY,
@@ -45,6 +45,7 @@ from tests.test_reconcile_e2e import (
     write,
     writes,
 )
+from tests.kubeapi.harness import KubeAPI
 
 LEDGER = f"mxgitops-ledger-{INSTANCE}"
 __all__ = ["repo", "run"]  # fixtures shared with the end-to-end tests
@@ -272,15 +273,6 @@ def damage(api: KubeAPI, text: str) -> None:
     )
 
 
-ROW = {
-    "namespace": NS,
-    "name": "once",
-    "spec_hash": "h",
-    "state": "Succeeded",
-    "finished_at": "2026-01-01T00:00:00+00:00",
-}
-
-
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
@@ -342,7 +334,7 @@ def test_a_lease_without_spec_is_free_as_kube_apiserver_serves_it(
 def test_a_lease_that_cannot_be_read_is_reported_with_its_repair(
     spec: object, problem: str
 ) -> None:
-    from tests.test_lease import REF, FakeLeases
+    from tests.helpers.lease import REF, FakeLeases
 
     api = FakeLeases()
     api.objects[REF] = {"kind": "Lease", "metadata": {"name": REF.name, "namespace": "ml"}}
@@ -452,7 +444,7 @@ def test_retention_starts_when_nothing_names_a_job_and_forgets_only_after_it() -
     from mxgitops.bookkeeping import LedgerAction
     from mxgitops.changes import PlanOptions
     from mxgitops.plan import plan
-    from tests.test_plan import OPTIONS
+    from tests.helpers.plan import OPTIONS
 
     gone = Finished(NS, "gone", "h", "Succeeded", "2025-01-01T00:00:00+00:00")
     first = plan([], LiveObjects(), Ledger({gone.key: gone}), OPTIONS)
@@ -482,7 +474,7 @@ def test_a_pruned_job_is_forgotten_unless_its_prune_failed() -> None:
     from mxgitops.bookkeeping import LedgerAction
     from mxgitops.changes import Action
     from mxgitops.plan import plan
-    from tests.test_plan import OPTIONS, job, live
+    from tests.helpers.plan import OPTIONS, job, live
 
     done, other = job("done"), job("other")
     entry = Finished(NS, "done", done.spec_hash, "Succeeded", "2026-01-01T00:00:00+00:00")

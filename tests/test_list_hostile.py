@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from mxgitops import cluster
 from mxgitops.cli import ExitCode, main
 from mxgitops.errors import ClusterError, ClusterUnreachable
+from tests.helpers.reconcile_e2e import mxjob, write
+from tests.helpers.timeouts import sync_args
 from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import mxjob, write
-from tests.test_timeouts import sync_args
 
 TIMEOUT = 2.0
 

@@ -17,7 +17,7 @@ from mxgitops import loadcache, manifestfiles, manifests
 from mxgitops.config import SyncConfig
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_sync_git_e2e import config_for, jobs_files, mxjob
+from tests.helpers.sync_git_e2e import config_for, jobs_files, mxjob
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"
 EXAMPLE = Path(__file__).resolve().parents[1] / "jobs-repo-example"

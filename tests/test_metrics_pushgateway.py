@@ -18,9 +18,9 @@ from mxgitops.config import SyncConfig
 from mxgitops.errors import GitError
 from mxgitops.sync import SyncOutcome, sync
 from tests.gitfixtures import GitRemote
+from tests.helpers.reconcile_e2e import NS, RETRY, mxjob
 from tests.kubeapi.harness import KubeAPI
 from tests.pushgateway.server import Pushgateway
-from tests.test_reconcile_e2e import NS, RETRY, mxjob
 
 INSTANCE = "metrics"
 

@@ -23,7 +23,7 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.multikueue import LOCAL_QUEUE, MultiKueue
 from tests.gitfixtures import GitRemote
-from tests.test_node_jobset import (
+from tests.helpers.node_jobset import (
     NS,
     ROLES,
     LogFollower,
@@ -32,7 +32,7 @@ from tests.test_node_jobset import (
     queued_mxjob,
     role_of,
 )
-from tests.test_node_training import RESULT, TRAIN_TIMEOUT, cli, job_state, sync_args
+from tests.helpers.node_training import RESULT, TRAIN_TIMEOUT, cli, job_state, sync_args
 
 # The module's one test also starts the clusters and the real node.
 pytestmark = pytest.mark.timeout(600)

@@ -20,7 +20,7 @@ import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitfixtures import GitRemote
-from tests.test_node_training import (
+from tests.helpers.node_training import (
     NS,
     RESULT,
     cli,

@@ -38,7 +38,7 @@ from tests.controlplane.projectimage import PROJECT_IMAGE
 from tests.cronjobruns import kubectl
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitfixtures import run_git
-from tests.test_cronjob import CRONJOB as CRONJOB_DIR
+from tests.helpers.cronjob import CRONJOB as CRONJOB_DIR
 from tests.webhookfixtures import SECRET
 
 NAMESPACE = "mxgitops-push"

@@ -18,8 +18,8 @@ import pytest
 from mxgitops import ledger
 from mxgitops.kubereads import Reads
 from mxgitops.objects import Kind
-from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import (
+from tests.helpers.noop_requests import LEDGER, recorded
+from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NO_OP,
     NS,
@@ -36,19 +36,11 @@ from tests.test_reconcile_e2e import (
     write,
     writes,
 )
+from tests.kubeapi.harness import KubeAPI
 
-LEDGER = ledger.shard_name(INSTANCE, 0)
 QUEUED = {"schedulingPolicy": {"queue": "training"}}  # runs on JobSet, under Kueue
 JOBSETS = ("list", "jobsets")
 __all__ = ["repo", "run"]  # fixtures shared with the end-to-end tests
-
-
-def recorded(api: KubeAPI) -> str | None:
-    """The first ledger shard's record of runtimes (None: no such key)."""
-    found = api.get("ConfigMap", LEDGER, NS)
-    assert found is not None, "no ledger"
-    value: str | None = (found.get("data") or {}).get(ledger.RUNTIMES_KEY)
-    return value
 
 
 def record(api: KubeAPI, value: str | None) -> None:

@@ -13,17 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from mxgitops import report
-from mxgitops.cli import ExitCode, main
+from mxgitops.cli import ExitCode
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
+from tests.helpers.notes_hostile import REF, status
+from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import mxjob
-from tests.test_status_truth import files, git_config
-
-REF = "refs/notes/mxgitops"
 
 
 def forge(remote: GitRemote, sha: str, text: str) -> None:
@@ -35,11 +33,6 @@ def forge(remote: GitRemote, sha: str, text: str) -> None:
 
 def machine(data: dict[str, Any]) -> str:
     return f"forged\n\n{report.NOTE_MARKER}\n{json.dumps(data)}"
-
-
-def status(remote: GitRemote, tmp_path: Path, *extra: str) -> Any:
-    args = ["status", "--repo", remote.url, "--cache-dir", str(tmp_path / "status-cache")]
-    return CliRunner().invoke(main, [*args, *extra])
 
 
 JOB = {"namespace": "ml", "name": "a", "action": "create", "reason": "new job"}

@@ -22,7 +22,7 @@ from mxgitops.changes import Action, Plan
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.plan import plan
-from tests.test_plan import COMPLETE, OPTIONS, job, live
+from tests.helpers.plan import COMPLETE, OPTIONS, job, live
 
 
 def jobs(count: int, **kwargs: Any) -> list[spec.MxJob]:

@@ -21,9 +21,9 @@ from typing import Any
 from mxgitops.report import render_plan
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_policy import manifest
-from tests.test_policy_tenancy import RESTRICTED
-from tests.test_sync_git_e2e import config_for
+from tests.helpers.policy import manifest
+from tests.helpers.policy_tenancy import RESTRICTED
+from tests.helpers.sync_git_e2e import config_for
 
 NS = "pss-enforced"
 

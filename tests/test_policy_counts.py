@@ -14,9 +14,9 @@ import pytest
 from mxgitops.batch import RenderContext, parse_accelerators, render_job
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_policy import checked, gpus, manifest, policy_messages
-from tests.test_policy_sync import job_names
-from tests.test_sync_git_e2e import config_for
+from tests.helpers.policy import checked, gpus, manifest, policy_messages
+from tests.helpers.policy_sync import job_names
+from tests.helpers.sync_git_e2e import config_for
 
 ONE_POD_EACH = {"workers": 1}  # scheduler, server, worker: three pods
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.test_policy import checked, manifest
+from tests.helpers.policy import checked, manifest
 
 
 def test_scheduling_policys_priority_class_is_held_to_allowed_priority_classes(

@@ -16,7 +16,7 @@ import yaml
 
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_policy import (
+from tests.helpers.policy import (
     DIALECTS,
     KEYS,
     STRICT,
@@ -24,7 +24,8 @@ from tests.test_policy import (
     passing_everything,
     violating_everything,
 )
-from tests.test_sync_git_e2e import NS, WRITES, config_for, note_summary
+from tests.helpers.policy_sync import job_names
+from tests.helpers.sync_git_e2e import NS, WRITES, config_for, note_summary
 
 PRIVILEGED = {"securityContext": {"privileged": True}}
 
@@ -36,10 +37,6 @@ def job_writes(kubeapi: Any) -> list[str]:
         for e in kubeapi.request_log
         if e["method"] in WRITES and e["resource"] in ("jobs", "services")
     ]
-
-
-def job_names(kubeapi: Any) -> set[str]:
-    return {o["metadata"]["name"] for o in kubeapi.objects("jobs", NS)}
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -21,21 +21,10 @@ from mxgitops import cluster
 from mxgitops.config import SyncConfig
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.test_cronjob import CRONJOB, kustomize, only
-from tests.test_cronjob_e2e import install
-from tests.test_policy import manifest
-
-TEAMS = CRONJOB / "overlays/teams"
-TENANT = CRONJOB / "components/tenancy/tenant.yaml"
-RESTRICTED = {
-    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
-    "securityContext": {
-        "allowPrivilegeEscalation": False,
-        "runAsNonRoot": True,
-        "seccompProfile": {"type": "RuntimeDefault"},
-        "capabilities": {"drop": ["ALL"]},
-    },
-}
+from tests.helpers.cronjob import kustomize, only
+from tests.helpers.cronjob_e2e import install
+from tests.helpers.policy import manifest
+from tests.helpers.policy_tenancy import RESTRICTED, TEAMS, TENANT, _collection
 
 
 def test_only_requests_about_a_jobs_objects_act_as_the_tenant() -> None:
@@ -148,10 +137,3 @@ def test_each_team_gets_what_its_namespace_allows(
     finally:
         for path in made:
             control_plane.raw("DELETE", path)
-
-
-def _collection(doc: dict[str, Any], namespace: str) -> str:
-    if doc["kind"] == "ServiceAccount":
-        return f"/api/v1/namespaces/{namespace}/serviceaccounts"
-    plural = {"Role": "roles", "RoleBinding": "rolebindings"}[doc["kind"]]
-    return f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/{plural}"

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.gitfixtures import GitRemote
-from tests.test_cronjob_e2e import EXAMPLE, example_files
+from tests.helpers.cronjob_e2e import EXAMPLE, example_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = EXAMPLE / "ci/pr-plan.py"

@@ -30,7 +30,7 @@ from mxgitops.preflight import State, kustomize_finding, kustomize_version, pyth
 from tests.controlplane.harness import RealCluster
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitfixtures import GitRemote, run_git
-from tests.test_outputs_gitea import gitea
+from tests.helpers.outputs_gitea import gitea
 
 __all__ = ["gitea"]  # the Gitea fixture of the statuses' tests, used here too
 

@@ -8,33 +8,13 @@ own messages; every older version says what it was read as.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from mxgitops.dialects import VERSIONS
 from mxgitops.manifests import load
-
-CORPUS = Path(__file__).parent / "data" / "published"
-FILES = sorted(CORPUS.glob("*.yaml"))
-_HEADER = re.compile(r"^# (origin|expect|warns):(.*)$")
-
-
-def header(path: Path) -> dict[str, str]:
-    """The header's fields; a line starting with "#   " continues the field above."""
-    fields: dict[str, str] = {}
-    last = ""
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        match = _HEADER.match(line)
-        if match:
-            last = match.group(1)
-            fields[last] = match.group(2).strip()
-        elif line.startswith("#   ") and last:
-            fields[last] += " " + line[4:].strip()
-    return fields
+from tests.helpers.published import FILES, header
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

@@ -12,7 +12,6 @@ mxgitops does not use.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,13 @@ from mxgitops import spec
 from mxgitops.batch import RenderContext, render_job
 from tests.controlplane.harness import RealCluster
 from tests.gitfixtures import GitRemote
-from tests.test_cronjob import Docs
-from tests.test_cronjob_e2e import CronJobRun, environment, install, rendered
+from tests.helpers.cronjob import Docs
+from tests.helpers.cronjob_e2e import CronJobRun, environment, install, rendered
+from tests.helpers.rbac_real import role_path, without
 
 __all__ = ["environment", "rendered"]  # fixtures of the CronJob test, used here too
 
 NS = "ml-training"
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
 NOT_OURS = "not managed by this mxgitops instance"
 
 
@@ -61,22 +60,6 @@ def mxjob(
     if wait:
         doc["metadata"]["annotations"] = {"mxgitops.io/on-change": "wait"}
     return yaml.safe_dump(doc)
-
-
-def role_path(role: dict[str, Any]) -> str:
-    meta = role["metadata"]
-    if role["kind"] == "Role":
-        return f"{RBAC}/namespaces/{meta['namespace']}/roles/{meta['name']}"
-    return f"{RBAC}/clusterroles/{meta['name']}"
-
-
-def without(role: dict[str, Any], index: int, verb: str) -> dict[str, Any]:
-    reduced = copy.deepcopy(role)
-    rule = reduced["rules"][index]
-    rule["verbs"] = [v for v in rule["verbs"] if v != verb]
-    if not rule["verbs"]:
-        del reduced["rules"][index]
-    return reduced
 
 
 class Round:

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 
 from mxgitops.cli import receive
-from tests.test_cronjob import (
+from tests.helpers.cronjob import (
     CRONJOB,
     Docs,
     granted,

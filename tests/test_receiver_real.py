@@ -27,10 +27,10 @@ import pytest
 from mxgitops.manualjob import PUSH_ANNOTATION, job_from_cronjob
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.cronjobruns import kubectl
-from tests.test_cronjob import CRONJOB as CRONJOB_DIR
-from tests.test_cronjob import Docs, kustomize
-from tests.test_cronjob_e2e import COLLECTIONS, account_kubeconfig
-from tests.test_rbac_real import role_path, without
+from tests.helpers.cronjob import CRONJOB as CRONJOB_DIR
+from tests.helpers.cronjob import Docs, kustomize
+from tests.helpers.cronjob_e2e import COLLECTIONS, account_kubeconfig
+from tests.helpers.rbac_real import role_path, without
 from tests.webhookfixtures import SECRET, ReceiverProcess, get, post, push_body, signed
 
 NS = "mxgitops-example"

@@ -11,191 +11,63 @@ policy's `sleep` records instead.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from mxgitops import cluster, lease, ledger, manifests
 from mxgitops.batch import RenderContext, render_job
-from mxgitops.config import SyncConfig, read_repo_config
+from mxgitops.config import read_repo_config
 from mxgitops.errors import ClusterError, LeaseHeldError
 from mxgitops.objects import (
     INSTANCE_LABEL,
     JOB_NAME_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
-    Kind,
-    ObjectRef,
 )
-from mxgitops.report import JobSummary
-from mxgitops.sync import SyncOutcome, sync
+from mxgitops.sync import SyncOutcome
+from tests.helpers.reconcile_e2e import (
+    EXAMPLE_REPO,
+    INSTANCE,
+    NS,
+    RETRY,
+    RID,
+    UPSTREAM,
+    WRITE_METHODS,
+    Syncer,
+    assert_no_op,
+    batch_job,
+    container,
+    delete,
+    finish,
+    job_objects,
+    lists,
+    mxjob,
+    remove,
+    states,
+    summary_of,
+    sync_hooked,
+    write,
+    writes,
+)
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource
 
-NS = "ml"
-INSTANCE = "t1"
-UPSTREAM = Path(__file__).resolve().parents[2] / "shared/examples/upstream"
-EXAMPLE_REPO = Path(__file__).resolve().parents[1] / "jobs-repo-example"
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 FAILED = frozenset({0, 429, 500, 503})
-RID = r"[0-9a-z]{5}"
-RETRY = cluster.RetryPolicy(attempts=3, base_delay=0.01, max_delay=2)
 
 
 # -- helpers ------------------------------------------------------------------
 
 
-def container(args: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"name": "mxnet", "image": "mxnet/python:1.9.1", "args": args or ["train.py"], **extra}
-
-
-def mxjob(
-    name: str,
-    *,
-    servers: int = 1,
-    workers: int = 2,
-    restart: str = "OnFailure",
-    args: list[str] | None = None,
-    annotations: dict[str, str] | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    """A Kubeflow MXJob; `servers=0` makes a local job (one worker)."""
-
-    def replica(count: int) -> dict[str, Any]:
-        return {
-            "replicas": count,
-            "restartPolicy": restart,
-            "template": {"spec": {"containers": [container(args)]}},
-        }
-
-    replicas = {"Worker": replica(workers if servers else 1)}
-    if servers:
-        replicas = {"Scheduler": replica(1), "Server": replica(servers), **replicas}
-    metadata: dict[str, Any] = {"name": name}
-    if annotations:
-        metadata["annotations"] = annotations
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": metadata,
-        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": replicas, **spec},
-    }
-
-
-def write(repo: Path, *docs: dict[str, Any]) -> Path:
-    repo.mkdir(parents=True, exist_ok=True)
-    for doc in docs:
-        (repo / f"{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc))
-    return repo
-
-
-def remove(repo: Path, name: str) -> None:
-    (repo / f"{name}.yaml").unlink()
-
-
-@dataclass
-class Syncer:
-    """Runs syncs of one repository against one double, sleeping never."""
-
-    api: KubeAPI
-    repo: Path
-    retry: cluster.RetryPolicy = RETRY
-    parallelism: int = 4
-    sleeps: list[float] = field(default_factory=list)
-    # Where the verdict cache goes: beside the repository, unless that is a folder of
-    # this checkout or of shared/ (the examples), which a test must not write into.
-    cache: Path | None = None
-
-    def config(self, **overrides: Any) -> SyncConfig:
-        values: dict[str, Any] = {
-            "repo": str(self.repo),
-            "kubeconfig": self.api.kubeconfig,
-            "namespace": NS,
-            "instance": INSTANCE,
-            "cache_dir": self.cache or self.repo.parent / "cache",
-            "parallelism": self.parallelism,
-            # These tests count the writes of jobs' objects; the Events a sync writes
-            # have tests of their own (test_events_e2e.py).
-            "events": False,
-            **overrides,
-        }
-        return SyncConfig(**values)
-
-    def __call__(self, **overrides: Any) -> SyncOutcome:
-        self.api.settle()  # syncs are minutes apart: the controllers have caught up
-        connect = functools.partial(cluster.connect, retry=self.retry, sleep=self.sleeps.append)
-        # As if given by flag: a jobs repository's .mxgitops.yaml does not override them.
-        explicit = frozenset({"namespace", "instance", "parallelism", *overrides})
-        return sync(self.config(**overrides), explicit=explicit, connect=connect)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def run(kubeapi: KubeAPI, repo: Path) -> Syncer:
-    return Syncer(kubeapi, repo)
-
-
 def names(api: KubeAPI, kind: str, namespace: str | None = NS) -> set[str]:
     return {o["metadata"]["name"] for o in api.objects(kind, namespace)}
-
-
-def job_objects(api: KubeAPI, job: str, kind: str = "jobs") -> list[dict[str, Any]]:
-    return [
-        o
-        for o in api.objects(kind, NS)
-        if o["metadata"].get("labels", {}).get(JOB_NAME_LABEL) == job
-    ]
-
-
-def batch_job(api: KubeAPI, job: str, role: str, index: int = 0) -> str:
-    pattern = re.compile(rf"{re.escape(job)}-{role}-{RID}-{index}")
-    (name,) = [
-        o["metadata"]["name"]
-        for o in job_objects(api, job)
-        if pattern.fullmatch(o["metadata"]["name"])
-    ]
-    return name
-
-
-def writes(api: KubeAPI) -> list[dict[str, Any]]:
-    return [e for e in api.request_log if e["method"] in WRITE_METHODS]
-
-
-def summary_of(outcome: SyncOutcome, name: str) -> JobSummary:
-    return next(j for j in outcome.summary.jobs if j.name == name)
-
-
-def states(outcome: SyncOutcome, name: str) -> tuple[str, dict[str, str]]:
-    job = summary_of(outcome, name)
-    return job.state, {r.type: r.state for r in job.replicas}
-
-
-def delete(api: KubeAPI, kind: str, name: str) -> None:
-    res = resource(kind)
-    group = f"/apis/{res.group}/{res.version}" if res.group else "/api/v1"
-    status, _, body = raw(
-        api,
-        "DELETE",
-        f"{group}/namespaces/{NS}/{res.plural}/{name}",
-        {"propagationPolicy": "Background"},
-    )
-    assert status == 200, body
 
 
 def expected_objects(root: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -206,15 +78,6 @@ def expected_objects(root: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {
         (o["kind"], o["metadata"]["name"]): o for job in loaded.jobs for o in render_job(job, ctx)
     }
-
-
-# A no-op sync of an instance that has never run a JobSet (its ledger says so): the
-# ledger (one LIST of its ConfigMaps, however many), then one LIST per kind of object.
-NO_OP = [("list", "configmaps"), ("list", "jobs"), ("list", "services"), ("list", "pods")]
-
-
-def assert_no_op(api: KubeAPI) -> None:
-    assert [(e["verb"], e["resource"]) for e in api.request_log] == NO_OP, api.request_log
 
 
 def assert_strictly_valid(objects: list[dict[str, Any]], api: KubeAPI) -> None:
@@ -564,11 +427,6 @@ def test_exit_code_policy_fails_the_batch_job(kubeapi: KubeAPI, repo: Path, run:
     assert states(run(), "strict") == ("Failed", {"WORKER": "Failed"})
 
 
-def finish(api: KubeAPI, job: str, role: str = "scheduler") -> None:
-    api.run_job_controller(NS)
-    api.kubelet(job=batch_job(api, job, role), namespace=NS, phase="Succeeded")
-
-
 def test_a_finished_job_is_not_rerun_after_ttl_but_is_after_a_spec_change(
     kubeapi: KubeAPI, repo: Path, run: Syncer
 ) -> None:
@@ -772,37 +630,6 @@ def test_an_expired_lease_is_taken_over(kubeapi: KubeAPI, repo: Path, run: Synce
     assert taken is not None
     assert taken["spec"].get("holderIdentity") is None  # released after the sync
     assert taken["spec"]["leaseTransitions"] == 1
-
-
-class HookedBeforeLease(cluster.Cluster):
-    """Runs its hook once, when the sync first reads the Lease: between its first read
-    of the cluster and its taking the Lease."""
-
-    hooks: list[Callable[[], object]]  # set after construction: not a dataclass field
-
-    def get(self, ref: ObjectRef) -> dict[str, Any] | None:
-        if ref.kind is Kind.LEASE and self.hooks:
-            self.hooks.pop()()
-        return super().get(ref)
-
-
-def sync_hooked(run: Syncer, before_lease: Callable[[], object]) -> SyncOutcome:
-    def connect(**kwargs: Any) -> cluster.Cluster:
-        plain = cluster.connect(**kwargs, retry=RETRY, sleep=run.sleeps.append)
-        hooked = HookedBeforeLease(
-            **{
-                f: getattr(plain, f)
-                for f in ("api_client", "parallelism", "retry", "sleep", "server")
-            }
-        )
-        hooked.hooks = [before_lease]
-        return hooked
-
-    return sync(run.config(), explicit=frozenset({"namespace", "instance"}), connect=connect)
-
-
-def lists(log: list[dict[str, Any]], plural: str) -> int:
-    return sum(1 for e in log if e["method"] == "GET" and e["path"].endswith(f"/{plural}"))
 
 
 def uids(api: KubeAPI, job: str) -> set[str]:

@@ -20,9 +20,9 @@ import yaml
 
 from mxgitops.batch import RenderContext, render_job
 from mxgitops.manifests import load
+from tests.helpers.published import FILES, header
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
-from tests.test_published import FILES, header
 
 ROOT = Path(__file__).resolve().parent
 SHARED = ROOT.parents[1] / "shared" / "examples" / "upstream"

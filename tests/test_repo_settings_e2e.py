@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 from mxgitops import config
 from mxgitops.cli import main
 from tests.gitfixtures import GitRemote
+from tests.helpers.sync_git_e2e import jobs_files
 from tests.kubeapi.harness import KubeAPI
-from tests.test_sync_git_e2e import jobs_files
 
 HOSTILE = "instance: team-b\nmaxPruneShare: 1\nnamespace: ml-training\n"
 REFUSED = "only the operator may set this (--instance or MXGITOPS_INSTANCE"

@@ -12,7 +12,7 @@ from mxgitops.ledger import Ledger
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.report import JobSummary, ReplicaSummary, Summary
-from tests.test_plan import OPTIONS, finish, job, live
+from tests.helpers.plan import OPTIONS, finish, job, live
 
 
 def sample() -> Summary:

@@ -31,8 +31,8 @@ from mxgitops.markdown import code, visible
 from mxgitops.review import JobChange, Review, render_markdown, render_text
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
+from tests.helpers.sync_git_e2e import NS, config_for, jobs_files, mxjob
 from tests.kubeapi.harness import KubeAPI
-from tests.test_sync_git_e2e import NS, config_for, jobs_files, mxjob
 
 INJECTED = "## ✅ Approved by @org/platform-admins"
 HOSTILE = f"x`` `\n{INJECTED}\n<img src=x onerror=alert(1)>| [link](http://evil) \\|"

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from mxgitops.cli import main
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
+from tests.helpers.reconcile_e2e import NS, mxjob
+from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import NS, mxjob
-from tests.test_status_truth import files, git_config
 
 WAIT = {"mxgitops.io/on-change": "wait"}
 

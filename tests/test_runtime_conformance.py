@@ -20,7 +20,7 @@ from mxgitops.runtime.labels import RUNTIME_ID_LABEL
 from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtime.state import State
 from mxgitops.spec import from_manifest
-from tests.test_reconcile_e2e import mxjob
+from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("conformance", commit="a" * 40)
 RUNTIMES = list(runtimes.RUNTIMES)

@@ -18,10 +18,10 @@ from mxgitops.errors import ConfigError, OutputError
 from mxgitops.sync import sync
 from tests import forgeservers
 from tests.gitfixtures import GitRemote
+from tests.helpers.forge_hostile import checked_settings
+from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, write
+from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.harness import KubeAPI
-from tests.test_forge_hostile import checked_settings
-from tests.test_reconcile_e2e import NS, Syncer, mxjob, write
-from tests.test_status_truth import files, git_config
 
 PUSH = metrics.SyncMetrics("t1", 1.0, 2.0, 0)
 

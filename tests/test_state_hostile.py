@@ -24,11 +24,11 @@ from mxgitops.objects import Kind
 from mxgitops.plan import plan
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
+from tests.helpers.notes_hostile import REF, status
+from tests.helpers.plan import job
+from tests.helpers.reconcile_e2e import mxjob, write
+from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.harness import KubeAPI, StubHandler, stub_api
-from tests.test_notes_hostile import REF, status
-from tests.test_plan import job
-from tests.test_reconcile_e2e import mxjob, write
-from tests.test_status_truth import files, git_config
 
 BOTH = frozenset({"batch", "jobset"})
 CTX = PlanOptions(instance="t1").render_context()

@@ -19,12 +19,9 @@ from click.testing import CliRunner
 
 from mxgitops import __version__, cluster, ledger, report
 from mxgitops.cli import main
-from mxgitops.config import SyncConfig
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
-from tests.kubeapi.clients import raw
-from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import (
+from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
     Syncer,
@@ -36,19 +33,11 @@ from tests.test_reconcile_e2e import (
     write,
     writes,
 )
-from tests.test_sync_git_e2e import config_for
+from tests.helpers.status_truth import files, git_config
+from tests.kubeapi.clients import raw
+from tests.kubeapi.harness import KubeAPI
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared/examples/upstream"
-
-
-def files(*docs: dict[str, Any]) -> dict[str, str]:
-    return {f"jobs/{d['metadata']['name']}.yaml": yaml.safe_dump(d) for d in docs}
-
-
-def git_config(remote: GitRemote, api: KubeAPI, tmp_path: Path, **overrides: Any) -> SyncConfig:
-    return config_for(
-        remote.url, tmp_path / "cache", api, namespace=NS, instance=INSTANCE, **overrides
-    )
 
 
 @pytest.fixture

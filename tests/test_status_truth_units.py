@@ -17,7 +17,7 @@ from mxgitops.failurelog import keep_end
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
-from tests.test_plan import NS, OPTIONS, finish, job, live, only
+from tests.helpers.plan import NS, OPTIONS, finish, job, live, only
 
 
 def test_a_changed_in_place_field_is_an_update_and_a_hand_edit_a_repair() -> None:

@@ -12,9 +12,8 @@ from mxgitops.changes import Action
 from mxgitops.ledger import Ledger
 from mxgitops.objects import JOB_NAME_LABEL, ObjectRef
 from mxgitops.plan import plan
-from tests.kubeapi.harness import KubeAPI
-from tests.test_plan import BATCH, OPTIONS, finish, job, live, only
-from tests.test_reconcile_e2e import (
+from tests.helpers.plan import BATCH, OPTIONS, finish, job, live, only
+from tests.helpers.reconcile_e2e import (
     NS,
     Syncer,
     batch_job,
@@ -24,6 +23,7 @@ from tests.test_reconcile_e2e import (
     summary_of,
     write,
 )
+from tests.kubeapi.harness import KubeAPI
 
 __all__ = ["repo"]  # the fixture, used here too
 

@@ -26,8 +26,9 @@ from mxgitops import cluster, lease
 from mxgitops.cli import main
 from mxgitops.errors import ClusterUnreachable
 from mxgitops.objects import KubeObject
+from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
+from tests.helpers.timeouts import sync_args
 from tests.kubeapi.harness import KubeAPI
-from tests.test_reconcile_e2e import INSTANCE, NS, mxjob, write
 
 TIMEOUT = 0.3
 
@@ -38,22 +39,6 @@ def wait_for_a_hang(api: KubeAPI, timeout: float = 60) -> None:
     while not any(e["fault"] == "hang" for e in api.request_log):
         assert time.monotonic() < deadline, "no request reached the hang fault"
         time.sleep(0.01)
-
-
-def sync_args(api: KubeAPI, repo: Path, *extra: str) -> list[str]:
-    return [
-        "sync",
-        "--repo",
-        str(repo),
-        "--kubeconfig",
-        str(api.kubeconfig),
-        "--namespace",
-        NS,
-        "--instance",
-        INSTANCE,
-        "--no-notes",
-        *extra,
-    ]
 
 
 def test_a_call_to_an_api_server_that_never_answers_fails_within_the_timeout(
@@ -168,7 +153,7 @@ def test_sigterm_stops_at_once_whatever_is_in_flight_and_releases_the_lease(
 
 def test_a_sigterm_while_taking_the_lease_gives_it_back() -> None:
     """The server made the Lease ours, then SIGTERM came before its answer did."""
-    from tests.test_lease import REF, FakeLeases
+    from tests.helpers.lease import REF, FakeLeases
 
     class Interrupted(FakeLeases):
         def create_strict(self, obj: KubeObject) -> KubeObject:

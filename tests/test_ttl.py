@@ -18,8 +18,8 @@ from mxgitops.model import Runtime
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.plan import plan
 from mxgitops.spec import from_manifest
-from tests.test_plan import BATCH, CTX, NS, OPTIONS, finish, job, live, only
-from tests.test_reconcile_e2e import mxjob
+from tests.helpers.plan import BATCH, CTX, NS, OPTIONS, finish, job, live, only
+from tests.helpers.reconcile_e2e import mxjob
 
 TTL = {"runPolicy": {"ttlSecondsAfterFinished": 60}}
 RECORDED = OPTIONS.now or datetime.now(UTC)  # when the sync that recorded the job ran

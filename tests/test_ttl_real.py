@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mxgitops import ledger
-from tests.controlplane.harness import wait_for
-from tests.test_reconcile_e2e import (
+from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
     Syncer,
@@ -31,32 +30,11 @@ from tests.test_reconcile_e2e import (
     summary_of,
     write,
 )
+from tests.helpers.ttl_real import canary
 
 __all__ = ["repo"]  # the fixture, used here too
 
 TTL = {"runPolicy": {"ttlSecondsAfterFinished": 1}}
-
-
-def canary(real: Any, name: str) -> None:
-    """A plain batch Job with the same TTL, finished now; returns once the real TTL
-    controller has deleted it: whatever finished before it and carried the TTL is gone."""
-    container = {"name": "c", "image": "busybox", "command": ["true"]}
-    real.create(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {
-                "ttlSecondsAfterFinished": 1,
-                "backoffLimit": 0,
-                "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
-            },
-        },
-        NS,
-    )
-    real.run_job_controller(NS)
-    real.kubelet(job=name, namespace=NS, phase="Succeeded")
-    wait_for(f"for the TTL controller to delete {name}", lambda: real.get("Job", name, NS) is None)
 
 
 def test_a_ttl_shorter_than_the_sync_interval_never_reruns_nor_reads_running(

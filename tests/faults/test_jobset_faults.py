@@ -29,7 +29,7 @@ from tests.faults.test_node_faults import (
     row_of,
 )
 from tests.gitfixtures import GitRemote
-from tests.test_node_training import NS, cli, sync_args
+from tests.helpers.node_training import NS, cli, sync_args
 
 
 @pytest.fixture(scope="module")

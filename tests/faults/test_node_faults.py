@@ -29,7 +29,7 @@ from tests.controlplane.images import TOOLBOX_IMAGE
 from tests.controlplane.node import NODE_NAME
 from tests.faults.conftest import FaultCluster
 from tests.gitfixtures import GitRemote
-from tests.test_node_training import NS, cli, pods_of, sync_args
+from tests.helpers.node_training import NS, cli, pods_of, sync_args
 
 # A replica that runs until stopped, and stops at once on SIGTERM (busybox as PID 1
 # would otherwise ignore it for the whole grace period).

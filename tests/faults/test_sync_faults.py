@@ -27,7 +27,7 @@ from tests.controlplane.harness import RealCluster, wait_for
 from tests.faults.conftest import FaultCluster
 from tests.faults.test_node_faults import MXGITOPS
 from tests.gitfixtures import GitRemote
-from tests.test_node_training import NS, cli, sync_args
+from tests.helpers.node_training import NS, cli, sync_args
 
 JOBS = 40  # dist jobs of 4 batch Jobs and a Service each: an apply of 200 objects
 PER_JOB = 5

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.controlplane.harness import RealCluster, wait_for
+from tests.helpers.reconcile_e2e import NS
 from tests.kubeflow.operator import MXJOBS, TrainingOperator
-from tests.test_reconcile_e2e import NS
 
 HERE = Path(__file__).parent
 

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
+from tests.helpers.reconcile_e2e import NS, Syncer, batch_job, job_objects, states, summary_of
+from tests.helpers.ttl_real import canary
 from tests.kubeflow.differences import KEPT
 from tests.kubeflow.operator import MXJOBS
-from tests.test_reconcile_e2e import NS, Syncer, batch_job, job_objects, states, summary_of
-from tests.test_ttl_real import canary
 
 # The MXJob's newest true condition, as mxgitops names the state it means.
 CONDITIONS = {

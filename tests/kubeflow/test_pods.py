@@ -19,6 +19,8 @@ from mxgitops.manifests import load
 from mxgitops.model import Runtime
 from mxgitops.runtimes import render
 from tests.controlplane.harness import RealCluster, wait_for
+from tests.helpers.published import FILES, header
+from tests.helpers.reconcile_e2e import NS, Syncer
 from tests.kubeflow.compare import (
     OPERATOR_JOB,
     Difference,
@@ -29,8 +31,6 @@ from tests.kubeflow.compare import (
 )
 from tests.kubeflow.differences import KEPT
 from tests.kubeflow.operator import MXJOBS
-from tests.test_published import FILES, header
-from tests.test_reconcile_e2e import NS, Syncer
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parents[1] / "shared" / "examples" / "upstream"

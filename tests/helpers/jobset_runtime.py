@@ -1,0 +1,20 @@
+"""Helpers of `test_jobset_runtime.py` that other test modules use too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mxgitops.batch import RenderContext
+from mxgitops.model import Runtime
+from mxgitops.spec import from_manifest
+from tests.helpers.reconcile_e2e import mxjob
+
+CTX = RenderContext("prod")
+
+
+def job_of(doc: dict[str, Any], runtime: Runtime = Runtime.JOBSET) -> Any:
+    return from_manifest(doc, default_namespace="ml", default_runtime=runtime)
+
+
+def queued(name: str = "a", queue: str = "team", **policy: Any) -> dict[str, Any]:
+    return mxjob(name, runPolicy={"schedulingPolicy": {"queue": queue, **policy}})
