@@ -117,6 +117,18 @@ def test_every_help_ends_with_its_section_of_the_manual(path: str) -> None:
     assert slugify(path, "-") == manual_anchor(path)  # the id MkDocs gives the heading
 
 
+def test_the_development_page_names_every_module() -> None:
+    """Every module of the package, and every module of a runtime package, in the
+    development page's table (a module added without a line there fails here)."""
+    page = (DOCS / "development" / "index.md").read_text()
+    package = ROOT / "mxgitops"
+    named = {f"`{p.name}`" for p in package.glob("*.py") if p.name != "__init__.py"}
+    named |= {f"`{p.name}/`" for p in package.iterdir() if (p / "__init__.py").exists()}
+    for runtime in ("runtime", "batch", "jobset"):
+        named |= {f"`{p.name}`" for p in (package / runtime).glob("*.py") if p.stem != "__init__"}
+    assert sorted(name for name in named if name not in page) == []
+
+
 def test_the_settings_reference_has_every_setting_and_key() -> None:
     page = (DOCS / "reference" / "settings.md").read_text(encoding="utf-8")
     for field in dataclasses.fields(SyncConfig):
