@@ -63,8 +63,8 @@ class Change:
     # gone, so the old runtime's pods have stopped before the new runtime's start (two
     # runtimes at once would hold twice the GPUs, and ps-lite peers could cross).
     starts_after_deletes: bool = False
-    # The cluster the job runs on, where its runtime says it is another (Kueue's
-    # MultiKueue dispatches a queued JobSet to a worker cluster): "" for this one.
+    # The cluster the job runs on, where its runtime says it is another (a queue that
+    # dispatches the job to a worker cluster): "" for this one.
     placement: str = ""
 
     @property
@@ -88,7 +88,7 @@ class PlanOptions:
     instance: str
     commit: str = ""
     accelerators: Mapping[str, AcceleratorConfig] = field(default_factory=dict)
-    workload_priority_classes: frozenset[str] = frozenset()  # Kueue's, in the cluster
+    names: Mapping[Kind, frozenset[str]] = field(default_factory=dict)  # `RenderContext`'s
     prune: bool = True
     max_prune_share: float = DEFAULT_MAX_PRUNE_SHARE
     force_prune: bool = False
@@ -101,7 +101,7 @@ class PlanOptions:
             instance=self.instance,
             commit=self.commit,
             accelerators=self.accelerators,
-            workload_priority_classes=self.workload_priority_classes,
+            names=self.names,
         )
 
 

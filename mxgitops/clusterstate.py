@@ -4,10 +4,10 @@ The ConfigMaps of the instance's home namespace come first, in one LIST: the
 ledger's shards (`ledger.py`) and the hand-off record (`handoff.py`). The
 ledger says which runtimes this instance may have objects of, so the live
 objects come next, one LIST per kind, without the kinds that cannot hold any of
-ours (`runtimes.unlisted`): a no-op sync of an instance that never used JobSet
-is those 4 LISTs. Under the Lease the ledger is read again, and the objects too
-if another sync may have written since, or if the ledger now asks for a kind
-the first read skipped.
+ours (`runtimes.unlisted`): a no-op sync of an instance that never used a runtime
+with kinds of its own lists none of them. Under the Lease the ledger is read again,
+and the objects too if another sync may have written since, or if the ledger now asks
+for a kind the first read skipped.
 
 The ledger is written twice at most: before anything is applied when the plan
 creates objects of a runtime it does not record yet (if that write fails, the
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from mxgitops import cluster as kube
-from mxgitops import handoff, ledger
+from mxgitops import handoff, ledger, runtimes
 from mxgitops.apply import ChangeSet
 from mxgitops.changes import Plan
 from mxgitops.config import SyncConfig
@@ -52,12 +52,12 @@ class ClusterState:
         return self.live is not before.live and self.live.versions() != before.live.versions()
 
 
-def priority_classes(cluster: kube.Cluster | None, jobs: Sequence[MxJob]) -> frozenset[str]:
-    """Kueue's WorkloadPriorityClasses, read only when a queued job names a priority class
-    (which is given to Kueue by name where one of that name exists)."""
-    if cluster is None or not any(job.queue and job.priority_class for job in jobs):
-        return frozenset()
-    return cluster.workload_priority_classes()
+def names_needed(cluster: kube.Cluster | None, jobs: Sequence[MxJob]) -> dict[Kind, frozenset[str]]:
+    """The names of the cluster-scoped objects the runtimes render `jobs` by, each kind
+    read only when a job needs it (`runtimes.names_needed`); none without a cluster."""
+    if cluster is None:
+        return {}
+    return {kind: cluster.names_of(kind) for kind in sorted(runtimes.names_needed(jobs))}
 
 
 def read(
@@ -86,7 +86,7 @@ def _read_live(
 ) -> ClusterState:
     """The jobs' objects, read after the ConfigMaps that gave `known` and `record`."""
     selector = ownership_selector(config.instance)
-    live = cluster.list_live(selector, unlisted(known.runtimes, desired))
+    live = cluster.list_live(selector, unlisted(known.runtimes, desired), runtimes.listings())
     return ClusterState(live, known, record, desired)
 
 
@@ -112,7 +112,8 @@ def read_again(
     if handed_over and record == before.record and not skipped_before:
         return ClusterState(before.live, known, record, before.desired)
     if skipped_before:
-        log.info("the ledger now says JobSets of this instance may exist: reading again")
+        kinds = ", ".join(sorted(skipped_before))
+        log.info("the ledger now says %s objects of this instance may exist: reading again", kinds)
     else:
         log.info("another sync wrote since this one read the cluster: reading it again")
     return _read_live(cluster, config, known, record, before.desired)

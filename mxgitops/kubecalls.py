@@ -10,7 +10,6 @@ built on it; `cluster.py` joins them and connects.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -45,37 +44,30 @@ class RetryPolicy:
         return min(self.max_delay, retry_after) if retry_after is not None else backoff
 
 
-# kind -> (API group path, resource). Requests are plain JSON, not the client's typed
-# models: those re-validate bodies and would reject quantities such as
-# `nvidia.com/gpu: 8` that the API server accepts.
-RESOURCES: dict[Kind, tuple[str, str]] = {
-    Kind.JOB: ("/apis/batch/v1", "jobs"),
-    Kind.SERVICE: ("/api/v1", "services"),
-    Kind.POD: ("/api/v1", "pods"),
-    Kind.CONFIG_MAP: ("/api/v1", "configmaps"),
-    Kind.LEASE: ("/apis/coordination.k8s.io/v1", "leases"),
-    Kind.EVENT: ("/apis/events.k8s.io/v1", "events"),
-    Kind.JOBSET: ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
-    Kind.WORKLOAD: ("/apis/kueue.x-k8s.io/v1beta2", "workloads"),
-    Kind.WORKLOAD_PRIORITY_CLASS: ("/apis/kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"),
-    Kind.CRON_JOB: ("/apis/batch/v1", "cronjobs"),
-}
-# A kind's apiVersion: its group path without the leading /api/ or /apis/.
-API_VERSIONS = {kind: group.split("/", 2)[2] for kind, (group, _) in RESOURCES.items()}
+# Where each kind is served is the kind's own (`objects.Kind`: its group path and
+# resource). Requests are plain JSON, not the client's typed models: those re-validate
+# bodies and would reject quantities such as `nvidia.com/gpu: 8` that the API server accepts.
 
 
 def path_of(kind: Kind, namespace: str | None = None, name: str | None = None) -> str:
-    group, resource = RESOURCES[kind]
+    group, resource = kind.api, kind.resource
     path = f"{group}/namespaces/{namespace}/{resource}" if namespace else f"{group}/{resource}"
     return f"{path}/{name}" if name else path
 
 
-# The objects a job is made of, namespaced: what tenancy writes (and reads back) as the
-# tenant; a queued job's Kueue Workload too (patched to suspend it).
-TENANT_PATH = re.compile(
-    r"^(?:/apis/batch/v1|/api/v1|/apis/jobset\.x-k8s\.io/v1alpha2|/apis/kueue\.x-k8s\.io/v1beta2)"
-    r"/namespaces/([^/]+)/(?:jobs|services|pods|jobsets|workloads)(?:/|$)"
-)
+def tenant_namespace(path: str) -> str | None:
+    """The namespace of a request about one of a job's objects (the kinds marked
+    `tenant`, whichever runtime defined them): what tenancy writes (and reads back) as
+    the tenant; None for any other request."""
+    for kind in Kind.known():
+        if not kind.tenant:
+            continue
+        prefix = f"{kind.api}/namespaces/"
+        if path.startswith(prefix):
+            namespace, _, rest = path[len(prefix) :].partition("/")
+            if namespace and (rest == kind.resource or rest.startswith(kind.resource + "/")):
+                return namespace
+    return None
 
 
 @dataclass
@@ -175,13 +167,12 @@ class Calls:
         return self.clock() + delay >= deadline
 
     def _acting_as(self, path: str) -> dict[str, str]:
-        """The impersonation header of a request about a job's objects (batch Job,
-        Service, pod and its log, JobSet, Kueue Workload) in a namespace, under
-        tenancy; none for the cluster-wide LISTs, the Lease and ledger."""
-        match = TENANT_PATH.match(path)
-        if not self.tenant_service_account or match is None:
+        """The impersonation header of a request about a job's objects (of the kinds
+        marked `tenant`: a batch Job, Service, pod and its log, a runtime's own) in a
+        namespace, under tenancy; none for the cluster-wide LISTs, the Lease and ledger."""
+        namespace = tenant_namespace(path)
+        if not self.tenant_service_account or namespace is None:
             return {}
-        namespace = match.group(1)
         return {
             "Impersonate-User": f"system:serviceaccount:{namespace}:{self.tenant_service_account}"
         }

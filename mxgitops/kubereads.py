@@ -1,5 +1,6 @@
 """The read path of `cluster.Cluster`: live state in one LIST per kind, and what else
-a sync reads (a container's log tail, objects being deleted, Kueue's priority classes).
+a sync reads (a container's log tail, objects being deleted, the names of a runtime's
+cluster-scoped objects).
 
 Each LIST is across namespaces, filtered by the ownership selector, read in pages of
 `LIST_PAGE_SIZE` objects (`limit` and `continue`); each page is decoded as it arrives,
@@ -14,16 +15,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 
 from mxgitops import kubehttp
 from mxgitops.errors import ClusterClientError
-from mxgitops.kubecalls import API_VERSIONS, Calls, path_of
+from mxgitops.kubecalls import Calls, path_of
 from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 
-# The label Kueue reads a job's queue from (`scheduling.QUEUE_LABEL`): a JobSet with it
-# has a Workload, which says why it waits.
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # The annotation that makes a StorageClass the default, and its beta spelling, which
 # Kubernetes still honours.
 DEFAULT_STORAGE_CLASS = (
@@ -32,54 +31,43 @@ DEFAULT_STORAGE_CLASS = (
 )
 GONE_POLL = 0.5  # seconds between reads of objects being deleted
 
-# What planning (trainer.live, trainer.status, trainer.inplace) never reads of a live
-# object: a batch Job's pod template (its run-policy fields, metadata and status are
-# read), a pod's containers and volumes (its metadata and status are). Most of each
-# object's size. Of a Service it reads the metadata alone: those are listed so.
-LIVE_UNREAD: dict[Kind, tuple[tuple[str, str], ...]] = {
-    Kind.JOB: (("spec", "template"),),
-    Kind.POD: (("spec", "containers"), ("spec", "volumes"), ("spec", "initContainers")),
-    # Its replicatedJobs (pod templates, where Kueue injects what it admits with) are
-    # never read: its in-place fields, metadata and status are.
-    Kind.JOBSET: (("spec", "replicatedJobs"),),
-    Kind.WORKLOAD: (("spec", "podSets"),),
-}
-
 
 class Reads(Calls):
     """What a sync reads of the cluster."""
 
-    def list_live(self, selector: str, unlisted: Collection[Kind] = frozenset()) -> LiveObjects:
+    def list_live(
+        self,
+        selector: str,
+        unlisted: Collection[Kind] = frozenset(),
+        listings: Sequence[Listing] = (),
+    ) -> LiveObjects:
         """One LIST per kind, across namespaces, of the objects matching `selector`,
-        each kept with what planning reads of it (`LIVE_UNREAD`): memory grows with
-        the number of jobs, not with the size of their pod templates. The kinds in
-        `unlisted` (of JobSets only: batch Jobs, Services and pods are always listed)
-        hold no object of ours, the caller knows (`runtimes.unlisted`): not listed."""
-        jobs = tuple(self.list_all(Kind.JOB, selector, unread=LIVE_UNREAD[Kind.JOB]))
+        each kept with what planning reads of it (`Kind.unread`): memory grows with
+        the number of jobs, not with the size of their pod templates. Batch Jobs,
+        Services and pods are always listed; the runtimes' own kinds as `listings`
+        say (`runtimes.listings`), but those in `unlisted`, which hold no object of
+        ours, the caller knows (`runtimes.unlisted`)."""
+        jobs = tuple(self.list_all(Kind.JOB, selector, unread=Kind.JOB.unread))
         services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
-        pods = tuple(self.list_all(Kind.POD, selector, unread=LIVE_UNREAD[Kind.POD]))
-        skipped = frozenset(unlisted) & {Kind.JOBSET}
-        found = None if skipped else self._list_if_served(Kind.JOBSET, selector)
-        jobsets = tuple(found or ())
-        queued = any(QUEUE_LABEL in (o["metadata"].get("labels") or {}) for o in jobsets)
-        return LiveObjects(
-            jobs=jobs,
-            services=services,
-            pods=pods,
-            kinds={
-                Kind.JOBSET: jobsets,
-                # Kueue labels no Workload with ours: all of them, and only when one is needed.
-                Kind.WORKLOAD: tuple(self._list_if_served(Kind.WORKLOAD, "") or ())
-                if queued
-                else (),
-            },
-            unlisted=skipped,
-            unserved=frozenset() if skipped or found is not None else frozenset({Kind.JOBSET}),
-        )
+        pods = tuple(self.list_all(Kind.POD, selector, unread=Kind.POD.unread))
+        live = LiveObjects(jobs, services, pods)
+        skipped, unserved = set(), set()
+        for listing in listings:
+            if listing.kind in unlisted:
+                skipped.add(listing.kind)
+                continue
+            if listing.only_if is not None and not listing.only_if(live):
+                continue
+            found = self._list_if_served(listing.kind, selector if listing.selected else "")
+            if found is None:
+                unserved.add(listing.kind)
+            live = live.with_kind(listing.kind, tuple(found or ()))
+        return replace(live, unlisted=frozenset(skipped), unserved=frozenset(unserved))
 
-    def workload_priority_classes(self) -> frozenset[str]:
-        """The names of Kueue's WorkloadPriorityClasses (none where Kueue is not served)."""
-        found = self._list_if_served(Kind.WORKLOAD_PRIORITY_CLASS, "") or ()
+    def names_of(self, kind: Kind) -> frozenset[str]:
+        """The names of every object of a cluster-scoped kind (none where it is not
+        served: a runtime's CRD not installed)."""
+        found = self._list_if_served(kind, "") or ()
         return frozenset(str(o["metadata"]["name"]) for o in found)
 
     # -- what `mxgitops check` reads (preflight.py) ----------------------------------
@@ -115,7 +103,7 @@ class Reads(Calls):
         installed, or is being reinstalled: none is seen, which proves none is there
         only to a caller that knows none was created)."""
         try:
-            return self.list_all(kind, selector, unread=LIVE_UNREAD.get(kind, ()))
+            return self.list_all(kind, selector, unread=kind.unread)
         except ClusterClientError as exc:
             if exc.status == 404:
                 return None
@@ -169,7 +157,7 @@ class Reads(Calls):
         """One page of a LIST, decoded as it is read, and its `continue` token ("" if it
         is the last); each item is trimmed before the next is decoded."""
         limit = int(query["limit"])
-        read = page_reader(kind, limit, unread, metadata_only, API_VERSIONS[kind])
+        read = page_reader(kind, limit, unread, metadata_only, kind.api_version)
         accept = METADATA_ONLY if metadata_only else None
         return self._call("GET", path, query=query, read=read, accept=accept, budget=budget)
 

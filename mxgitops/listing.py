@@ -101,7 +101,7 @@ def page_reader(
                 name = item["metadata"]["name"]
                 raise ValueError(f"list item {len(page)} ({name}): its {problem}")
             if item.get("kind") in (None, partial):  # typed lists leave it off their items
-                item["kind"], item["apiVersion"] = kind.value, api_version
+                item["kind"], item["apiVersion"] = str(kind), api_version
             for section, name in unread:
                 (item.get(section) or {}).pop(name, None)
             page.append(interned(item))

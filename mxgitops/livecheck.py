@@ -6,7 +6,7 @@ list of objects; an API server gone wrong, or a proxy, may say `succeeded: "x"` 
 `conditions: 5`. Reading the state from such an item failed deep in planning (exit 70,
 on every sync); here it is refused as the LIST's own error, naming the field, as an
 item whose status is no object is (`listing.py`). Only the fields the readers use
-(`trainer/status.py`, `trainer/failure.py`, `jobset/live.py`) are checked, each
+(`batch/status.py`, `batch/failure.py`, a runtime's own readers) are checked, each
 where it is present: a null is an absent field.
 """
 
@@ -21,7 +21,7 @@ from mxgitops.objects import Kind
 # other fields unchecked), or a one-element list (a list of that schema).
 Schema = type | Mapping[str, Any] | list[Any]
 
-_CONDITIONS = [{"type": str, "status": str, "reason": str, "message": str}]
+CONDITIONS = [{"type": str, "status": str, "reason": str, "message": str}]
 _STATE = {
     "terminated": {
         "exitCode": int,
@@ -35,34 +35,30 @@ _STATE = {
     "running": {"startedAt": str},
 }
 _CONTAINERS = [{"name": str, "restartCount": int, "state": _STATE, "lastState": _STATE}]
-_COUNTS = ("active", "succeeded", "failed", "ready", "terminating", "suspended")
+COUNTS = ("active", "succeeded", "failed", "ready", "terminating", "suspended")
 STATUS: Mapping[Kind, Mapping[str, Schema]] = {
     Kind.JOB: {
-        **dict.fromkeys(_COUNTS, int),
+        **dict.fromkeys(COUNTS, int),
         "startTime": str,
         "completionTime": str,
-        "conditions": _CONDITIONS,
+        "conditions": CONDITIONS,
     },
     Kind.POD: {
         "phase": str,
         "reason": str,
         "message": str,
         "startTime": str,
-        "conditions": _CONDITIONS,
+        "conditions": CONDITIONS,
         "containerStatuses": _CONTAINERS,
         "initContainerStatuses": _CONTAINERS,
     },
-    Kind.JOBSET: {
-        "conditions": _CONDITIONS,
-        "replicatedJobsStatus": [{"name": str, **dict.fromkeys(_COUNTS, int)}],
-    },
-    Kind.WORKLOAD: {"conditions": _CONDITIONS},
 }
 
 
 def status_problem(kind: Kind, status: Mapping[str, Any]) -> str:
-    """What is ill-typed in `status` of an object of `kind` ("" if nothing)."""
-    schema = STATUS.get(kind)
+    """What is ill-typed in `status` of an object of `kind` ("" if nothing): the core
+    kinds' schemas are here, a runtime's own kinds' are theirs (`Kind.status`)."""
+    schema = STATUS.get(kind) or kind.status
     return _problem(status, schema, "status") if schema else ""
 
 

@@ -9,11 +9,10 @@ and annotations that mark an object as ours.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from mxgitops.errors import MxGitOpsError
 
@@ -31,20 +30,84 @@ COMMIT_ANNOTATION = "mxgitops.io/commit"
 FULL_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-class Kind(StrEnum):
-    JOB = "Job"
-    SERVICE = "Service"
-    POD = "Pod"
-    CONFIG_MAP = "ConfigMap"
-    LEASE = "Lease"
-    EVENT = "Event"  # events.k8s.io/v1: what a sync did, for `kubectl events`
-    JOBSET = "JobSet"  # jobset.x-k8s.io/v1alpha2: the JobSet runtime's one object per job
-    WORKLOAD = "Workload"  # kueue.x-k8s.io/v1beta2: Kueue's, read for why a job waits
-    WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"  # Kueue's, read by name
-    CRON_JOB = "CronJob"  # batch/v1: the sync's; the webhook receiver starts Jobs from it
+class Kind(str):
+    """A kind of object mxgitops reads or writes, and where the API serves it.
+
+    The core kinds are named here; a runtime defines the kinds only it uses in its own
+    package (`Kind.define`), so that nothing outside it names them. A kind compares
+    and hashes as its name ("Job"), and `Kind(name)` is the one defined under it."""
+
+    api: str  # the group's path: /api/v1, /apis/batch/v1
+    resource: str  # its plural, in paths
+    unread: tuple[tuple[str, str], ...]  # fields of a live object planning never reads
+    tenant: bool  # one of a job's objects: written (and read back) as the tenant
+    # The status fields its readers use, each's type (`livecheck.py`; the core kinds'
+    # are there), checked as a LIST brings them.
+    status: Mapping[str, Any] | None
+    _known: ClassVar[dict[str, Kind]] = {}
+
+    JOB: ClassVar[Kind]
+    SERVICE: ClassVar[Kind]
+    POD: ClassVar[Kind]
+    CONFIG_MAP: ClassVar[Kind]
+    LEASE: ClassVar[Kind]
+    EVENT: ClassVar[Kind]
+    CRON_JOB: ClassVar[Kind]
+
+    def __new__(cls, name: str) -> Kind:
+        known = cls._known.get(name)
+        if known is None:
+            raise ValueError(f"{name!r} is not a kind mxgitops knows")
+        return known
+
+    def __reduce__(self) -> tuple[type[Kind], tuple[str]]:
+        return (Kind, (str(self),))
+
+    @classmethod
+    def define(
+        cls,
+        name: str,
+        api: str,
+        resource: str,
+        *,
+        unread: tuple[tuple[str, str], ...] = (),
+        tenant: bool = False,
+        status: Mapping[str, Any] | None = None,
+    ) -> Kind:
+        """The kind `name`, served at `api`/`resource` (defined once: again, the same)."""
+        kind = cls._known.get(name)
+        if kind is None:
+            kind = str.__new__(cls, name)
+            kind.api, kind.resource, kind.unread, kind.tenant = api, resource, unread, tenant
+            kind.status = status
+            cls._known[name] = kind
+        return kind
+
+    @property
+    def api_version(self) -> str:
+        """Its apiVersion: its group's path without the leading /api/ or /apis/."""
+        return self.api.split("/", 2)[2]
+
+    @classmethod
+    def known(cls) -> tuple[Kind, ...]:
+        return tuple(cls._known.values())
 
 
-_KINDS = {kind.value: kind for kind in Kind}
+Kind.JOB = Kind.define("Job", "/apis/batch/v1", "jobs", unread=(("spec", "template"),), tenant=True)
+Kind.SERVICE = Kind.define("Service", "/api/v1", "services", tenant=True)
+Kind.POD = Kind.define(
+    "Pod",
+    "/api/v1",
+    "pods",
+    unread=(("spec", "containers"), ("spec", "volumes"), ("spec", "initContainers")),
+    tenant=True,
+)
+Kind.CONFIG_MAP = Kind.define("ConfigMap", "/api/v1", "configmaps")
+Kind.LEASE = Kind.define("Lease", "/apis/coordination.k8s.io/v1", "leases")
+# events.k8s.io/v1: what a sync did, for `kubectl events`
+Kind.EVENT = Kind.define("Event", "/apis/events.k8s.io/v1", "events")
+# batch/v1: the sync's; the webhook receiver starts Jobs from it
+Kind.CRON_JOB = Kind.define("CronJob", "/apis/batch/v1", "cronjobs")
 
 
 @dataclass(frozen=True, order=True)
@@ -58,7 +121,7 @@ class ObjectRef:
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
         metadata = obj["metadata"]
-        kind = _KINDS.get(obj["kind"]) or Kind(obj["kind"])  # a dict lookup, not an enum call
+        kind = Kind(obj["kind"])
         return cls(kind, metadata.get("namespace", ""), metadata["name"])
 
     def sort_key(self) -> tuple[str, str, str]:
@@ -162,6 +225,19 @@ class LiveObjects:
 
 
 @dataclass(frozen=True)
+class Listing:
+    """How a sync LISTs one of a runtime's own kinds (batch Jobs, Services and pods are
+    always listed): a LIST that answers 404 (the CRD not installed) sees none of them."""
+
+    kind: Kind
+    # By the ownership selector; else every object of the kind (a controller's objects
+    # made for ours, which it does not label with our labels).
+    selected: bool = True
+    # Listed only when this holds of what was listed before it (None: always).
+    only_if: Callable[[LiveObjects], bool] | None = None
+
+
+@dataclass(frozen=True)
 class Create:
     obj: KubeObject
 
@@ -212,4 +288,6 @@ class ClusterAPI(Protocol):
 
     def delete(self, refs: Sequence[ObjectRef]) -> None: ...
 
-    def list_live(self, selector: str, unlisted: Collection[Kind] = ...) -> LiveObjects: ...
+    def list_live(
+        self, selector: str, unlisted: Collection[Kind] = ..., listings: Sequence[Listing] = ...
+    ) -> LiveObjects: ...

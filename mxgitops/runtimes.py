@@ -20,13 +20,13 @@ kinds (batch Jobs, Services, and pods, which every runtime has) are listed by ev
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mxgitops.batch.runtime import BatchRuntime
 from mxgitops.jobset.runtime import JobSetRuntime
 from mxgitops.model import MxJob, OnChange, Runtime
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Live
 from mxgitops.runtime.base import Runtime as RuntimeImpl
 from mxgitops.runtime.disruption import Disruption
@@ -85,6 +85,16 @@ def as_created(job: MxJob, ctx: RenderContext) -> Live:
     diff` compares a changed manifest against, to show the patches a sync would make."""
     runtime = runtime_of(job)
     return runtime.group_live(runtime.as_created(runtime.render(job, ctx)))[job.key]
+
+
+def listings() -> tuple[Listing, ...]:
+    """How a sync LISTs every runtime's own kinds (`kubereads.list_live`), in order."""
+    return tuple(listing for runtime in RUNTIMES.values() for listing in runtime.listings)
+
+
+def names_needed(jobs: Sequence[MxJob]) -> frozenset[Kind]:
+    """The cluster-scoped kinds whose names the runtimes render `jobs` by."""
+    return frozenset(k for runtime in RUNTIMES.values() for k in runtime.names_needed(jobs))
 
 
 def kinds() -> frozenset[Kind]:

@@ -123,9 +123,7 @@ def sync(
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)
         state = clusterstate.read(cluster, config, loaded.jobs, notices)
-        options = replace(
-            options, workload_priority_classes=clusterstate.priority_classes(cluster, loaded.jobs)
-        )
+        options = replace(options, names=clusterstate.names_needed(cluster, loaded.jobs))
 
         def planned(state: ClusterState) -> Plan:
             # Logs of newly failed replicas are read before apply deletes anything.

@@ -12,7 +12,8 @@ from typing import Any
 from mxgitops import runtimes
 from mxgitops.batch import State
 from mxgitops.jobset import render_jobset
-from mxgitops.objects import Kind, LiveObjects
+from mxgitops.jobset.kinds import JOBSET, WORKLOAD
+from mxgitops.objects import LiveObjects
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.helpers.jobset_e2e import only_jobset, repo
@@ -41,9 +42,7 @@ def test_a_missing_local_queue_is_said_with_its_namespace_and_what_the_queue_nam
     workload = workload_saying(
         "u1", stored["metadata"]["name"], "Inadmissible", "LocalQueue gpu-team doesn't exist"
     )
-    group = runtimes.group_live(
-        LiveObjects(kinds={Kind.JOBSET: (stored,), Kind.WORKLOAD: (workload,)})
-    )
+    group = runtimes.group_live(LiveObjects(kinds={JOBSET: (stored,), WORKLOAD: (workload,)}))
     state, replicas = group[("ml", "a")].status()
     assert state is State.QUEUED
     assert replicas[0].reason == (

@@ -20,9 +20,10 @@ from mxgitops.changes import PlanOptions
 from mxgitops.cli import main
 from mxgitops.jobset import LiveJobSet, render_jobset
 from mxgitops.jobset.inplace import compare
+from mxgitops.jobset.kinds import JOBSET, WORKLOAD, WORKLOAD_PRIORITY_CLASS
 from mxgitops.ledger import Ledger
 from mxgitops.model import Runtime
-from mxgitops.objects import Kind, LiveObjects
+from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.spec import SpecError
 from tests.helpers.jobset_runtime import CTX, job_of, queued
@@ -181,7 +182,8 @@ def test_a_queued_job_is_created_suspended_with_kueues_labels() -> None:
     assert plain["spec"]["suspend"] is True
     pods = [r["template"]["spec"]["template"]["spec"] for r in plain["spec"]["replicatedJobs"]]
     assert {p["priorityClassName"] for p in pods} == {"high"}
-    (known,) = render_jobset(job, replace(CTX, workload_priority_classes=frozenset({"high"})))
+    named = replace(CTX, names={WORKLOAD_PRIORITY_CLASS: frozenset({"high"})})
+    (known,) = render_jobset(job, named)
     assert known["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high"
 
 
@@ -206,7 +208,7 @@ def live(jobset: dict[str, Any], **status: Any) -> LiveJobSet:
     stored = json.loads(json.dumps(jobset))
     stored["metadata"].update(uid="u1", creationTimestamp="2026-01-01T00:00:00Z")
     stored["status"] = status
-    return runtimes.group_live(LiveObjects(kinds={Kind.JOBSET: (stored,)}))[("ml", "a")]  # type: ignore[return-value]
+    return runtimes.group_live(LiveObjects(kinds={JOBSET: (stored,)}))[("ml", "a")]  # type: ignore[return-value]
 
 
 def test_a_suspended_queued_jobset_without_a_workload_is_queued() -> None:
@@ -240,9 +242,7 @@ def test_kueue_reasons_are_read_from_its_workload() -> None:
             ]
         },
     }
-    group = runtimes.group_live(
-        LiveObjects(kinds={Kind.JOBSET: (stored,), Kind.WORKLOAD: (workload,)})
-    )
+    group = runtimes.group_live(LiveObjects(kinds={JOBSET: (stored,), WORKLOAD: (workload,)}))
     state, replicas = group[("ml", "a")].status()
     assert state is State.QUEUED
     assert "insufficient quota for nvidia.com/gpu" in replicas[0].reason
@@ -254,9 +254,7 @@ def test_kueue_reasons_are_read_from_its_workload() -> None:
             "message": "Preempted to accommodate a higher priority Workload",
         }
     )
-    group = runtimes.group_live(
-        LiveObjects(kinds={Kind.JOBSET: (stored,), Kind.WORKLOAD: (workload,)})
-    )
+    group = runtimes.group_live(LiveObjects(kinds={JOBSET: (stored,), WORKLOAD: (workload,)}))
     assert group[("ml", "a")].status()[0] is State.PREEMPTED
 
 
@@ -293,7 +291,7 @@ def test_a_first_sync_of_a_queued_job_creates_one_object() -> None:
     stored = json.loads(json.dumps(jobset))
     stored["metadata"]["uid"] = "u1"
     again = plan(
-        [job], LiveObjects(kinds={Kind.JOBSET: (stored,)}), Ledger(), PlanOptions(instance="prod")
+        [job], LiveObjects(kinds={JOBSET: (stored,)}), Ledger(), PlanOptions(instance="prod")
     )
     assert [c.action for c in again.changes] == ["unchanged"]
 
@@ -336,7 +334,7 @@ def test_objects_of_both_runtimes_are_one_job_that_any_spec_replaces() -> None:
     (jobset,) = render_jobset(jobset_job, CTX)
     jobs = tuple(o for o in stored if o["kind"] == "Job")
     services = tuple(o for o in stored if o["kind"] == "Service")
-    live_objects = LiveObjects(jobs=jobs, services=services, kinds={Kind.JOBSET: (jobset,)})
+    live_objects = LiveObjects(jobs=jobs, services=services, kinds={JOBSET: (jobset,)})
     (group,) = runtimes.group_live(live_objects).values()
     assert group.spec_hash is None and group.incomplete() is not None
     result = plan([jobset_job], live_objects, Ledger(), PlanOptions(instance="prod"))
@@ -373,7 +371,7 @@ def test_a_job_moved_off_jobset_keeps_jobset_recorded_while_its_jobset_lives() -
     lists JobSets finds none (the one after the JobSet is gone)."""
     (jobset,) = render_jobset(job_of(mxjob("a")), CTX)
     moved = job_of(mxjob("a"), Runtime.BATCH)
-    live = LiveObjects(kinds={Kind.JOBSET: (jobset,)})
+    live = LiveObjects(kinds={JOBSET: (jobset,)})
     result = plan([moved], live, Ledger(runtimes=BOTH), PlanOptions(instance="prod"))
     (change,) = result.changes
     assert change.action == "replace" and [r.kind for r in change.deletes] == ["JobSet"]
@@ -416,9 +414,9 @@ def dispatched(
         },
         "status": workload_status,
     }
-    return runtimes.group_live(
-        LiveObjects(kinds={Kind.JOBSET: (stored,), Kind.WORKLOAD: (workload,)})
-    )[("ml", "a")]
+    return runtimes.group_live(LiveObjects(kinds={JOBSET: (stored,), WORKLOAD: (workload,)}))[
+        ("ml", "a")
+    ]
 
 
 ON_WORKER_A = {

@@ -15,9 +15,10 @@ from typing import Any
 from mxgitops.batch import RenderContext, State
 from mxgitops.jobset import render_jobset
 from mxgitops.jobset.inplace import compare
+from mxgitops.jobset.kinds import JOBSET, WORKLOAD
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.ledger import Ledger
-from mxgitops.objects import Kind, LiveObjects
+from mxgitops.objects import LiveObjects
 from mxgitops.plan import Change, PlanOptions, plan
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
 from mxgitops.spec import from_manifest
@@ -59,7 +60,7 @@ def workload(active: bool | None = None) -> dict[str, Any]:
 
 
 def one_change(job: Any, jobset: dict[str, Any], *workloads: dict[str, Any]) -> Change:
-    live = LiveObjects(kinds={Kind.JOBSET: (jobset,), Kind.WORKLOAD: workloads})
+    live = LiveObjects(kinds={JOBSET: (jobset,), WORKLOAD: workloads})
     (change,) = plan([job], live, Ledger(), PlanOptions(instance="prod")).changes
     return change
 
@@ -122,10 +123,10 @@ def test_suspending_a_job_kueue_has_a_workload_for_deactivates_the_workload() ->
     change = one_change(queued_job(suspend=True), admitted, workload())
     assert change.action == "update", change.reason
     by_kind = {p.ref.kind: p for p in change.patches}
-    assert by_kind[Kind.WORKLOAD].patch == {"spec": {"active": False}}
+    assert by_kind[WORKLOAD].patch == {"spec": {"active": False}}
     assert "spec.active true -> false" in change.reason
     # admitted: the JobSet is not held (Kueue's webhook would refuse the label)
-    assert by_kind[Kind.JOBSET].patch == {
+    assert by_kind[JOBSET].patch == {
         "metadata": {"annotations": {IN_PLACE_ANNOTATION: '{"suspend":true}'}}
     }
 
@@ -135,7 +136,7 @@ def test_a_workload_reactivated_by_hand_is_deactivated_again() -> None:
     evicted = stored(job)
     del evicted["metadata"]["labels"][HOLD_LABEL]  # created before Kueue had a Workload
     (patch,) = compare(job, [evicted], [workload(active=True)])
-    assert patch.ref.kind is Kind.WORKLOAD and patch.drift
+    assert patch.ref.kind is WORKLOAD and patch.drift
     assert patch.patch == {"spec": {"active": False}}
     assert compare(job, [evicted], [workload(active=False)]) == []
 
@@ -146,8 +147,8 @@ def test_resuming_reactivates_only_a_workload_this_suspend_deactivated() -> None
     del evicted["metadata"]["labels"][HOLD_LABEL]
     resumed = queued_job(suspend=False)
     patches = {p.ref.kind: p for p in compare(resumed, [evicted], [workload(active=False)])}
-    assert patches[Kind.WORKLOAD].patch == {"spec": {"active": True}}
-    assert not patches[Kind.WORKLOAD].drift
+    assert patches[WORKLOAD].patch == {"spec": {"active": True}}
+    assert not patches[WORKLOAD].drift
     # Kueue deactivated it itself (its maximum execution time): it stays so
     by_kueue = stored(resumed)
     assert compare(resumed, [by_kueue], [workload(active=False)]) == []
@@ -159,9 +160,9 @@ def test_a_held_job_with_a_workload_is_resumed_by_both() -> None:
     job = queued_job(suspend=True)
     held = stored(job)
     (patch,) = compare(job, [held], [workload(active=True)])
-    assert patch.ref.kind is Kind.WORKLOAD and patch.patch == {"spec": {"active": False}}
+    assert patch.ref.kind is WORKLOAD and patch.patch == {"spec": {"active": False}}
     resumed = compare(queued_job(suspend=False), [held], [workload(active=False)])
-    assert [p.ref.kind for p in resumed] == [Kind.JOBSET, Kind.WORKLOAD]
+    assert [p.ref.kind for p in resumed] == [JOBSET, WORKLOAD]
     assert resumed[0].patch["metadata"]["labels"] == {HOLD_LABEL: None}
     assert resumed[1].patch == {"spec": {"active": True}}
 

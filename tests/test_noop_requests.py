@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from mxgitops import ledger
+from mxgitops.jobset.kinds import JOBSET
 from mxgitops.kubereads import Reads
 from mxgitops.objects import Kind
 from tests.helpers.noop_requests import LEDGER, recorded
@@ -176,7 +177,7 @@ def test_the_record_goes_back_to_batch_once_no_jobset_is_left(
     listed = Reads.list_all
 
     def served_and_empty(self: Reads, kind: Kind, *args: Any, **kwargs: Any) -> Any:
-        return [] if kind is Kind.JOBSET else listed(self, kind, *args, **kwargs)
+        return [] if kind is JOBSET else listed(self, kind, *args, **kwargs)
 
     monkeypatch.setattr(Reads, "list_all", served_and_empty)
     assert run().ok

@@ -13,12 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops import cluster as kube
-from mxgitops import report, spec
+from mxgitops import report, runtimes, spec
 from mxgitops.batch import render_job
 from mxgitops.changes import PlanOptions
 from mxgitops.cli import ExitCode, main
 from mxgitops.errors import ClusterClientError
 from mxgitops.gitcommand import Runner
+from mxgitops.jobset.kinds import JOBSET
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind
 from mxgitops.plan import plan
@@ -46,12 +47,12 @@ def test_a_jobsets_list_answering_404_keeps_jobset_in_the_ledger(
     listed = api.list_all
 
     def list_all(kind: Kind, selector: str, *args: Any, **kwargs: Any) -> Any:
-        if kind is Kind.JOBSET:
+        if kind is JOBSET:
             raise ClusterClientError("404 Not Found", status=404)
         return listed(kind, selector, *args, **kwargs)
 
     monkeypatch.setattr(api, "list_all", list_all)
-    live = api.list_live("a=b")
+    live = api.list_live("a=b", listings=runtimes.listings())
     done = plan([job("a")], live, Ledger(runtimes=BOTH), PlanOptions(instance="t1"))
     assert done.ledger.runtimes == BOTH
     assert not done.ledger_changed

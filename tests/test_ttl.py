@@ -13,9 +13,10 @@ from typing import Any
 from mxgitops.batch import State, render_job
 from mxgitops.changes import Action, PlanOptions
 from mxgitops.jobset import render_jobset
+from mxgitops.jobset.kinds import JOBSET
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.model import Runtime
-from mxgitops.objects import Kind, LiveObjects, ObjectRef
+from mxgitops.objects import LiveObjects, ObjectRef
 from mxgitops.plan import plan
 from mxgitops.spec import from_manifest
 from tests.helpers.plan import BATCH, CTX, NS, OPTIONS, finish, job, live, only
@@ -91,7 +92,7 @@ def test_a_queued_jobset_is_never_planned_new_once_the_ttl_took_it() -> None:
     queued = from_manifest(doc, default_namespace=NS)
     (jobset,) = render_jobset(queued, CTX)
     done = {"conditions": [{"type": "Completed", "status": "True"}]}
-    objects = LiveObjects(kinds={Kind.JOBSET: ({**jobset, "status": done},)})
+    objects = LiveObjects(kinds={JOBSET: ({**jobset, "status": done},)})
     ledger = Ledger(runtimes=frozenset({"batch", "jobset"}))
     seen = plan([queued], objects, ledger, at(0))
     assert (only(seen).action, only(seen).state) == (Action.UNCHANGED, State.SUCCEEDED)

@@ -9,7 +9,7 @@ from mxgitops.batch.inplace import desired
 from mxgitops.batch.live import group_live
 from mxgitops.batch.render import job_refs, render_job
 from mxgitops.model import MxJob, Runtime
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Live
 from mxgitops.runtime.rendering import RenderContext
 
@@ -20,6 +20,10 @@ class BatchRuntime:
     name = Runtime.BATCH.value
     kinds = frozenset({Kind.JOB, Kind.SERVICE, Kind.POD})
     own_kinds: frozenset[Kind] = frozenset()  # listed by every sync
+    listings: tuple[Listing, ...] = ()
+
+    def names_needed(self, jobs: Sequence[MxJob]) -> frozenset[Kind]:
+        return frozenset()
 
     def render(self, job: MxJob, ctx: RenderContext) -> list[KubeObject]:
         return render_job(job, ctx)

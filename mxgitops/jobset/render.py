@@ -45,9 +45,10 @@ from collections.abc import Callable
 from typing import Any
 
 from mxgitops import scheduling
+from mxgitops.jobset.kinds import JOBSET, WORKLOAD_PRIORITY_CLASS
 from mxgitops.model import CONTAINER_NAME, JobMode, MxJob, ReplicaSpec, ReplicaType, RestartPolicy
 from mxgitops.model import SuccessPolicy as MxSuccessPolicy
-from mxgitops.objects import Kind, KubeObject, ObjectRef
+from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.runtime.accelerators import apply_accelerators
 from mxgitops.runtime.disruption import DISRUPTION_MESSAGE
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
@@ -78,7 +79,7 @@ def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     labels = dict(job_labels(job, ctx.instance))
     if job.queue:
         labels[scheduling.QUEUE_LABEL] = job.queue
-        if job.priority_class and job.priority_class in ctx.workload_priority_classes:
+        if job.priority_class and job.priority_class in ctx.names.get(WORKLOAD_PRIORITY_CLASS, ()):
             labels[PRIORITY_CLASS_LABEL] = job.priority_class
         if job.run_policy.active_deadline_seconds is not None:
             labels[MAX_EXEC_TIME_LABEL] = str(job.run_policy.active_deadline_seconds)
@@ -102,9 +103,7 @@ def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     }
     metadata = {"name": name, "namespace": job.namespace, "labels": labels}
     metadata["annotations"] = annotations
-    return [
-        {"apiVersion": API_VERSION, "kind": Kind.JOBSET.value, "metadata": metadata, "spec": spec}
-    ]
+    return [{"apiVersion": API_VERSION, "kind": str(JOBSET), "metadata": metadata, "spec": spec}]
 
 
 def hold_name(jobset: str) -> str:
@@ -116,7 +115,7 @@ def hold_name(jobset: str) -> str:
 
 def jobset_refs(job: MxJob) -> list[ObjectRef]:
     """The refs of `render_jobset`'s objects, without rendering them."""
-    return [ObjectRef(Kind.JOBSET, job.namespace, scheduling.jobset_name(job))]
+    return [ObjectRef(JOBSET, job.namespace, scheduling.jobset_name(job))]
 
 
 def in_place_values(job: MxJob) -> dict[str, Any]:

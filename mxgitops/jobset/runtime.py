@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mxgitops import objects, scheduling
+from mxgitops.jobset.kinds import JOBSET, WORKLOAD, WORKLOAD_PRIORITY_CLASS
 from mxgitops.jobset.live import created_jobsets, group_live_jobsets, is_jobset_pod
 from mxgitops.jobset.render import jobset_refs, recorded_in_place, render_jobset
 from mxgitops.model import MxJob, Runtime
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Live
 from mxgitops.runtime.rendering import RenderContext
 
@@ -17,8 +19,18 @@ class JobSetRuntime:
     """One JobSet per job, admitted whole by Kueue when the job names a queue."""
 
     name = Runtime.JOBSET.value
-    kinds = frozenset({Kind.JOBSET, Kind.WORKLOAD, Kind.POD})
-    own_kinds = frozenset({Kind.JOBSET})
+    kinds = frozenset({JOBSET, WORKLOAD, Kind.POD})
+    own_kinds = frozenset({JOBSET})
+    listings = (
+        Listing(JOBSET),
+        # Kueue labels no Workload with ours: all of them, and only when one is needed.
+        Listing(WORKLOAD, selected=False, only_if=lambda live: any(map(_queued, live.of(JOBSET)))),
+    )
+
+    def names_needed(self, jobs: Sequence[MxJob]) -> frozenset[Kind]:
+        # A queued job's priority class is given to Kueue by name where one exists.
+        named = any(job.queue and job.priority_class for job in jobs)
+        return frozenset({WORKLOAD_PRIORITY_CLASS}) if named else frozenset()
 
     def render(self, job: MxJob, ctx: RenderContext) -> list[KubeObject]:
         return render_jobset(job, ctx)
@@ -30,11 +42,16 @@ class JobSetRuntime:
         return is_jobset_pod(pod)
 
     def group_live(self, live: LiveObjects) -> Mapping[tuple[str, str], Live]:
-        return group_live_jobsets(live.of(Kind.JOBSET), live.pods, live.of(Kind.WORKLOAD))
+        return group_live_jobsets(live.of(JOBSET), live.pods, live.of(WORKLOAD))
 
     def as_created(self, rendered: Sequence[KubeObject]) -> LiveObjects:
-        jobsets, workloads = created_jobsets([o for o in rendered if o["kind"] == Kind.JOBSET])
+        jobsets, workloads = created_jobsets([o for o in rendered if o["kind"] == JOBSET])
         return LiveObjects.of_objects([*jobsets, *workloads])
 
     def in_place_values(self, job: MxJob) -> Mapping[str, Any]:
         return recorded_in_place(job)
+
+
+def _queued(jobset: KubeObject) -> bool:
+    """A JobSet Kueue queues: it has a Workload, which says why it waits."""
+    return scheduling.QUEUE_LABEL in objects.labels_of(jobset)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mxgitops.model import MxJob, OnChange
-from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.disruption import Disruption
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
@@ -88,6 +88,16 @@ class Runtime(Protocol):
     def own_kinds(self) -> frozenset[Kind]:
         """The kinds only it makes: their LIST is skipped where the ledger records that
         this instance has none of its objects (`runtimes.unlisted`)."""
+        ...
+
+    @property
+    def listings(self) -> tuple[Listing, ...]:
+        """How a sync LISTs its kinds besides batch Jobs, Services and pods, in order."""
+        ...
+
+    def names_needed(self, jobs: Sequence[MxJob]) -> frozenset[Kind]:
+        """The cluster-scoped kinds whose objects' names rendering `jobs` needs
+        (`RenderContext.names`), read once per sync; none for most syncs."""
         ...
 
     def render(self, job: MxJob, ctx: RenderContext) -> list[KubeObject]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from mxgitops import objects
 from mxgitops.model import CONTAINER_NAME, MxJob, RestartPolicy
+from mxgitops.objects import Kind
 from mxgitops.runtime.accelerators import AcceleratorConfig
 from mxgitops.runtime.disruption import pod_failure_rule
 from mxgitops.runtime.labels import shape_annotations
@@ -29,9 +30,10 @@ class RenderContext:
     instance: str
     commit: str = ""
     accelerators: Mapping[str, AcceleratorConfig] = field(default_factory=dict)
-    # Kueue's WorkloadPriorityClasses in the cluster: a queued job's priority class is
-    # given to Kueue by name only where one exists (else the pods' priorityClassName is).
-    workload_priority_classes: frozenset[str] = frozenset()
+    # The names of the cluster-scoped objects of the kinds a runtime renders by (such
+    # as a queue's priority classes: given by name only where one exists), read once
+    # per sync where a job needs them (`runtimes.names_needed`).
+    names: Mapping[Kind, frozenset[str]] = field(default_factory=dict)
 
 
 def pod_failure_policy(restart: RestartPolicy, *, dist: bool) -> dict[str, Any]:
