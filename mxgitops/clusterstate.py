@@ -86,7 +86,7 @@ def _read_live(
 ) -> ClusterState:
     """The jobs' objects, read after the ConfigMaps that gave `known` and `record`."""
     selector = ownership_selector(config.instance)
-    live = cluster.list_live(selector, unlisted(known.runtimes, desired), runtimes.listings())
+    live = cluster.list_live(selector, unlisted(known.runtimes, desired))
     return ClusterState(live, known, record, desired)
 
 

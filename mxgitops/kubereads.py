@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
-from mxgitops import kubehttp
+from mxgitops import kubehttp, runtimes
 from mxgitops.errors import ClusterClientError
 from mxgitops.kubecalls import Calls, path_of
 from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
@@ -39,20 +39,20 @@ class Reads(Calls):
         self,
         selector: str,
         unlisted: Collection[Kind] = frozenset(),
-        listings: Sequence[Listing] = (),
+        listings: Sequence[Listing] | None = None,
     ) -> LiveObjects:
         """One LIST per kind, across namespaces, of the objects matching `selector`,
         each kept with what planning reads of it (`Kind.unread`): memory grows with
         the number of jobs, not with the size of their pod templates. Batch Jobs,
         Services and pods are always listed; the runtimes' own kinds as `listings`
-        say (`runtimes.listings`), but those in `unlisted`, which hold no object of
-        ours, the caller knows (`runtimes.unlisted`)."""
+        say (None: the registry's, `runtimes.listings`), but those in `unlisted`,
+        which hold no object of ours, the caller knows (`runtimes.unlisted`)."""
         jobs = tuple(self.list_all(Kind.JOB, selector, unread=Kind.JOB.unread))
         services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
         pods = tuple(self.list_all(Kind.POD, selector, unread=Kind.POD.unread))
         live = LiveObjects(jobs, services, pods)
         skipped, unserved = set(), set()
-        for listing in listings:
+        for listing in runtimes.listings() if listings is None else listings:
             if listing.kind in unlisted:
                 skipped.add(listing.kind)
                 continue

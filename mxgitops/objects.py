@@ -289,5 +289,8 @@ class ClusterAPI(Protocol):
     def delete(self, refs: Sequence[ObjectRef]) -> None: ...
 
     def list_live(
-        self, selector: str, unlisted: Collection[Kind] = ..., listings: Sequence[Listing] = ...
+        self,
+        selector: str,
+        unlisted: Collection[Kind] = ...,
+        listings: Sequence[Listing] | None = ...,
     ) -> LiveObjects: ...

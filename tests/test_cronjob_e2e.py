@@ -26,8 +26,10 @@ import pytest
 from mxgitops import ledger
 from tests.gitfixtures import GitRemote
 from tests.helpers.cronjob import Docs, granted, only, pod_template
-from tests.helpers.cronjob_e2e import CronJobRun, example_files, install
+from tests.helpers.cronjob_e2e import CronJobRun, example_files, install, rendered
 from tests.kubeapi.harness import KubeAPI
+
+__all__ = ["rendered"]  # fixtures from tests/helpers, used here
 
 JOBS_NAMESPACE = "ml-training"  # jobs-repo-example/.mxgitops.yaml
 # /api/v1/... or /apis/GROUP/VERSION/..., then namespaces/NS/ or not.

@@ -22,7 +22,7 @@ from mxgitops.model import Runtime
 from mxgitops.sync import SyncOutcome
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
-from tests.helpers.jobset_e2e import only_jobset
+from tests.helpers.jobset_e2e import only_jobset, repo
 from tests.helpers.noop_requests import recorded
 from tests.helpers.reconcile_e2e import (
     EXAMPLE_REPO,
@@ -36,6 +36,8 @@ from tests.helpers.reconcile_e2e import (
     summary_of,
     write,
 )
+
+__all__ = ["repo"]  # fixtures from tests/helpers, used here
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2"
 GPU = "nvidia.com/gpu"

@@ -17,8 +17,11 @@ from mxgitops.config import SyncConfig
 from mxgitops.sync import SyncOutcome, sync
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitfixtures import run_git
+from tests.helpers.outputs_gitea import gitea
 from tests.helpers.reconcile_e2e import NS, RETRY, batch_job, mxjob
 from tests.kubeapi.harness import KubeAPI
+
+__all__ = ["gitea"]  # fixtures from tests/helpers, used here
 
 INSTANCE = "forge"
 CONTEXT = f"mxgitops/{INSTANCE}"

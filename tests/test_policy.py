@@ -25,8 +25,11 @@ from tests.helpers.policy import (
     manifest,
     passing_everything,
     policy_messages,
+    repo,
     violating_everything,
 )
+
+__all__ = ["repo"]  # fixtures from tests/helpers, used here
 
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM = REPO.parent / "shared" / "examples" / "upstream"
@@ -72,13 +75,13 @@ def test_every_key_at_once(tmp_path: Path, dialect: str) -> None:
 def test_the_stricter_of_operator_and_repository_wins(tmp_path: Path, key: str) -> None:
     strict, loose, violating, _ = KEYS[key]
     text = manifest("kubeflow", **violating)
-    for operator, repo, source in (
+    for operator, repository, source in (
         (strict, loose, policy.OPERATOR),
         (loose, strict, policy.REPOSITORY),
     ):
-        result = checked(tmp_path, text, {key: operator}, {key: repo})
+        result = checked(tmp_path, text, {key: operator}, {key: repository})
         messages = policy_messages(result)
-        assert messages and all(source in m for m in messages), (operator, repo, messages)
+        assert messages and all(source in m for m in messages), (operator, repository, messages)
     assert checked(tmp_path, text, {key: loose}, {key: loose}).ok
 
 

@@ -50,6 +50,8 @@ from tests.helpers.reconcile_e2e import (
     lists,
     mxjob,
     remove,
+    repo,
+    run,
     states,
     summary_of,
     sync_hooked,
@@ -59,6 +61,8 @@ from tests.helpers.reconcile_e2e import (
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource
+
+__all__ = ["repo", "run"]  # fixtures from tests/helpers, used here
 
 FAILED = frozenset({0, 429, 500, 503})
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops import cluster as kube
-from mxgitops import report, runtimes, spec
+from mxgitops import report, spec
 from mxgitops.batch import render_job
 from mxgitops.changes import PlanOptions
 from mxgitops.cli import ExitCode, main
@@ -52,7 +52,7 @@ def test_a_jobsets_list_answering_404_keeps_jobset_in_the_ledger(
         return listed(kind, selector, *args, **kwargs)
 
     monkeypatch.setattr(api, "list_all", list_all)
-    live = api.list_live("a=b", listings=runtimes.listings())
+    live = api.list_live("a=b")
     done = plan([job("a")], live, Ledger(runtimes=BOTH), PlanOptions(instance="t1"))
     assert done.ledger.runtimes == BOTH
     assert not done.ledger_changed

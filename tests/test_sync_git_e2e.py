@@ -25,8 +25,11 @@ from tests.helpers.sync_git_e2e import (
     jobs_files,
     mxjob,
     note_summary,
+    remote,
 )
 from tests.kubeapi.harness import KubeAPI
+
+__all__ = ["remote"]  # fixtures from tests/helpers, used here
 
 NOTES_REF = "refs/notes/mxgitops"
 
