@@ -1,7 +1,7 @@
 """The last lines of a failed container's log, read before anything deletes them.
 
 A job seen failed for the first time is recorded in the ledger with why it
-failed (`plan.py`, `trainer.Failure`); in that same sync, before apply
+failed (`plan.py`, `runtime.failure.Failure`); in that same sync, before apply
 deletes anything (cleanPodPolicy, stopping a finished job), this module
 reads the tail of the failed `mxnet` container's log and puts it into the
 failure the ledger keeps. Only those newly failed replicas are read, so a

@@ -65,7 +65,7 @@ class Finished:
     state: str  # Succeeded or Failed
     finished_at: str  # RFC 3339, when this sync first saw it finished
     unseen_since: str = ""  # RFC 3339: since when neither a manifest nor objects name it
-    failure: str = ""  # why it failed (JSON of trainer.Failure), kept once its pods are gone
+    failure: str = ""  # why it failed (JSON of a `Failure`), kept once its pods are gone
 
     @property
     def key(self) -> JobKey:

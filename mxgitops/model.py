@@ -2,7 +2,7 @@
 
 Every manifest dialect and version (see `mxgitops.dialects`) converts into one
 `MxJob`, as a CRD conversion would convert into its storage version; the rules
-(`spec.py`), rendering (`trainer/`), planning and reports see only this model.
+(`spec.py`), rendering (the runtimes, `runtimes.py`), planning and reports see only this model.
 The spec hash derived from it decides whether a live job is unchanged or must
 be replaced, so it covers what shapes the objects and nothing else.
 """
@@ -36,7 +36,7 @@ SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
 # what runs (issue 21: Kubeflow's failure semantics, pod DNS names, the environment)
 # gives every job a new hash, and earlier ones are still recognised (README upgrade notes).
 RENDERING = 2
-# What mxgitops sets on every container of every pod (trainer/mxconfig.py), and so
+# What mxgitops sets on every container of every pod (runtime/mxconfig.py), and so
 # refuses in a manifest: exactly these, as the operator set them. MXNet's other
 # DMLC_* settings (DMLC_INTERFACE, DMLC_ENABLE_RDMA, ...) are the user's.
 RENDERED_ENV_NAMES = frozenset(
@@ -116,7 +116,7 @@ class OnChange(StrEnum):
 class Runtime(StrEnum):
     """How a job becomes Kubernetes objects (`mxgitops.runtimes`)."""
 
-    BATCH = "batch"  # one batch Job per replica and a scheduler Service (trainer/)
+    BATCH = "batch"  # one batch Job per replica and a scheduler Service (batch/)
     JOBSET = "jobset"  # one JobSet, admitted whole by Kueue when queued (jobset/)
 
 
@@ -323,7 +323,7 @@ def _canonical_json(job: MxJob, *, era: int) -> str:
             }
             for r in job.replica_specs
         ],
-        # What a live batch Job lets change is patched in place (trainer/inplace.py), so
+        # What a live batch Job lets change is patched in place (batch/inplace.py), so
         # it does not name the runtime: hashed as unset, which keeps the hash of every
         # job that sets none of it as it was before (upgrade note in the README).
         "runPolicy": {

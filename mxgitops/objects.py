@@ -278,7 +278,8 @@ class WriteResult:
 
 
 class ClusterAPI(Protocol):
-    """What the trainer and apply need of a cluster; `cluster.Cluster` provides it.
+    """What the seed's façade (`batch/job.py`) and apply need of a cluster;
+    `cluster.Cluster` provides it.
 
     Writes are idempotent: creating an object that exists, or deleting one that
     is gone, succeeds. Failures raise `mxgitops.errors.ClusterError`.

@@ -82,7 +82,7 @@ class JobSummary:
     errors: tuple[str, ...] = ()
     runtime_id: str = ""  # the live runtime (the new one during a replace)
     state_reason: str = ""  # why a job waits: the scheduler's message, or Kueue's
-    failure: Mapping[str, Any] | None = None  # trainer.Failure's fields, for a Failed job
+    failure: Mapping[str, Any] | None = None  # runtime.failure.Failure's fields, for a Failed job
     warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
     commit: str = ""  # that submitted its live objects: where its commit status goes
     placement: str = ""  # the cluster it runs on, where another (Kueue's MultiKueue)

@@ -1,6 +1,7 @@
-"""The seed's `trainer` package, in Python: a job's Kubernetes objects and its state.
+"""The batch runtime: the seed's `trainer` package, in Python, a job's objects and state.
 
-`render_job` turns an MxJob into batch Jobs and (dist) a headless Service (pure);
+The seed's names are all here (those both runtimes share live in `runtime/` and are
+re-exported). `render_job` turns an MxJob into batch Jobs and (dist) a headless Service (pure);
 `job_status` and `LiveJob.status` read the job's state back from objects
 (pure), by Kubeflow's failure semantics (`status.py` states them);
 `group_live` groups an instance's live objects by job. `TrainingJob` and

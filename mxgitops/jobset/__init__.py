@@ -1,5 +1,5 @@
 """The JobSet runtime: one MxJob as one JobSet (jobset.x-k8s.io/v1alpha2), admitted whole
-by Kueue when it names a queue; a sibling of `trainer/` with the same two duties.
+by Kueue when it names a queue; a sibling of `batch/` with the same duties (`runtime/base.py`).
 
 `render_jobset` turns an MxJob into its JobSet (pure); `group_live_jobsets` groups an
 instance's live JobSets, their pods and Kueue's Workloads by job, and `LiveJobSet`

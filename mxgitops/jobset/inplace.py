@@ -1,7 +1,7 @@
 """What changes on a live JobSet without a restart: compared, and patched in place.
 
 A JobSet's replicatedJobs are immutable; `spec.suspend` and `ttlSecondsAfterFinished`
-are not. As on the batch runtime (`trainer/inplace.py`, whose annotation records the
+are not. As on the batch runtime (`batch/inplace.py`, whose annotation records the
 values set), a value the manifest changed is an update and a value a hand changed is
 drift, set back. A queued job's `spec.suspend` is Kueue's (it admits and evicts the job
 by it), and so is everything Kueue injects into the pod templates: none of it is read

@@ -3,7 +3,7 @@
 The JobSet runtime's one object per job is its JobSet, named `{job}-{runtimeId}`; its
 pods (labelled by the JobSet controller with `jobset.sigs.k8s.io/jobset-name`) say
 what each replica did, and a queued job's Kueue Workload (owned by its JobSet) says
-why it waits or why it stopped. As in the batch runtime (`trainer/live.py`), which job
+why it waits or why it stopped. As in the batch runtime (`batch/live.py`), which job
 an object belongs to rests on its name, cross-checked with the labels a hand can edit
 and the spec hash; an object whose parts do not add up is a `Stray`, left alone.
 
@@ -61,7 +61,8 @@ _SPEC_HASH = re.compile(r"[0-9a-f]{64}")
 @dataclass(frozen=True)
 class LiveJobSet:
     """The live JobSets (one, or two while a replace is under way) of one job, their pods
-    and Kueue's Workloads for them; the same reading interface as `trainer.LiveJob`."""
+    and Kueue's Workloads for them; the same reading interface as `batch.LiveJob`
+    (`runtime/base.py`'s `Live`)."""
 
     namespace: str
     name: str

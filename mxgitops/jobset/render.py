@@ -15,7 +15,7 @@ fails on its first failed pod (backoffLimit 0) unless its restart policy is OnFa
 (1-127, the pod failure policy's FailJob) fails it at once, and any other failure (a
 signal) restarts the whole gang, `runPolicy.backoffLimit` times at most
 (`failurePolicy.maxRestarts`: the budget is the job's, not each replica's). A
-disruption is not a failure (`trainer/disruption.py`): a child Job whose pod Kubernetes
+disruption is not a failure (`runtime/disruption.py`): a child Job whose pod Kubernetes
 took away fails on it (its pod failure policy's first rule), and the JobSet restarts the
 whole gang without counting it (`RestartJobSetAndIgnoreMaxRestarts`, the first rule).
 
@@ -155,7 +155,7 @@ def _deciding_role(job: MxJob) -> str:
 
 
 # A child Job failed on a disruption (its pod failure policy's rule on DisruptionTarget,
-# `trainer/disruption.py`) restarts the whole gang, not counted against maxRestarts
+# `runtime/disruption.py`) restarts the whole gang, not counted against maxRestarts
 # (the job's backoffLimit): a disruption is not the job's failure.
 DISRUPTION_RULE: dict[str, Any] = {
     "name": "disruption",
