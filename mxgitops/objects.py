@@ -93,6 +93,10 @@ class Kind(str):
         return tuple(cls._known.values())
 
 
+# What planning (batch/live.py, batch/status.py, batch/inplace.py) never reads of a live
+# object, most of its size: a batch Job's pod template (its run-policy fields, metadata
+# and status are read), a pod's containers and volumes (its metadata and status are).
+# Of a Service it reads the metadata alone: those are listed so.
 Kind.JOB = Kind.define("Job", "/apis/batch/v1", "jobs", unread=(("spec", "template"),), tenant=True)
 Kind.SERVICE = Kind.define("Service", "/api/v1", "services", tenant=True)
 Kind.POD = Kind.define(

@@ -39,14 +39,17 @@ __all__ = [
     "NAMES",
     "RUNTIMES",
     "Live",
+    "Mixed",
     "as_created",
     "group_live",
     "in_place_values",
     "in_use",
-    "kinds",
+    "listings",
+    "names_needed",
     "needs_record",
     "refs",
     "render",
+    "runtime_of",
     "unlisted",
 ]
 
@@ -61,6 +64,7 @@ NAMES = tuple(name.value for name in RUNTIMES)  # the choices of --default-runti
 
 
 def runtime_of(job: MxJob) -> RuntimeImpl:
+    """The runtime `job` runs on."""
     return RUNTIMES[job.runtime]
 
 
@@ -95,11 +99,6 @@ def listings() -> tuple[Listing, ...]:
 def names_needed(jobs: Sequence[MxJob]) -> frozenset[Kind]:
     """The cluster-scoped kinds whose names the runtimes render `jobs` by."""
     return frozenset(k for runtime in RUNTIMES.values() for k in runtime.names_needed(jobs))
-
-
-def kinds() -> frozenset[Kind]:
-    """Every kind a sync may LIST for some runtime."""
-    return frozenset(kind for runtime in RUNTIMES.values() for kind in runtime.kinds)
 
 
 _OWN_KIND = {kind: name for name, runtime in RUNTIMES.items() for kind in runtime.own_kinds}
