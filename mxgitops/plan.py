@@ -172,6 +172,7 @@ def _desired_change(
         recorded or (live.failure() if state is State.FAILED else None),
         live.commit or "",
         live.placement(),
+        live.unreachable(),
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
     legacy = state in FINISHED and live.spec_hash in job.earlier_spec_hashes
@@ -300,6 +301,7 @@ class _Base:
     failure: Failure | None = None
     commit: str = ""
     placement: str = ""
+    unreachable: str = ""
 
     def change(
         self,
@@ -327,6 +329,7 @@ class _Base:
             patches,
             self.commit,
             placement=self.placement,
+            unreachable=self.unreachable,
         )
 
 
@@ -442,6 +445,7 @@ def _orphan_changes(
             live.failure() if state is State.FAILED else None,
             live.commit or "",
             live.placement(),
+            live.unreachable(),
         )
         if live.key in invalid:
             change = base.change(

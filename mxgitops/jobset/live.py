@@ -33,6 +33,7 @@ from mxgitops.jobset.placement import (
     failed_role,
     mirrored_replicas,
     no_log_here,
+    unreachable,
 )
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
@@ -76,6 +77,7 @@ class LiveJobSet:
     pods: tuple[KubeObject, ...] = ()
     workloads: tuple[KubeObject, ...] = ()
     strays: tuple[Stray, ...] = ()
+    clusters: tuple[KubeObject, ...] = ()  # Kueue's MultiKueueClusters, where listed
 
     @property
     def key(self) -> tuple[str, str]:
@@ -168,6 +170,14 @@ class LiveJobSet:
         `status.clusterName` of its Workload, `placement.py`); "" where it runs here."""
         jobset = self._judged
         return cluster_of(self._workload_of(jobset)) if jobset is not None else ""
+
+    def unreachable(self) -> str:
+        """Why its state may be stale: the cluster it runs on does not answer the manager
+        (`placement.unreachable`); "" while it does, or once the job finished."""
+        cluster = self.placement()
+        if not cluster or self._status[0] in (State.SUCCEEDED, State.FAILED):
+            return ""
+        return unreachable(cluster, self.clusters)
 
     @cached_property
     def _status(self) -> tuple[State, tuple[MxReplicaStatus, ...]]:
@@ -296,10 +306,14 @@ class LiveJobSet:
 
 
 def group_live_jobsets(
-    jobsets: Sequence[KubeObject], pods: Sequence[KubeObject], workloads: Sequence[KubeObject]
+    jobsets: Sequence[KubeObject],
+    pods: Sequence[KubeObject],
+    workloads: Sequence[KubeObject],
+    clusters: Sequence[KubeObject] = (),
 ) -> dict[tuple[str, str], LiveJobSet]:
-    """JobSets by (namespace, job), with their pods and Workloads; those whose parts do
-    not add up as strays of the job their name names."""
+    """JobSets by (namespace, job), with their pods and Workloads (and Kueue's
+    MultiKueueClusters, for all); those whose parts do not add up as strays of the job
+    their name names."""
     groups: dict[tuple[str, str], dict[str, list[Any]]] = {}
     by_jobset: dict[tuple[str, str], tuple[str, str]] = {}
     uids: dict[str, tuple[str, str]] = {}
@@ -342,6 +356,7 @@ def group_live_jobsets(
             tuple(group["pods"]),
             tuple(group["workloads"]),
             tuple(group["strays"]),
+            tuple(clusters),
         )
         for key, group in sorted(groups.items())
     }

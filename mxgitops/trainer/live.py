@@ -235,6 +235,10 @@ class LiveJob:
         """Batch Jobs run where they are made: never on another cluster."""
         return ""
 
+    def unreachable(self) -> str:
+        """Never: they run on the cluster mxgitops reads (`placement`)."""
+        return ""
+
     def failure(self) -> Failure | None:
         """Why the judged runtime failed: its first failed replica's account, or None."""
         for replica_type, index, batch_job, pods in replicas_of(self._shape, self._objects()):
