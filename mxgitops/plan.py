@@ -225,9 +225,9 @@ def _running_change(
     if finished:
         change = base.change(
             Action.REPAIR,
-            f"suspended with {len(finished)} replicas finished: made anew, suspended, so that "
-            "it is resumed whole (a ps-lite job waits for every one of its replicas)"
-            + _patched(patches),
+            f"suspended after replicas finished: {counted(len(finished), 'object')} made "
+            "anew, suspended, so that it is resumed whole (a ps-lite job waits for every one "
+            "of its replicas)" + _patched(patches),
             state=state,
             deletes=finished,
             creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in finished),

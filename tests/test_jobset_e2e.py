@@ -219,6 +219,33 @@ def test_exit_code_restarts_the_gang_on_a_signal_and_fails_at_once_on_a_permanen
     assert (job.failure["replica"], job.failure["exit_code"]) == ("WORKER 0", 2)
 
 
+def test_exit_code_fails_at_once_when_a_sidecar_fails_the_pod_while_mxnet_exited_0(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    """As Kubeflow's operator, which read only `mxnet`'s exit code (0: not retryable),
+    and as the batch runtime: not a gang restart, though no rule can name exit code 0."""
+    doc = mxjob("a", workers=1, restart="ExitCode", runPolicy={"backoffLimit": 1})
+    worker = doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["containers"].append({"name": "monitor", "image": "busybox"})
+    write(run.repo, doc)
+    assert on_jobset(run).ok
+    name = only_jobset(ecosystem, "a")["metadata"]["name"]
+    step(ecosystem, pod_of(ecosystem, name, "scheduler"), phase="Running")
+    failed = pod_of(ecosystem, name, "worker")
+    step(ecosystem, failed, phase="Failed", container="monitor", exit_code=1, reason="Error")
+    until(
+        ecosystem,
+        "a",
+        "failed or restarted",
+        lambda js: condition(js, "Failed") is not None or js.get("status", {}).get("restarts"),
+    )
+    assert only_jobset(ecosystem, "a")["status"].get("restarts", 0) == 0  # not restarted
+    job = summary_of(on_jobset(run), "a")
+    assert job.state == "Failed" and job.failure is not None, job
+    assert job.failure["replica"] == "WORKER 0", job.failure
+    assert "monitor" in job.failure["message"], job.failure
+
+
 def test_a_backoff_limit_is_a_budget_for_the_whole_job(ecosystem: Ecosystem, run: Syncer) -> None:
     write(run.repo, mxjob("a", workers=2, restart="ExitCode", runPolicy={"backoffLimit": 1}))
     assert on_jobset(run).ok

@@ -135,6 +135,28 @@ class LiveJobSet:
         """JobSets without a Completed or Failed condition."""
         return sorted(ObjectRef.of(o) for o in self.jobsets if _finished(o) is None)
 
+    def finished_replicas(self) -> list[ObjectRef]:
+        """Its JobSets, once suspended (by Kueue, or by hand) while a replica of the judged
+        one had finished: its child Job complete, or a pod of it succeeded (an Indexed
+        Job keeps its completed indexes). JobSet resumes only its active child Jobs, and
+        those the Job controller runs only their indexes not completed: the job would
+        wait for the finished replicas for ever. Made anew, it runs whole."""
+        jobset = self._judged
+        if jobset is None or not (jobset.get("spec") or {}).get("suspend"):
+            return []
+        if _finished(jobset) is not None:
+            return []
+        metadata = jobset.get("metadata") or {}
+        created = str(metadata.get("creationTimestamp") or "")
+        succeeded = any(
+            objects.labels_of(p).get(JOBSET_NAME_LABEL) == metadata.get("name")
+            and (p.get("status") or {}).get("phase") == "Succeeded"
+            # not a pod of the JobSet of that name this replaces, still being collected
+            and str((p.get("metadata") or {}).get("creationTimestamp") or "") >= created
+            for p in self.pods
+        )
+        return self.refs() if succeeded or _succeeded_roles(jobset) else []
+
     def on_change(self) -> OnChange:
         values = {objects.annotations_of(o).get(ON_CHANGE_ANNOTATION) for o in self.jobsets}
         return OnChange.WAIT if OnChange.WAIT.value in values else OnChange.REPLACE

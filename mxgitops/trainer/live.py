@@ -208,6 +208,12 @@ class LiveJob:
         """Batch Jobs without a Complete or Failed condition: their pods still run or wait."""
         return sorted(ObjectRef.of(j) for j in self.jobs if not _finished(j))
 
+    def finished_replicas(self) -> list[ObjectRef]:
+        """The batch Jobs of replicas that finished (`runpolicy.finished_while_suspended`:
+        made anew so that a suspended job resumes whole)."""
+        unfinished = set(self.unfinished_job_refs())
+        return sorted(ObjectRef.of(j) for j in self.jobs if ObjectRef.of(j) not in unfinished)
+
     def orphan_pod_refs(self) -> list[ObjectRef]:
         """Pods whose batch Job is gone (deleted with orphan propagation, by hand)."""
         job_names = {(o.get("metadata") or {}).get("name") for o in self.jobs}
