@@ -242,8 +242,12 @@ def test_exit_code_fails_at_once_when_a_sidecar_fails_the_pod_while_mxnet_exited
     assert only_jobset(ecosystem, "a")["status"].get("restarts", 0) == 0  # not restarted
     job = summary_of(on_jobset(run), "a")
     assert job.state == "Failed" and job.failure is not None, job
-    assert job.failure["replica"] == "WORKER 0", job.failure
-    assert "monitor" in job.failure["message"], job.failure
+    failure = job.failure
+    assert (failure["replica"], failure["container"], failure["exit_code"]) == (
+        "WORKER 0",
+        "monitor",
+        1,
+    )
 
 
 def test_a_backoff_limit_is_a_budget_for_the_whole_job(ecosystem: Ecosystem, run: Syncer) -> None:

@@ -36,7 +36,14 @@ from mxgitops.jobset.placement import (
     unreachable,
 )
 from mxgitops.jobset.render import HOLD_LABEL
-from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
+from mxgitops.model import (
+    CONTAINER_NAME,
+    RUNTIME_ID_LENGTH,
+    MxJob,
+    OnChange,
+    ReplicaType,
+    runtime_id_of,
+)
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.spec import ON_CHANGE_ANNOTATION
 from mxgitops.trainer.disruption import Disruption
@@ -301,11 +308,17 @@ class LiveJobSet:
         condition = _conditions(jobset).get("Failed") or {}
         name = (jobset.get("metadata") or {}).get("name")
         mine = [p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name]
-        failed = [(p, t) for p in mine if (t := _terminated(p)) and int(t.get("exitCode", 0)) != 0]
+        failed = [
+            (p, CONTAINER_NAME, t)
+            for p in mine
+            if (t := _terminated(p)) and int(t.get("exitCode", 0)) != 0
+        ]
+        # none: under ExitCode, a sidecar failed the pod while mxnet exited 0 (render.py)
+        failed = failed or [(p, *found) for p in mine if (found := _failed_sidecar(p))]
         reasons = []
-        replica, exit_code, message, pod_name = "JobSet", None, "", ""
+        replica, exit_code, message, pod_name, container = "JobSet", None, "", "", CONTAINER_NAME
         if failed:
-            pod, terminated = min(failed, key=lambda pt: str(pt[1].get("finishedAt") or ""))
+            pod, container, terminated = min(failed, key=lambda f: str(f[2].get("finishedAt")))
             labels = objects.labels_of(pod)
             replica = f"{labels.get(JOB_TYPE_LABEL, '?')} {labels.get(COMPLETION_INDEX_LABEL, '?')}"
             exit_code = int(terminated.get("exitCode", -1))
@@ -315,9 +328,8 @@ class LiveJobSet:
         reasons.append(str(condition.get("reason") or ""))
         message = message or str(condition.get("message") or "")
         reason = "; ".join(dict.fromkeys(r for r in reasons if r))
-        failure = Failure(
-            replica, exit_code, reason, " ".join(message.split())[:MAX_MESSAGE], pod_name
-        )
+        said = " ".join(message.split())[:MAX_MESSAGE]
+        failure = Failure(replica, exit_code, reason, said, pod_name, container)
         cluster = self.placement()
         if failed or not cluster:
             return failure
@@ -447,6 +459,17 @@ def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
         container.get("lastState") or {}
     ).get("terminated")
     return terminated
+
+
+def _failed_sidecar(pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """The container other than `mxnet` that failed this failed pod, and how it ended."""
+    if (pod.get("status") or {}).get("phase") != "Failed":
+        return None
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = (status.get("state") or {}).get("terminated") or {}
+        if status.get("name") != CONTAINER_NAME and int(terminated.get("exitCode") or 0) != 0:
+            return str(status.get("name")), terminated
+    return None
 
 
 def _with_reason(status: MxReplicaStatus, reason: str) -> MxReplicaStatus:
