@@ -14,8 +14,8 @@ from typing import Any
 
 from mxgitops.changes import Action
 from mxgitops.jobset import render_jobset
+from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
 from mxgitops.jobset.inplace import compare
-from mxgitops.jobset.live import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef

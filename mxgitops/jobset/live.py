@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import Any
 
 from mxgitops import objects, scheduling
+from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, failure_of
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.placement import (
     admission_wait,
@@ -36,14 +37,7 @@ from mxgitops.jobset.placement import (
     unreachable,
 )
 from mxgitops.jobset.render import HOLD_LABEL
-from mxgitops.model import (
-    CONTAINER_NAME,
-    RUNTIME_ID_LENGTH,
-    MxJob,
-    OnChange,
-    ReplicaType,
-    runtime_id_of,
-)
+from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.spec import ON_CHANGE_ANNOTATION
 from mxgitops.trainer.disruption import Disruption
@@ -67,8 +61,6 @@ from mxgitops.trainer.status import (
     pod_replica_state,
 )
 
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 _NAME = re.compile(rf"(?P<job>.+)-(?P<rid>[0-9a-z]{{{RUNTIME_ID_LENGTH}}})")
 _SPEC_HASH = re.compile(r"[0-9a-f]{64}")
 
@@ -308,30 +300,9 @@ class LiveJobSet:
         condition = _conditions(jobset).get("Failed") or {}
         name = (jobset.get("metadata") or {}).get("name")
         mine = [p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name]
-        failed = [
-            (p, CONTAINER_NAME, t)
-            for p in mine
-            if (t := _terminated(p)) and int(t.get("exitCode", 0)) != 0
-        ]
-        # none: under ExitCode, a sidecar failed the pod while mxnet exited 0 (render.py)
-        failed = failed or [(p, *found) for p in mine if (found := _failed_sidecar(p))]
-        reasons = []
-        replica, exit_code, message, pod_name, container = "JobSet", None, "", "", CONTAINER_NAME
-        if failed:
-            pod, container, terminated = min(failed, key=lambda f: str(f[2].get("finishedAt")))
-            labels = objects.labels_of(pod)
-            replica = f"{labels.get(JOB_TYPE_LABEL, '?')} {labels.get(COMPLETION_INDEX_LABEL, '?')}"
-            exit_code = int(terminated.get("exitCode", -1))
-            reasons.append(str(terminated.get("reason") or ""))
-            message = str(terminated.get("message") or "")
-            pod_name = str((pod.get("metadata") or {}).get("name") or "")
-        reasons.append(str(condition.get("reason") or ""))
-        message = message or str(condition.get("message") or "")
-        reason = "; ".join(dict.fromkeys(r for r in reasons if r))
-        said = " ".join(message.split())[:MAX_MESSAGE]
-        failure = Failure(replica, exit_code, reason, said, pod_name, container)
+        failure = failure_of(condition, mine)
         cluster = self.placement()
-        if failed or not cluster:
+        if failure.pod or not cluster:
             return failure
         counts = parse_replicas_annotation(
             objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
@@ -447,28 +418,6 @@ def _finished(jobset: Mapping[str, Any]) -> State | None:
         return State.SUCCEEDED
     if (conditions.get("Failed") or {}).get("status") == "True":
         return State.FAILED
-    return None
-
-
-def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    container = next((c for c in statuses if c.get("name") == "mxnet"), None)
-    if container is None:
-        return None
-    terminated: Mapping[str, Any] | None = (container.get("state") or {}).get("terminated") or (
-        container.get("lastState") or {}
-    ).get("terminated")
-    return terminated
-
-
-def _failed_sidecar(pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
-    """The container other than `mxnet` that failed this failed pod, and how it ended."""
-    if (pod.get("status") or {}).get("phase") != "Failed":
-        return None
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        terminated = (status.get("state") or {}).get("terminated") or {}
-        if status.get("name") != CONTAINER_NAME and int(terminated.get("exitCode") or 0) != 0:
-            return str(status.get("name")), terminated
     return None
 
 
