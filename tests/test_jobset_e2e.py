@@ -587,6 +587,39 @@ def test_run_policy_suspend_stops_a_queued_job_the_way_kueue_expects(
     assert summary_of(run(), "a").action == "unchanged"
 
 
+def test_a_queued_dist_job_suspended_after_its_workers_finished_resumes_whole(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    """JobSet resumes only its child Jobs not complete: without its JobSet made anew, the
+    resumed scheduler would wait for the finished workers for ever (the batch runtime's
+    case: tests/test_suspend_whole.py)."""
+    kueue_setup(ecosystem, gpus=8)
+    write(run.repo, gpu_job("a"))
+    assert run().ok
+    name = only_jobset(ecosystem, "a")["metadata"]["name"]
+    until(ecosystem, "a", "admitted", lambda js: js["spec"].get("suspend") is False)
+    step(ecosystem, pod_of(ecosystem, name, "scheduler"), phase="Running")
+    for index in (0, 1):
+        step(ecosystem, pod_of(ecosystem, name, "worker", index), phase="Succeeded")
+    stopped = gpu_job("a")
+    stopped["spec"]["runPolicy"]["suspend"] = True
+    write(run.repo, stopped)
+    assert summary_of(run(), "a").action == "update"  # its Workload deactivated
+    until(ecosystem, "a", "suspended by Kueue", lambda js: js["spec"].get("suspend") is True)
+    old = only_jobset(ecosystem, "a")["metadata"]["uid"]
+    job = summary_of(run(), "a")
+    assert job.action == "repair" and "resumed whole" in job.reason, job.reason
+    if only_jobset(ecosystem, "a")["metadata"]["uid"] == old:  # gone after the sync's wait
+        run()
+    assert only_jobset(ecosystem, "a")["metadata"]["uid"] != old
+    assert summary_of(run(), "a").action == "unchanged"
+    write(run.repo, gpu_job("a"))
+    assert summary_of(run(), "a").action == "update"
+    until(ecosystem, "a", "readmitted", lambda js: js["spec"].get("suspend") is False)
+    step(ecosystem, pod_of(ecosystem, name, "scheduler"), phase="Running")
+    assert all(pod_of(ecosystem, name, "worker", index) for index in (0, 1))  # both again
+
+
 def test_a_queued_job_created_suspended_is_never_admitted_until_resumed(
     ecosystem: Ecosystem, run: Syncer
 ) -> None:

@@ -211,8 +211,7 @@ class LiveJob:
     def finished_replicas(self) -> list[ObjectRef]:
         """The batch Jobs of replicas that finished (`runpolicy.finished_while_suspended`:
         made anew so that a suspended job resumes whole)."""
-        unfinished = set(self.unfinished_job_refs())
-        return sorted(ObjectRef.of(j) for j in self.jobs if ObjectRef.of(j) not in unfinished)
+        return sorted(ObjectRef.of(j) for j in self.jobs if _finished(j))
 
     def orphan_pod_refs(self) -> list[ObjectRef]:
         """Pods whose batch Job is gone (deleted with orphan propagation, by hand)."""
