@@ -13,6 +13,7 @@ says so, `runtimes.unlisted`) is not listed at all.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
@@ -29,6 +30,7 @@ DEFAULT_STORAGE_CLASS = (
     "storageclass.kubernetes.io/is-default-class",
     "storageclass.beta.kubernetes.io/is-default-class",
 )
+log = logging.getLogger("mxgitops")
 GONE_POLL = 0.5  # seconds between reads of objects being deleted
 
 
@@ -58,11 +60,21 @@ class Reads(Calls):
                 continue
             if listing.only_if is not None and not listing.only_if(live):
                 continue
-            found = self._list_if_served(listing.kind, selector if listing.selected else "")
+            found = self._list_allowed(listing, selector if listing.selected else "")
             if found is None:
                 unserved.add(listing.kind)
             live = live.with_kind(listing.kind, tuple(found or ()))
         return replace(live, unlisted=frozenset(skipped), unserved=frozenset(unserved))
+
+    def _list_allowed(self, listing: Listing, selector: str) -> list[KubeObject] | None:
+        """`_list_if_served`, and none read where the listing may be forbidden and is."""
+        try:
+            return self._list_if_served(listing.kind, selector)
+        except ClusterClientError as exc:
+            if exc.status != 403 or not listing.if_forbidden:
+                raise
+            log.info(listing.if_forbidden)
+            return []
 
     def names_of(self, kind: Kind) -> frozenset[str]:
         """The names of every object of a cluster-scoped kind (none where it is not

@@ -41,6 +41,7 @@ class Kind(str):
     resource: str  # its plural, in paths
     unread: tuple[tuple[str, str], ...]  # fields of a live object planning never reads
     tenant: bool  # one of a job's objects: written (and read back) as the tenant
+    ours: bool  # an instance's objects, or made for them: else read beside them only
     # The status fields its readers use, each's type (`livecheck.py`; the core kinds'
     # are there), checked as a LIST brings them.
     status: Mapping[str, Any] | None
@@ -73,13 +74,14 @@ class Kind(str):
         unread: tuple[tuple[str, str], ...] = (),
         tenant: bool = False,
         status: Mapping[str, Any] | None = None,
+        ours: bool = True,
     ) -> Kind:
         """The kind `name`, served at `api`/`resource` (defined once: again, the same)."""
         kind = cls._known.get(name)
         if kind is None:
             kind = str.__new__(cls, name)
             kind.api, kind.resource, kind.unread, kind.tenant = api, resource, unread, tenant
-            kind.status = status
+            kind.status, kind.ours = status, ours
             cls._known[name] = kind
         return kind
 
@@ -218,7 +220,9 @@ class LiveObjects:
         return replace(self, kinds={**self.kinds, kind: found})
 
     def all(self) -> tuple[KubeObject, ...]:
-        return tuple(o for found in self._by_kind.values() for o in found)
+        """The instance's objects (and those made for them), not what is read beside
+        them (`Kind.ours`)."""
+        return tuple(o for kind, found in self._by_kind.items() if kind.ours for o in found)
 
     def versions(self) -> frozenset[tuple[str, str]]:
         """(uid, resourceVersion) of every object: equal sets mean nothing changed."""
@@ -239,6 +243,9 @@ class Listing:
     selected: bool = True
     # Listed only when this holds of what was listed before it (None: always).
     only_if: Callable[[LiveObjects], bool] | None = None
+    # Where the LIST may be forbidden (a ClusterRole from before it was granted): none
+    # is read, and this is logged; "": a 403 is the sync's error, as any.
+    if_forbidden: str = ""
 
 
 @dataclass(frozen=True)

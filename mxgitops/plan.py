@@ -55,6 +55,7 @@ from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
 from mxgitops.spec import MxJob, OnChange
+from mxgitops.words import counted
 
 
 @contextmanager
@@ -168,6 +169,7 @@ def _desired_change(
         recorded or (live.failure() if state is State.FAILED else None),
         live.commit or "",
         live.placement(),
+        live.unreachable(),
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
     legacy = state in FINISHED and live.spec_hash in job.earlier_spec_hashes
@@ -220,9 +222,9 @@ def _running_change(
     if finished:
         change = base.change(
             Action.REPAIR,
-            f"suspended with {len(finished)} replicas finished: made anew, suspended, so that "
-            "it is resumed whole (a ps-lite job waits for every one of its replicas)"
-            + _patched(patches),
+            f"suspended after replicas finished: {counted(len(finished), 'object')} made "
+            "anew, suspended, so that it is resumed whole (a ps-lite job waits for every one "
+            "of its replicas)" + _patched(patches),
             state=state,
             deletes=finished,
             creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in finished),

@@ -34,6 +34,7 @@ class ChangeBase:
     failure: Failure | None = None
     commit: str = ""
     placement: str = ""
+    unreachable: str = ""
 
     def change(
         self,
@@ -61,6 +62,7 @@ class ChangeBase:
             patches,
             self.commit,
             placement=self.placement,
+            unreachable=self.unreachable,
         )
 
 

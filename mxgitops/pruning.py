@@ -37,6 +37,7 @@ def orphan_changes(
             live.failure() if state is State.FAILED else None,
             live.commit or "",
             live.placement(),
+            live.unreachable(),
         )
         if live.key in invalid:
             change = base.change(

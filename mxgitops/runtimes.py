@@ -199,6 +199,9 @@ class Mixed:
     def unfinished_job_refs(self) -> list[ObjectRef]:
         return sorted(self._batch.unfinished_job_refs() + self._jobset.unfinished_job_refs())
 
+    def finished_replicas(self) -> list[ObjectRef]:
+        return []  # replaced whole by any spec already
+
     def status(self) -> tuple[State, list[MxReplicaStatus]]:
         return self._jobset.status()
 
@@ -207,6 +210,9 @@ class Mixed:
 
     def placement(self) -> str:
         return self._jobset.placement()
+
+    def unreachable(self) -> str:
+        return self._jobset.unreachable()
 
     def disruption(self) -> Disruption | None:
         return None  # replaced whole by any spec already

@@ -28,9 +28,18 @@ WORKLOAD = Kind.define(
     "workloads",
     unread=(("spec", "podSets"),),
     tenant=True,
-    status={"conditions": CONDITIONS},
+    status={"conditions": CONDITIONS, "clusterName": str},
 )
 # Kueue's, read by name: a queued job's priority class is given to Kueue where one exists.
 WORKLOAD_PRIORITY_CLASS = Kind.define(
     "WorkloadPriorityClass", "/apis/kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"
+)
+# Kueue's, on a MultiKueue manager: whether it reaches a worker (its Active condition).
+# Read beside the instance's objects, not one of them.
+MULTIKUEUE_CLUSTER = Kind.define(
+    "MultiKueueCluster",
+    "/apis/kueue.x-k8s.io/v1beta2",
+    "multikueueclusters",
+    status={"conditions": [{**CONDITIONS[0], "lastTransitionTime": str}]},
+    ours=False,
 )

@@ -6,7 +6,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mxgitops import objects, scheduling
-from mxgitops.jobset.kinds import JOBSET, WORKLOAD, WORKLOAD_PRIORITY_CLASS
+from mxgitops.jobset.kinds import (
+    JOBSET,
+    MULTIKUEUE_CLUSTER,
+    WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
+)
 from mxgitops.jobset.live import created_jobsets, group_live_jobsets, is_jobset_pod
 from mxgitops.jobset.render import jobset_refs, recorded_in_place, render_jobset
 from mxgitops.model import MxJob, Runtime
@@ -19,12 +24,21 @@ class JobSetRuntime:
     """One JobSet per job, admitted whole by Kueue when the job names a queue."""
 
     name = Runtime.JOBSET.value
-    kinds = frozenset({JOBSET, WORKLOAD, Kind.POD})
+    kinds = frozenset({JOBSET, WORKLOAD, MULTIKUEUE_CLUSTER, Kind.POD})
     own_kinds = frozenset({JOBSET})
     listings = (
         Listing(JOBSET),
         # Kueue labels no Workload with ours: all of them, and only when one is needed.
         Listing(WORKLOAD, selected=False, only_if=lambda live: any(map(_queued, live.of(JOBSET)))),
+        # Whether this cluster, a MultiKueue manager, reaches the worker a Workload runs
+        # on; none read where the ClusterRole does not grant their LIST (an installation
+        # from before it did): the jobs are read as before, without the word.
+        Listing(
+            MULTIKUEUE_CLUSTER,
+            selected=False,
+            only_if=lambda live: any(map(_dispatched, live.of(WORKLOAD))),
+            if_forbidden="not allowed to list MultiKueueClusters: unreachable workers go unsaid",
+        ),
     )
 
     def names_needed(self, jobs: Sequence[MxJob]) -> frozenset[Kind]:
@@ -42,7 +56,9 @@ class JobSetRuntime:
         return is_jobset_pod(pod)
 
     def group_live(self, live: LiveObjects) -> Mapping[tuple[str, str], Live]:
-        return group_live_jobsets(live.of(JOBSET), live.pods, live.of(WORKLOAD))
+        return group_live_jobsets(
+            live.of(JOBSET), live.pods, live.of(WORKLOAD), live.of(MULTIKUEUE_CLUSTER)
+        )
 
     def as_created(self, rendered: Sequence[KubeObject]) -> LiveObjects:
         jobsets, workloads = created_jobsets([o for o in rendered if o["kind"] == JOBSET])
@@ -55,3 +71,8 @@ class JobSetRuntime:
 def _queued(jobset: KubeObject) -> bool:
     """A JobSet Kueue queues: it has a Workload, which says why it waits."""
     return scheduling.QUEUE_LABEL in objects.labels_of(jobset)
+
+
+def _dispatched(workload: KubeObject) -> bool:
+    """A Workload MultiKueue runs on a worker cluster (`status.clusterName`)."""
+    return bool((workload.get("status") or {}).get("clusterName"))

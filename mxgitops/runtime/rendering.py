@@ -10,7 +10,7 @@ failure semantics).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +36,13 @@ class RenderContext:
     names: Mapping[Kind, frozenset[str]] = field(default_factory=dict)
 
 
-def pod_failure_policy(restart: RestartPolicy, *, dist: bool) -> dict[str, Any]:
+def pod_failure_policy(
+    restart: RestartPolicy, *, dist: bool, extra: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
     """The `podFailurePolicy` of a replica's Job's spec, as a dict to update the spec
-    with (empty where it has none: `OnFailure`)."""
-    rules = pod_failure_rules(restart, dist=dist)
+    with (empty where it has none: `OnFailure`); `extra`: a runtime's own rules after
+    the shared ones."""
+    rules = pod_failure_rules(restart, dist=dist) + list(extra)
     return {"podFailurePolicy": {"rules": rules}} if rules else {}
 
 
