@@ -369,12 +369,16 @@ def _apply_under_lease(
     progress.phase("taking the lease")
     holder = lease.default_holder()
     with lease.held(
-        cluster, instance=config.instance, namespace=config.state_namespace, holder=holder
+        cluster,
+        instance=config.instance,
+        namespace=config.state_namespace,
+        holder=holder,
+        fence=cluster.fence,
     ) as holding:
+        holding.renew_in_background()
 
         def written(_: WriteResult) -> None:
             progress.advance()
-            holding.renew_if_due()
 
         before, fresh = planned
         state = clusterstate.read_again(cluster, config, before, holding.handed_over)
@@ -386,14 +390,13 @@ def _apply_under_lease(
         holding.writes_unrecorded = True
         try:
             stored, refused = clusterstate.record_first(cluster, config, fresh)
-            changeset = apply(
-                fresh, cluster, on_done=written, while_waiting=holding.renew_if_due, refused=refused
-            )
+            changeset = apply(fresh, cluster, on_done=written, refused=refused)
             if fresh.ledger_changed:
                 changeset = clusterstate.write_ledger(cluster, config, fresh, changeset, stored)
         except (SystemExit, KeyboardInterrupt):
             cluster.stop()  # SIGTERM: no further write; the Lease is released at once
             raise
+        holding.raise_if_lost()  # its writes were cut off: the sync ends on that
         holding.writes_unrecorded = not _record_writes(cluster, config, holder, commit)
     return fresh, changeset
 
