@@ -1,7 +1,8 @@
 """kube-apiserver and etcd killed by pid under a sync, on the real control plane (issue 30).
 
-The control plane here is one of this module's own (etcd, kube-apiserver and the
-controllers, no node): killing the shared one would break the tests that share it.
+The control plane here is one of this module's own (etcd, kube-apiserver, the
+controllers and a fake kubelet): killing the shared one would break the tests that
+share it.
 The jobs are suspended (their batch Jobs make no pods), as in ``test_sync_faults.py``,
 so that the apply is all there is; the sync runs as a process of its own, as the
 CronJob's pod would. After each fault and the process started again, the syncs a
@@ -9,7 +10,8 @@ CronJob would run next. Asserted: the failed sync ends by itself, soon, with the
 code of a cluster error (4) and one line saying what happened; the next syncs converge
 to what Git says once the process is back, not after the dead sync's Lease had run its
 600 s (each may meanwhile exit 4 or 5, no other way); every object once; the note
-names every job with its true state.
+names every job with its true state; a job that finished before the fault is not run
+again (its batch Job and pod are the ones it finished in).
 """
 
 from __future__ import annotations
@@ -21,15 +23,24 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.launcher import ControlPlane
 from tests.faults.test_node_faults import MXGITOPS
-from tests.faults.test_sync_faults import converged, part_written, repo, sync_process
+from tests.faults.test_sync_faults import (
+    JOBS,
+    converged,
+    ours,
+    part_written,
+    suspended_job,
+    sync_process,
+)
 from tests.gitfixtures import GitRemote
-from tests.test_node_training import sync_args
+from tests.test_node_training import NS, cli, sync_args
 
 # A failed sync must end on its own within this (the dead sync's Lease, once 600 s,
 # and etcd's stalled writes, once more than 10 minutes, are what this bounds).
@@ -46,7 +57,7 @@ def faults_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealClust
     directory = tmp_path_factory.mktemp("cpfaults")
     with (
         ControlPlane(directory) as plane,
-        RealCluster(plane, directory / "kubeconfig", fake_node=False) as real,
+        RealCluster(plane, directory / "kubeconfig") as real,  # a fake kubelet
     ):
         yield real
 
@@ -67,13 +78,47 @@ def ended(sync: subprocess.Popen[str]) -> str:
         out, _ = sync.communicate()
         pytest.fail(f"the sync had not ended {ENDS_WITHIN:.0f} s after the fault:\n{out[-3000:]}")
     assert sync.returncode == 4, out[-3000:]  # a cluster error, as the CLI maps it
+    print(f"\n{out.strip().splitlines()[-1]}")
     return out
 
 
-def converge(remote: GitRemote, cluster: RealCluster, cache: Path, fault: float) -> float:
+FINISHED = "finished"
+
+
+def finished_before(
+    cluster: RealCluster, make_git_remote: Callable[..., GitRemote], cache: Path
+) -> tuple[GitRemote, set[str]]:
+    """A repository whose one job ran and finished (Succeeded, in the ledger), then the
+    many suspended jobs pushed; the uids of that job's batch Job and pod."""
+    job = yaml.safe_load(suspended_job(FINISHED))
+    job["spec"] = {"mxReplicaSpecs": {"Worker": job["spec"]["mxReplicaSpecs"]["Worker"]}}
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 1
+    remote = make_git_remote("jobs", files={f"jobs/{FINISHED}.yaml": yaml.safe_dump(job)})
+    cli("sync", *sync_args(remote, cluster, cache))
+    (batch,) = of_finished(cluster, "jobs")
+    cluster.run_job_controller(NS)  # its pod made and bound
+    cluster.kubelet(job=batch["metadata"]["name"], namespace=NS, phase="Succeeded")
+    cli("sync", *sync_args(remote, cluster, cache))  # the ledger records it finished
+    remote.commit({f"jobs/job-{i:02d}.yaml": suspended_job(f"job-{i:02d}") for i in range(JOBS)})
+    remote.push()
+    return remote, uids(cluster)
+
+
+def of_finished(cluster: RealCluster, kind: str) -> list[dict[str, Any]]:
+    return [o for o in cluster.objects(kind, NS) if o["metadata"]["name"].startswith(FINISHED)]
+
+
+def uids(cluster: RealCluster) -> set[str]:
+    return {o["metadata"]["uid"] for kind in ("jobs", "pods") for o in of_finished(cluster, kind)}
+
+
+def converge(
+    remote: GitRemote, cluster: RealCluster, cache: Path, fault: float, ran: set[str]
+) -> float:
     """Run the syncs a CronJob would, one after the other, until one writes and exits
     0; each before it may only exit 4 (the API not back yet) or 5 (the dead sync's
-    Lease). Then `converged` proves the state. Seconds from the fault."""
+    Lease). Then `converged` proves the state, the finished job not run again (`ran`:
+    the uids of its batch Job and pod). Seconds from the fault."""
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
     while True:
         run = subprocess.run(
@@ -87,10 +132,12 @@ def converge(remote: GitRemote, cluster: RealCluster, cache: Path, fault: float)
         assert run.returncode in (4, 5), run.stdout + run.stderr
         waited = time.monotonic() - fault
         assert waited < CONVERGES_WITHIN, f"not converged {waited:.0f} s after: {run.stderr}"
-    converged(remote, cluster, cache)
+    took = time.monotonic() - fault
+    converged(remote, cluster, cache, also={FINISHED: "Succeeded"})
+    assert uids(cluster) == ran  # neither re-created nor run again
     lease = cluster.rest.get(LEASE)
     assert not lease["spec"].get("holderIdentity"), lease  # released by the last sync
-    return time.monotonic() - fault
+    return took
 
 
 def apiserver_ready(cluster: RealCluster) -> bool:
@@ -116,10 +163,10 @@ def killed(cluster: RealCluster, process: str) -> Iterator[float]:
 def killed_mid_apply(
     cluster: RealCluster, make_git_remote: Callable[..., GitRemote], cache: Path, process: str
 ) -> float:
-    """A first sync of many jobs, `process` SIGKILLed once part is written and kept down
+    """A sync of many new jobs, `process` SIGKILLed once part is written and kept down
     until the sync ended (it must, by itself: `ended`); then the syncs after it. The
     seconds from the fault to converged."""
-    remote = repo(make_git_remote)
+    remote, ran = finished_before(cluster, make_git_remote, cache)
     sync = sync_process(remote, cluster, cache)
     wait_for("the apply under way", lambda: part_written(cluster), 120)
     with killed(cluster, process) as fault:
@@ -127,7 +174,7 @@ def killed_mid_apply(
         took = time.monotonic() - fault
         print(f"\n{process} SIGKILLed mid-apply: the sync ended {took:.1f} s after")
         assert "lost the Lease" in out, out[-3000:]
-    return converge(remote, cluster, cache, fault)
+    return converge(remote, cluster, cache, fault, ran)
 
 
 @pytest.mark.timeout(300)
@@ -164,7 +211,8 @@ def test_the_kube_apiserver_killed_mid_list(
     """The sync's first read (the LIST of its ConfigMaps) in flight when the server dies:
     the server is stopped (SIGSTOP) before the sync starts, so that its LIST waits on an
     open connection, then SIGKILLed."""
-    remote, cache = repo(make_git_remote), tmp_path / "cache"
+    cache = tmp_path / "cache"
+    remote, ran = finished_before(plane, make_git_remote, cache)
     server = plane.plane.processes["kube-apiserver"]
     port = int(plane.url.rsplit(":", 1)[1])
     os.kill(server.pid, signal.SIGSTOP)
@@ -175,6 +223,7 @@ def test_the_kube_apiserver_killed_mid_list(
         with killed(plane, "kube-apiserver") as fault:  # a stopped process too
             out = ended(sync)
     assert "cannot reach the Kubernetes API" in out, out[-3000:]
-    assert plane.rest.get_or_none(LEASE) is None  # it wrote nothing: not even the Lease
-    took = converge(remote, plane, cache, fault)
+    # It wrote nothing, not even the Lease (left as the last sync released it).
+    assert ours(plane) == ([], []) and not plane.rest.get(LEASE)["spec"].get("holderIdentity")
+    took = converge(remote, plane, cache, fault, ran)
     print(f"kube-apiserver SIGKILLed mid-LIST: converged {took:.1f} s after")
