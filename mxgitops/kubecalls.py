@@ -146,12 +146,13 @@ class Calls:
         if accept is not None:
             sent["Accept"] = accept
         server = self.server or "the cluster"
+        failure = f"no answer to {method} {path} by then"  # the last attempt's, in words
         try:
             for attempt in range(self.retry.attempts):
                 last = attempt == self.retry.attempts - 1
                 remaining = min(deadline, fenced) - self.clock()
                 if remaining <= 0 and fenced < deadline:
-                    raise self._lease_lost()
+                    raise self._lease_lost(failure)
                 try:
                     return self.api_client.request(
                         method, url, data, sent, timeout=remaining, read=read, warnings=warnings
@@ -161,21 +162,20 @@ class Calls:
                     retryable = exc.status in RETRYABLE_STATUS and not last
                     if not retryable or self._late(deadline, delay):
                         raise exc.as_error(method, path) from exc
+                    failure = str(exc.as_error(method, path))
                 except kubehttp.Unanswered as exc:
                     if exc.timed_out and fenced < deadline and self.clock() >= fenced:
-                        self.fence.why = self.fence.why or f"no answer to {method} {path} by then"
-                        raise self._lease_lost() from exc.error
+                        raise self._lease_lost(failure) from exc.error
                     if exc.timed_out:
                         raise ClusterUnreachable(
                             f"the Kubernetes API at {server} did not answer "
                             f"{method} {path} within {budget:g} s (--request-timeout)"
                         ) from exc.error
                     delay = self.retry.delay(attempt, None)
+                    failure = f"cannot reach the Kubernetes API at {server}: {exc.cause()}"
                     # A certificate does not get better by retrying.
                     if exc.tls or last or self._late(deadline, delay):
-                        raise ClusterUnreachable(
-                            f"cannot reach the Kubernetes API at {server}: {exc.cause()}"
-                        ) from exc.error
+                        raise ClusterUnreachable(failure) from exc.error
                 self.sleep(delay)
         except (SystemExit, KeyboardInterrupt):
             self.stop()  # SIGTERM arrived during this call: what follows gets the grace
@@ -188,9 +188,11 @@ class Calls:
         left = self.fence.left() if method != "GET" else None
         return math.inf if left is None else self.clock() + left
 
-    def _lease_lost(self) -> LeaseLostError:
-        """Past the renew deadline: this sync stops (`stop`), and says why."""
+    def _lease_lost(self, failure: str) -> LeaseLostError:
+        """Past the renew deadline: this sync stops (`stop`), and says why (the renewal's
+        failure, else this write's)."""
         self.stop()
+        self.fence.why = self.fence.why or failure
         return self.fence.lost()
 
     def _late(self, deadline: float, delay: float) -> bool:

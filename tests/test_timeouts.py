@@ -224,7 +224,8 @@ def test_writes_end_at_the_leases_renew_deadline_whatever_the_request_timeout(
     (hung, after) = api.write([Create(config_map("a")), Create(config_map("b"))])
     assert time.monotonic() - started < 0.5 + 1.5
     assert isinstance(hung.error, LeaseLostError) and isinstance(after.error, ClusterError)
-    assert str(hung.error).startswith("lost the Lease ml/mxgitops-x: not renewed within 0.5 s")
+    said = "lost the Lease ml/mxgitops-x: not renewed within 0.5 s (no answer to POST /api/v1/"
+    assert str(hung.error).startswith(said), hung.error
     kubeapi.faults("")
     assert api.get(cluster.ObjectRef(cluster.Kind.CONFIG_MAP, NS, "a")) is None
     assert [(e["method"], e["fault"]) for e in kubeapi.request_log] == [
