@@ -95,8 +95,8 @@ class Fence:
         self.why = ""  # the last renewal's failure
 
     def hold(self, since: float, within: float, what: str) -> None:
-        """Held from `since` (when the take was sent) for `within` seconds, and after
-        each renewal."""
+        """`what` taken at `since` (when the take was sent): writes for `within`
+        seconds, and as long after each renewal (`renewed`)."""
         self._until, self._within, self._what, self.why = since + within, within, what, ""
 
     def renewed(self, since: float) -> None:

@@ -41,7 +41,7 @@ from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError
 from mxgitops.forge.post import MAX_COMMITS
 from mxgitops.model import Runtime
-from mxgitops.objects import LiveObjects, WriteResult
+from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.trainer import parse_accelerators
 
@@ -376,10 +376,6 @@ def _apply_under_lease(
         fence=cluster.fence,
     ) as holding:
         holding.renew_in_background()
-
-        def written(_: WriteResult) -> None:
-            progress.advance()
-
         before, fresh = planned
         state = clusterstate.read_again(cluster, config, before, holding.handed_over)
         if state.moved_from(before):
@@ -390,7 +386,7 @@ def _apply_under_lease(
         holding.writes_unrecorded = True
         try:
             stored, refused = clusterstate.record_first(cluster, config, fresh)
-            changeset = apply(fresh, cluster, on_done=written, refused=refused)
+            changeset = apply(fresh, cluster, on_done=lambda _: progress.advance(), refused=refused)
             if fresh.ledger_changed:
                 changeset = clusterstate.write_ledger(cluster, config, fresh, changeset, stored)
         except (SystemExit, KeyboardInterrupt):
