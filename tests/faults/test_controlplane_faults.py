@@ -2,10 +2,9 @@
 
 The control plane here is one of this module's own (etcd, kube-apiserver, the
 controllers and a fake kubelet): killing the shared one would break the tests that
-share it.
-The jobs are suspended (their batch Jobs make no pods), as in ``test_sync_faults.py``,
-so that the apply is all there is; the sync runs as a process of its own, as the
-CronJob's pod would. After each fault and the process started again, the syncs a
+share it. The jobs are suspended (their batch Jobs make no pods), as in
+``test_sync_faults.py``, so that the apply is all there is; the sync runs as a process
+of its own, as the CronJob's pod would. After each fault and the process started again, the syncs a
 CronJob would run next. Asserted: the failed sync ends by itself, soon, with the exit
 code of a cluster error (4) and one line saying what happened; the next syncs converge
 to what Git says once the process is back, not after the dead sync's Lease had run its
@@ -219,8 +218,8 @@ def test_the_kube_apiserver_killed_mid_list(
     sync = sync_process(remote, plane, cache)
     try:
         wait_for("the sync's first LIST", lambda: connected(sync.pid, port), 60)
-    finally:
-        with killed(plane, "kube-apiserver") as fault:  # a stopped process too
+    finally:  # SIGKILLed, stopped as it is, and started again whatever happened
+        with killed(plane, "kube-apiserver") as fault:
             out = ended(sync)
     assert "cannot reach the Kubernetes API" in out, out[-3000:]
     # It wrote nothing, not even the Lease (left as the last sync released it).
