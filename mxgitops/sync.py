@@ -386,7 +386,13 @@ def _apply_under_lease(
         holding.writes_unrecorded = True
         try:
             stored, refused = clusterstate.record_first(cluster, config, fresh)
-            changeset = apply(fresh, cluster, on_done=lambda _: progress.advance(), refused=refused)
+            changeset = apply(
+                fresh,
+                cluster,
+                on_done=lambda _: progress.advance(),
+                while_waiting=holding.raise_if_lost,  # old pods going: not past the Lease
+                refused=refused,
+            )
             if fresh.ledger_changed:
                 changeset = clusterstate.write_ledger(cluster, config, fresh, changeset, stored)
         except (SystemExit, KeyboardInterrupt):
