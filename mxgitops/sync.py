@@ -38,7 +38,7 @@ from mxgitops.apply import ChangeSet, apply
 from mxgitops.changes import Plan, PlanOptions
 from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
-from mxgitops.errors import ClusterError, ConfigError, GitError
+from mxgitops.errors import ClusterError, ConfigError, GitError, LeaseLostError
 from mxgitops.forge.post import MAX_COMMITS
 from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects
@@ -395,10 +395,10 @@ def _apply_under_lease(
             )
             if fresh.ledger_changed:
                 changeset = clusterstate.write_ledger(cluster, config, fresh, changeset, stored)
-        except (SystemExit, KeyboardInterrupt):
-            cluster.stop()  # SIGTERM: no further write; the Lease is released at once
+            holding.raise_if_lost()  # its writes were cut off: the sync ends on that
+        except (SystemExit, KeyboardInterrupt, LeaseLostError):
+            cluster.stop()  # SIGTERM, or the Lease lost: no further write; released at once
             raise
-        holding.raise_if_lost()  # its writes were cut off: the sync ends on that
         holding.writes_unrecorded = not _record_writes(cluster, config, holder, commit)
     return fresh, changeset
 
