@@ -144,9 +144,9 @@ class Forge:
         args = ["--repo", self.url, "--kubeconfig", str(self.cluster.kubeconfig)]
         # The forge's own retries (2 s, then 4 s more) bounded by --status-timeout: a
         # forge down costs a sync this long (60 s by default), the rest given up.
-        cache = ["--cache-dir", str(self.cache), "--status-provider", "gitea"]
-        cache += ["--status-timeout", "5"]
-        return sync_cli(*args, *cache, env=env)
+        forge = ["--cache-dir", str(self.cache), "--status-provider", "gitea"]
+        forge += ["--status-timeout", "5"]
+        return sync_cli(*args, *forge, env=env)
 
     def notes(self) -> str:
         """The notes ref on the Gitea (its commit), fetched into the work clone."""
@@ -321,24 +321,24 @@ def start_kueue_again(eco: Ecosystem) -> None:
     eco.controllers.start_kueue_again()
 
 
-def quota_judged(eco: Ecosystem, jobset: str) -> bool | None:
+def workload_conditions(eco: Ecosystem, jobset: str) -> list[dict[str, Any]] | None:
+    """The conditions of `jobset`'s Workload, None until Kueue has made it."""
+    for workload in eco.workloads(NS):
+        if workload["metadata"]["ownerReferences"][0]["name"] == jobset:
+            return list((workload.get("status") or {}).get("conditions") or [])
+    return None
+
+
+def quota_judged(eco: Ecosystem, jobset: str) -> bool:
     """Kueue has looked at `jobset`'s Workload (admitted or not)."""
-    for workload in eco.workloads(NS):
-        if workload["metadata"]["ownerReferences"][0]["name"] != jobset:
-            continue
-        conditions = (workload.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "QuotaReserved" for c in conditions) or None
-    return None
+    conditions = workload_conditions(eco, jobset) or []
+    return any(c["type"] == "QuotaReserved" for c in conditions)
 
 
-def evicted(eco: Ecosystem, jobset: str) -> bool | None:
+def evicted(eco: Ecosystem, jobset: str) -> bool:
     """Kueue has decided to preempt `jobset`'s Workload (its Evicted condition)."""
-    for workload in eco.workloads(NS):
-        if workload["metadata"]["ownerReferences"][0]["name"] != jobset:
-            continue
-        conditions = (workload.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Evicted" and c["status"] == "True" for c in conditions) or None
-    return None
+    conditions = workload_conditions(eco, jobset) or []
+    return any(c["type"] == "Evicted" and c["status"] == "True" for c in conditions)
 
 
 @pytest.mark.timeout(300)
@@ -408,8 +408,8 @@ def test_kueue_killed_while_it_preempts_a_gang_requeues_it_never_failed(
     wait_for("Kueue to preempt the lower gang", lambda: evicted(eco, low))
     clock = Clock()
     clock.struck(lambda: kill_kueue(eco))()
-    # Where the kill landed (in the runs measured: the lower gang suspended, the higher
-    # not yet admitted), for the figures; the outcome asserted below is the same.
+    # Where the kill landed, for the figures (both seen: before and after Kueue suspended
+    # the lower JobSet, the higher not yet admitted); what is asserted below is the same.
     suspended = {j["metadata"]["name"]: j["spec"].get("suspend") for j in eco.jobsets(NS)}
     print(f"\nKueue killed with the JobSets' suspend at {suspended}")
     try:
