@@ -40,6 +40,8 @@ class Kind(StrEnum):
     JOBSET = "JobSet"  # jobset.x-k8s.io/v1alpha2: the JobSet runtime's one object per job
     WORKLOAD = "Workload"  # kueue.x-k8s.io/v1beta2: Kueue's, read for why a job waits
     WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"  # Kueue's, read by name
+    # Kueue's, on a MultiKueue manager: whether it reaches a worker (its Active condition)
+    MULTIKUEUE_CLUSTER = "MultiKueueCluster"
     CRON_JOB = "CronJob"  # batch/v1: the sync's; the webhook receiver starts Jobs from it
 
 
@@ -110,6 +112,9 @@ class LiveObjects:
     jobsets: tuple[KubeObject, ...] = ()
     # Kueue's Workloads of queued JobSets (listed only when some JobSet is queued)
     workloads: tuple[KubeObject, ...] = ()
+    # Kueue's MultiKueueClusters (listed only when a Workload names a cluster it runs on):
+    # whether the manager reaches it. Not the instance's: not in `all()`.
+    clusters: tuple[KubeObject, ...] = ()
     # Kinds not listed: the ledger says this instance has no object of them
     # (`runtimes.unlisted`). Their tuples are empty because none exists, not unread.
     unlisted: frozenset[Kind] = frozenset()

@@ -6,7 +6,6 @@ reads each commit's combined status back through Gitea's own API through a job's
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,6 @@ from tests.test_reconcile_e2e import NS, RETRY, batch_job, mxjob
 
 INSTANCE = "forge"
 CONTEXT = f"mxgitops/{INSTANCE}"
-
-
-@pytest.fixture(scope="module")
-def gitea(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gitea]:
-    with Gitea(tmp_path_factory.mktemp("gitea")) as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)
