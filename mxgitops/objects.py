@@ -110,6 +110,10 @@ class LiveObjects:
     jobsets: tuple[KubeObject, ...] = ()
     # Kueue's Workloads of queued JobSets (listed only when some JobSet is queued)
     workloads: tuple[KubeObject, ...] = ()
+    # Events (core/v1) about pods of ours that a disruption took away and that are gone,
+    # named by their batch Job's condition: how they went (`trainer.disruption`). Read
+    # only while such a batch Job is there; not objects of ours (not in `all`).
+    pod_events: tuple[KubeObject, ...] = ()
     # Kinds not listed: the ledger says this instance has no object of them
     # (`runtimes.unlisted`). Their tuples are empty because none exists, not unread.
     unlisted: frozenset[Kind] = frozenset()

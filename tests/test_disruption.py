@@ -226,6 +226,27 @@ def test_a_disrupted_dist_job_known_only_by_its_failed_batch_job_is_replaced() -
     assert change.reason.startswith("disrupted, not failed: SERVER 0 lost its pod "), change.reason
 
 
+def test_a_gone_pod_is_said_preempted_by_the_schedulers_event_about_it() -> None:
+    """A preempted pod is gone within seconds: the scheduler's Event about it says how."""
+    mx = job("d", restart="Never")
+    objects = live_with(mx, "server", 0, [], failed=1, conditions=[FAIL_JOB])
+    (server,) = [j for j in objects.jobs if "-server-" in j["metadata"]["name"]]
+    event = {
+        "metadata": {"namespace": NS, "name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": f"{server['metadata']['name']}-x7k2p"},
+        "reason": "Preempted",
+        "message": "Preempted by pod 0f3c on node n2",
+    }
+    noise = {**event, "reason": "Scheduled", "message": "Successfully assigned"}
+    objects = dataclasses.replace(objects, pod_events=(noise, event))
+    change = only_change(mx, objects)
+    assert change.action is Action.REPLACE
+    assert change.reason.startswith(
+        "disrupted, not failed: SERVER 0 preempted on node n2 "
+        "(PreemptionByScheduler: Preempted by pod 0f3c on node n2); the job runs again whole"
+    ), change.reason
+
+
 def test_a_local_job_is_left_to_kubernetes_which_replaces_its_pod() -> None:
     mx = job("l", servers=0, workers=1, restart="Never")
     evicted = disrupted(failed_pod({}), KUBELET_EVICTION)
