@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from mxgitops import kubehttp
-from mxgitops.errors import ClusterClientError
+from mxgitops.errors import ClusterClientError, ClusterForbidden
 from mxgitops.kubecalls import API_VERSIONS, Calls, path_of
 from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
@@ -96,7 +96,7 @@ class Reads(Calls):
                     query=query,
                     read=kubehttp.read_object,
                 )
-            except ClusterClientError:  # forbidden, or not served: say less, do the same
+            except (ClusterForbidden, ClusterClientError):  # not granted: say less, do the same
                 continue
             found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
         return tuple(found)

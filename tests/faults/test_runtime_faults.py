@@ -84,7 +84,7 @@ def test_containerd_restarted_leaves_a_running_dist_job_running(
     assert noted(remote, cache, "steady")["state"] == "Running"
     jobs = batch_jobs(faults.cluster, "steady")
     assert len(jobs) == PODS and not any(j["status"].get("failed") for j in jobs), jobs
-    print(f"\ncontainerd {how.name}: Running throughout; back with the same pods in {recovered:.1f} s")
+    print(f"\ncontainerd {how.name}: Running throughout, the same pods back in {recovered:.1f} s")
     node_runs_a_pod(faults)
 
 
@@ -152,8 +152,10 @@ def preempt(cluster: RealCluster) -> None:
     cluster.create(preemptor(cluster), NS)
     wait_for(
         "the preemptor to run and end",
-        lambda: (cluster.get("Pod", "preemptor", NS) or {}).get("status", {}).get("phase")
-        == "Succeeded",
+        lambda: (
+            (cluster.get("Pod", "preemptor", NS) or {}).get("status", {}).get("phase")
+            == "Succeeded"
+        ),
         90,
     )
 
@@ -177,7 +179,7 @@ def test_a_preempted_dist_job_runs_again_whole_never_failed_never_counted(
     assert row["state"] != "Failed", row
     assert row["action"] == "replace", row
     assert row["reason"].startswith("disrupted, not failed: "), row
-    assert f"preempted on node {NODE_NAME}" in row["reason"], row
+    assert f"preempted on node {NODE_NAME} (PreemptionByScheduler: " in row["reason"], row
     assert "not counted against backoffLimit" in row["reason"], row
     after = wait_for("the job running again whole", lambda: running(faults.cluster, name), 90)
     recovered = time.monotonic() - preempted
