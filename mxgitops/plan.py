@@ -238,7 +238,9 @@ def _running_change(
         return base.change(
             Action.REPAIR,
             f"{len(missing)} of its objects are missing: {names}" + _patched(patches),
-            state=state,
+            # Without any batch Job nothing of it runs (a first sync killed after the
+            # Service): its batch Jobs are made now, as by a create.
+            state=state if live.jobs else State.PENDING,
             creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in missing),
             patches=patches,
         )
