@@ -96,7 +96,7 @@ class Reads(Calls):
                     query=query,
                     read=kubehttp.read_object,
                 )
-            except (ClusterForbidden, ClusterClientError):  # not granted: say less, do the same
+            except (ClusterForbidden, ClusterClientError):  # not granted, not served: say less
                 continue
             found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
         return tuple(found)
