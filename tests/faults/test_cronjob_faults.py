@@ -71,7 +71,7 @@ while alive():
 @pytest.fixture
 def installed(
     faults: FaultCluster, make_git_remote: Callable[..., GitRemote], tmp_path: Path
-) -> Iterator[tuple[RealCluster, GitRemote, Path]]:
+) -> Iterator[tuple[RealCluster, GitRemote]]:
     """The user's overlay applied on the fault node, the CronJob suspended, the jobs
     repository (40 suspended dist jobs) served to its pods."""
     cluster = faults.cluster
@@ -91,7 +91,7 @@ def installed(
         kubectl(kubeconfig, "apply", "-k", str(overlay))
         path = f"/apis/batch/v1/namespaces/{NAMESPACE}/cronjobs/{CRONJOB}"
         cluster.rest.patch(path, {"spec": {"suspend": True}})
-        yield cluster, remote, kubeconfig
+        yield cluster, remote
     finally:
         kubectl(kubeconfig, "delete", "-k", str(overlay), "--wait=false", "--ignore-not-found")
         cluster.raw("DELETE", "/api/v1/persistentvolumes/mxgitops-cache-node-test")
@@ -167,9 +167,9 @@ def terminated(cluster: RealCluster, run_name: str) -> dict[str, Any] | None:
 
 @pytest.mark.timeout(240)
 def test_the_cronjobs_pod_oom_killed_mid_apply_is_finished_by_the_next_run(
-    faults: FaultCluster, installed: tuple[RealCluster, GitRemote, Path], tmp_path: Path
+    faults: FaultCluster, installed: tuple[RealCluster, GitRemote], tmp_path: Path
 ) -> None:
-    cluster, remote, _ = installed
+    cluster, remote = installed
     run(cluster, "oom-killed", memory_limit=LIMIT)
     pid = wait_for("the run's sync started", lambda: started_pid(faults, "oom-killed"), 90)
     oom_kill_mid_apply(faults, pid)
