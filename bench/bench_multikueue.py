@@ -19,7 +19,10 @@ the ledger), the no-op 6 requests in 4.8 s (JobSets, Workloads, jobs, services, 
 the ledger), none on a worker; 4 jobs dispatched (2 on each worker: 4 CPUs a job),
 996 queued on the manager. Beside bench_jobset.py's one cluster (no controllers):
 the same requests; the first sync slower (33.2 s there), the manager's JobSet and
-Kueue webhooks admitting each create.
+Kueue webhooks admitting each create. Again once a sync that finds a job on a worker
+lists the MultiKueueClusters (whether the manager reaches each worker): clusters ready
+in 60.5 s, the first sync 2,012 requests in 56.9 s, the no-op 7 in 5.9 s (the LIST of
+multikueueclusters the one more), none on a worker.
 """
 
 from __future__ import annotations

@@ -69,6 +69,8 @@ class Change:
     # The cluster the job runs on, where its runtime says it is another (Kueue's
     # MultiKueue dispatches a queued JobSet to a worker cluster): "" for this one.
     placement: str = ""
+    # Why its state may be stale: that cluster does not answer (`Live.unreachable`).
+    unreachable: str = ""
 
     @property
     def key(self) -> JobKey:

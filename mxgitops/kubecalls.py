@@ -58,6 +58,7 @@ RESOURCES: dict[Kind, tuple[str, str]] = {
     Kind.JOBSET: ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
     Kind.WORKLOAD: ("/apis/kueue.x-k8s.io/v1beta2", "workloads"),
     Kind.WORKLOAD_PRIORITY_CLASS: ("/apis/kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"),
+    Kind.MULTIKUEUE_CLUSTER: ("/apis/kueue.x-k8s.io/v1beta2", "multikueueclusters"),
     Kind.CRON_JOB: ("/apis/batch/v1", "cronjobs"),
 }
 # A kind's apiVersion: its group path without the leading /api/ or /apis/.

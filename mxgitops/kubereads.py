@@ -13,6 +13,7 @@ took away are read only while its batch Job's condition names it and it is gone.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 
@@ -32,6 +33,7 @@ DEFAULT_STORAGE_CLASS = (
     "storageclass.kubernetes.io/is-default-class",
     "storageclass.beta.kubernetes.io/is-default-class",
 )
+log = logging.getLogger("mxgitops")
 GONE_POLL = 0.5  # seconds between reads of objects being deleted
 
 # What planning (trainer.live, trainer.status, trainer.inplace) never reads of a live
@@ -65,14 +67,16 @@ class Reads(Calls):
         found = None if skipped else self._list_if_served(Kind.JOBSET, selector)
         jobsets = tuple(found or ())
         queued = any(QUEUE_LABEL in (o["metadata"].get("labels") or {}) for o in jobsets)
+        # Kueue labels no Workload with ours: all of them, and only when one is needed.
+        workloads = tuple(self._list_if_served(Kind.WORKLOAD, "") or ()) if queued else ()
         return LiveObjects(
             jobs=jobs,
             services=services,
             pods=pods,
             jobsets=jobsets,
             pod_events=pod_events,
-            # Kueue labels no Workload with ours: all of them, and only when one is needed.
-            workloads=tuple(self._list_if_served(Kind.WORKLOAD, "") or ()) if queued else (),
+            workloads=workloads,
+            clusters=self._clusters_if_dispatched(workloads),
             unlisted=skipped,
             unserved=frozenset() if skipped or found is not None else frozenset({Kind.JOBSET}),
         )
@@ -100,6 +104,21 @@ class Reads(Calls):
                 continue
             found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
         return tuple(found)
+
+    def _clusters_if_dispatched(self, workloads: Sequence[KubeObject]) -> tuple[KubeObject, ...]:
+        """Kueue's MultiKueueClusters, where a Workload runs on one (`status.clusterName`):
+        whether this cluster, its MultiKueue manager, reaches it. None read where the
+        ClusterRole does not grant their LIST (an installation from before it did): the
+        jobs are read as before, without the word."""
+        if not any((w.get("status") or {}).get("clusterName") for w in workloads):
+            return ()
+        try:
+            return tuple(self._list_if_served(Kind.MULTIKUEUE_CLUSTER, "") or ())
+        except ClusterClientError as exc:
+            if exc.status != 403:
+                raise
+            log.info("not allowed to list MultiKueueClusters: unreachable workers go unsaid")
+            return ()
 
     def workload_priority_classes(self) -> frozenset[str]:
         """The names of Kueue's WorkloadPriorityClasses (none where Kueue is not served)."""

@@ -56,7 +56,8 @@ STATUS: Mapping[Kind, Mapping[str, Schema]] = {
         "conditions": _CONDITIONS,
         "replicatedJobsStatus": [{"name": str, **dict.fromkeys(_COUNTS, int)}],
     },
-    Kind.WORKLOAD: {"conditions": _CONDITIONS},
+    Kind.WORKLOAD: {"conditions": _CONDITIONS, "clusterName": str},
+    Kind.MULTIKUEUE_CLUSTER: {"conditions": [{**_CONDITIONS[0], "lastTransitionTime": str}]},
 }
 
 

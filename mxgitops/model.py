@@ -158,6 +158,9 @@ class ReplicaSpec:
 @dataclass(frozen=True)
 class RunPolicy:
     clean_pod_policy: CleanPodPolicy | None = None
+    # Not set in the manifest: its operator's default (mxnet-operator's inline v1: All),
+    # hashed as unset, as mxgitops read it before applying it: no job is replaced.
+    clean_pod_policy_defaulted: bool = False
     ttl_seconds_after_finished: int | None = None
     active_deadline_seconds: int | None = None
     backoff_limit: int | None = None
@@ -327,7 +330,9 @@ def _canonical_json(job: MxJob, *, era: int) -> str:
         # it does not name the runtime: hashed as unset, which keeps the hash of every
         # job that sets none of it as it was before (upgrade note in the README).
         "runPolicy": {
-            "cleanPodPolicy": policy.clean_pod_policy,
+            "cleanPodPolicy": None
+            if policy.clean_pod_policy_defaulted
+            else policy.clean_pod_policy,
             "ttlSecondsAfterFinished": policy.ttl_seconds_after_finished if legacy else None,
             "activeDeadlineSeconds": policy.active_deadline_seconds if legacy else None,
             "backoffLimit": policy.backoff_limit if legacy else None,

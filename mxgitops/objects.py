@@ -40,6 +40,8 @@ class Kind(StrEnum):
     JOBSET = "JobSet"  # jobset.x-k8s.io/v1alpha2: the JobSet runtime's one object per job
     WORKLOAD = "Workload"  # kueue.x-k8s.io/v1beta2: Kueue's, read for why a job waits
     WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"  # Kueue's, read by name
+    # Kueue's, on a MultiKueue manager: whether it reaches a worker (its Active condition)
+    MULTIKUEUE_CLUSTER = "MultiKueueCluster"
     CRON_JOB = "CronJob"  # batch/v1: the sync's; the webhook receiver starts Jobs from it
 
 
@@ -114,6 +116,9 @@ class LiveObjects:
     # named by their batch Job's condition: how they went (`trainer.disruption`). Read
     # only while such a batch Job is there; not objects of ours (not in `all`).
     pod_events: tuple[KubeObject, ...] = ()
+    # Kueue's MultiKueueClusters (listed only when a Workload names a cluster it runs on):
+    # whether the manager reaches it. Not the instance's: not in `all()`.
+    clusters: tuple[KubeObject, ...] = ()
     # Kinds not listed: the ledger says this instance has no object of them
     # (`runtimes.unlisted`). Their tuples are empty because none exists, not unread.
     unlisted: frozenset[Kind] = frozenset()

@@ -172,6 +172,7 @@ def _desired_change(
         recorded or (live.failure() if state is State.FAILED else None),
         live.commit or "",
         live.placement(),
+        live.unreachable(),
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
     legacy = state in FINISHED and live.spec_hash in job.earlier_spec_hashes
@@ -224,9 +225,9 @@ def _running_change(
     if finished:
         change = base.change(
             Action.REPAIR,
-            f"suspended with {len(finished)} replicas finished: made anew, suspended, so that "
-            "it is resumed whole (a ps-lite job waits for every one of its replicas)"
-            + _patched(patches),
+            f"suspended after replicas finished: {counted(len(finished), 'object')} made "
+            "anew, suspended, so that it is resumed whole (a ps-lite job waits for every one "
+            "of its replicas)" + _patched(patches),
             state=state,
             deletes=finished,
             creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in finished),
@@ -302,6 +303,7 @@ class _Base:
     failure: Failure | None = None
     commit: str = ""
     placement: str = ""
+    unreachable: str = ""
 
     def change(
         self,
@@ -329,6 +331,7 @@ class _Base:
             patches,
             self.commit,
             placement=self.placement,
+            unreachable=self.unreachable,
         )
 
 
@@ -448,6 +451,7 @@ def _orphan_changes(
             live.failure() if state is State.FAILED else None,
             live.commit or "",
             live.placement(),
+            live.unreachable(),
         )
         if live.key in invalid:
             change = base.change(

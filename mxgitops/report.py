@@ -86,6 +86,7 @@ class JobSummary:
     commit: str = ""  # that submitted its live objects: where its commit status goes
     placement: str = ""  # the cluster it runs on, where another (Kueue's MultiKueue)
     moved_from: str = ""  # the cluster it ran on before Kueue dispatched it again
+    unreachable: str = ""  # why its state may be stale: its cluster does not answer
 
     @property
     def qualified_name(self) -> str:
@@ -98,7 +99,8 @@ class JobSummary:
             [f"{self.qualified_name}: {waits}: {self.state_reason}"] if self.state_reason else []
         )
         if self.placement:
-            lines.append(f"{self.qualified_name}: {waits} on cluster {self.placement}")
+            lost = f": {self.unreachable}" if self.unreachable else ""
+            lines.append(f"{self.qualified_name}: {waits} on cluster {self.placement}{lost}")
         if self.moved_from:
             lines.append(
                 f"{self.qualified_name}: dispatched again by Kueue, from cluster "
@@ -263,6 +265,7 @@ def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> J
         failure=asdict(change.failure) if change.failure is not None else None,
         commit=synced if change.action in _SUBMITTING else change.commit,
         placement=change.placement,
+        unreachable=change.unreachable,
     )
 
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from mxgitops.bookkeeping import stamped_before
 from mxgitops.ledger import Finished
-from mxgitops.objects import Kind, ObjectRef
+from mxgitops.objects import ObjectRef
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.spec import CleanPodPolicy, JobMode, MxJob
 
@@ -45,11 +45,11 @@ def cleanable(live: LiveJob, policy: CleanPodPolicy | None) -> tuple[ObjectRef, 
 
 
 def finished_while_suspended(job: MxJob, live: LiveJob) -> tuple[ObjectRef, ...]:
-    """The batch Jobs of a suspended dist job whose replicas finished (succeeded: one that
-    failed fails the job). Kubeflow's operator deleted every pod on suspend and made them
-    all anew on resume; a batch Job that completed would not run again on resume, and the
-    others would wait for it: so it is made anew, suspended, like the rest."""
+    """The objects of a suspended dist job that hold a replica that finished (succeeded:
+    one that failed fails the job), `Live.finished_replicas`: its batch Jobs, or its
+    JobSet. Kubeflow's operator deleted every pod on suspend and made them all anew on
+    resume; a replica that completed would not run again on resume, and the others would
+    wait for it: so they are made anew, suspended, like the rest."""
     if not job.run_policy.suspend or job.mode is not JobMode.DIST:
         return ()
-    unfinished = set(live.unfinished_job_refs())
-    return tuple(r for r in live.refs() if r.kind is Kind.JOB and r not in unfinished)
+    return tuple(live.finished_replicas())

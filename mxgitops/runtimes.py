@@ -85,9 +85,11 @@ class Live(Protocol):
     def refs_of(self, spec_hash: str) -> list[ObjectRef]: ...
     def incomplete(self) -> str | None: ...
     def unfinished_job_refs(self) -> list[ObjectRef]: ...
+    def finished_replicas(self) -> list[ObjectRef]: ...
     def status(self) -> tuple[State, list[MxReplicaStatus]]: ...
     def failure(self) -> Failure | None: ...
     def placement(self) -> str: ...
+    def unreachable(self) -> str: ...
     def disruption(self) -> Disruption | None: ...
     def on_change(self) -> OnChange: ...
     def compare_in_place(self, job: MxJob) -> list[InPlace]: ...
@@ -179,7 +181,7 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], Live]:
     batch: dict[tuple[str, str], Live] = dict(
         group_batch(LiveObjects(live.jobs, live.services, batch_pods, pod_events=live.pod_events))
     )
-    jobsets = group_live_jobsets(live.jobsets, jobset_pods, live.workloads)
+    jobsets = group_live_jobsets(live.jobsets, jobset_pods, live.workloads, live.clusters)
     for key, group in jobsets.items():
         other = batch.get(key)
         batch[key] = group if other is None or not _counts(other) else Mixed(other, group)
@@ -223,6 +225,9 @@ class Mixed:
     def unfinished_job_refs(self) -> list[ObjectRef]:
         return sorted(self._batch.unfinished_job_refs() + self._jobset.unfinished_job_refs())
 
+    def finished_replicas(self) -> list[ObjectRef]:
+        return []  # replaced whole by any spec already
+
     def status(self) -> tuple[State, list[MxReplicaStatus]]:
         return self._jobset.status()
 
@@ -231,6 +236,9 @@ class Mixed:
 
     def placement(self) -> str:
         return self._jobset.placement()
+
+    def unreachable(self) -> str:
+        return self._jobset.unreachable()
 
     def disruption(self) -> Disruption | None:
         return None  # replaced whole by any spec already

@@ -284,6 +284,7 @@ def test_the_jobset_component_grants_what_the_jobset_runtime_writes(tmp_path: Pa
         ("jobset.x-k8s.io", "jobsets"): {"list", "get", "create", "patch", "delete"},
         ("kueue.x-k8s.io", "workloads"): {"list", "patch"},
         ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list"},
+        ("kueue.x-k8s.io", "multikueueclusters"): {"list"},
     }
     tenancy_reads = {
         ("batch", "jobs"): {"list", "watch"},
@@ -292,6 +293,7 @@ def test_the_jobset_component_grants_what_the_jobset_runtime_writes(tmp_path: Pa
         ("jobset.x-k8s.io", "jobsets"): {"list", "watch"},
         ("kueue.x-k8s.io", "workloads"): {"list", "watch"},
         ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list", "watch"},
+        ("kueue.x-k8s.io", "multikueueclusters"): {"list", "watch"},
         ("", "serviceaccounts"): {"impersonate"},
         ("events.k8s.io", "events"): {"create"},
     }

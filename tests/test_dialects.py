@@ -289,21 +289,30 @@ def test_replica_type_keys_are_read_in_any_case_as_the_operator_read_them(
     ]
 
 
-def test_mxnet_operators_own_inline_v1_form_is_warned_of_its_clean_pod_policy_default() -> None:
+def test_mxnet_operators_own_inline_v1_form_gets_its_clean_pod_policy_default_unhashed() -> None:
     """mxnet-operator's own kubeflow.org/v1 (run policy inline) defaulted cleanPodPolicy
-    to All, Kubeflow's training operator (runPolicy nested) to None, which mxgitops
-    keeps: changing it would change those jobs' spec hashes. A manifest in the inline
-    form that does not say is told."""
+    to All, Kubeflow's training operator (runPolicy nested) to None. The inline form
+    gets All, as its operator did, hashed as unset: a job an earlier mxgitops synced
+    (which read None) keeps its spec hash, so no running one is replaced. A manifest
+    that says is read as it says, hashed as before."""
     inline = from_manifest(map_form("kubeflow.org/v1", jobMode="MXTrain", backoffLimit=2))
-    assert inline.run_policy.clean_pod_policy is None
+    assert inline.run_policy.clean_pod_policy is CleanPodPolicy.ALL
+    assert inline.run_policy.clean_pod_policy_defaulted
+    as_before = from_manifest(
+        map_form("kubeflow.org/v1", jobMode="MXTrain", runPolicy={"backoffLimit": 2})
+    )
+    assert as_before.run_policy.clean_pod_policy is None
+    assert inline.spec_hash == as_before.spec_hash
+    assert inline.earlier_spec_hashes == as_before.earlier_spec_hashes
     (warning,) = [w for w in inline.warnings if w.field_path == "spec.cleanPodPolicy"]
-    assert "mxnet-operator's own kubeflow.org/v1 defaulted it to All" in warning.message
-    nested = from_manifest(map_form("kubeflow.org/v1", jobMode="MXTrain", runPolicy={}))
+    assert "read as All, mxnet-operator's own default" in warning.message
     said = from_manifest(
         map_form("kubeflow.org/v1", jobMode="MXTrain", backoffLimit=2, cleanPodPolicy="All")
     )
-    for job in (nested, said):
+    assert not said.run_policy.clean_pod_policy_defaulted and said.spec_hash != inline.spec_hash
+    for job in (as_before, said):
         assert not [w for w in job.warnings if w.field_path == "spec.cleanPodPolicy"]
+    assert MxJob.from_dict(inline.to_dict()) == inline
 
 
 def test_the_success_policy_annotation_is_checked_and_agrees_with_a_field() -> None:

@@ -219,6 +219,37 @@ def test_exit_code_restarts_the_gang_on_a_signal_and_fails_at_once_on_a_permanen
     assert (job.failure["replica"], job.failure["exit_code"]) == ("WORKER 0", 2)
 
 
+def test_exit_code_fails_at_once_when_a_sidecar_fails_the_pod_while_mxnet_exited_0(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    """As Kubeflow's operator, which read only `mxnet`'s exit code (0: not retryable),
+    and as the batch runtime: not a gang restart, though no rule can name exit code 0."""
+    doc = mxjob("a", workers=1, restart="ExitCode", runPolicy={"backoffLimit": 1})
+    worker = doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["containers"].append({"name": "monitor", "image": "busybox"})
+    write(run.repo, doc)
+    assert on_jobset(run).ok
+    name = only_jobset(ecosystem, "a")["metadata"]["name"]
+    step(ecosystem, pod_of(ecosystem, name, "scheduler"), phase="Running")
+    failed = pod_of(ecosystem, name, "worker")
+    step(ecosystem, failed, phase="Failed", container="monitor", exit_code=1, reason="Error")
+    until(
+        ecosystem,
+        "a",
+        "failed or restarted",
+        lambda js: condition(js, "Failed") is not None or js.get("status", {}).get("restarts"),
+    )
+    assert only_jobset(ecosystem, "a")["status"].get("restarts", 0) == 0  # not restarted
+    job = summary_of(on_jobset(run), "a")
+    assert job.state == "Failed" and job.failure is not None, job
+    failure = job.failure
+    assert (failure["replica"], failure["container"], failure["exit_code"]) == (
+        "WORKER 0",
+        "monitor",
+        1,
+    )
+
+
 def test_a_backoff_limit_is_a_budget_for_the_whole_job(ecosystem: Ecosystem, run: Syncer) -> None:
     write(run.repo, mxjob("a", workers=2, restart="ExitCode", runPolicy={"backoffLimit": 1}))
     assert on_jobset(run).ok
@@ -554,6 +585,39 @@ def test_run_policy_suspend_stops_a_queued_job_the_way_kueue_expects(
     until(ecosystem, "a", "readmitted", lambda js: js["spec"].get("suspend") is False)
     pod_of(ecosystem, name, "scheduler")
     assert summary_of(run(), "a").action == "unchanged"
+
+
+def test_a_queued_dist_job_suspended_after_its_workers_finished_resumes_whole(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    """JobSet resumes only its child Jobs not complete: without its JobSet made anew, the
+    resumed scheduler would wait for the finished workers for ever (the batch runtime's
+    case: tests/test_suspend_whole.py)."""
+    kueue_setup(ecosystem, gpus=8)
+    write(run.repo, gpu_job("a"))
+    assert run().ok
+    name = only_jobset(ecosystem, "a")["metadata"]["name"]
+    until(ecosystem, "a", "admitted", lambda js: js["spec"].get("suspend") is False)
+    step(ecosystem, pod_of(ecosystem, name, "scheduler"), phase="Running")
+    for index in (0, 1):
+        step(ecosystem, pod_of(ecosystem, name, "worker", index), phase="Succeeded")
+    stopped = gpu_job("a")
+    stopped["spec"]["runPolicy"]["suspend"] = True
+    write(run.repo, stopped)
+    assert summary_of(run(), "a").action == "update"  # its Workload deactivated
+    until(ecosystem, "a", "suspended by Kueue", lambda js: js["spec"].get("suspend") is True)
+    old = only_jobset(ecosystem, "a")["metadata"]["uid"]
+    job = summary_of(run(), "a")
+    assert job.action == "repair" and "resumed whole" in job.reason, job.reason
+    if only_jobset(ecosystem, "a")["metadata"]["uid"] == old:  # gone after the sync's wait
+        run()
+    assert only_jobset(ecosystem, "a")["metadata"]["uid"] != old
+    assert summary_of(run(), "a").action == "unchanged"
+    write(run.repo, gpu_job("a"))
+    assert summary_of(run(), "a").action == "update"
+    until(ecosystem, "a", "readmitted", lambda js: js["spec"].get("suspend") is False)
+    step(ecosystem, pod_of(ecosystem, name, "scheduler"), phase="Running")
+    assert all(pod_of(ecosystem, name, "worker", index) for index in (0, 1))  # both again
 
 
 def test_a_queued_job_created_suspended_is_never_admitted_until_resumed(

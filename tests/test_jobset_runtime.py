@@ -403,7 +403,11 @@ def test_the_first_jobset_needs_its_record_written_before_anything_is_applied() 
 
 
 def dispatched(
-    jobset_status: dict[str, Any], workload_status: dict[str, Any], *, suspend: bool = False
+    jobset_status: dict[str, Any],
+    workload_status: dict[str, Any],
+    *,
+    suspend: bool = False,
+    clusters: tuple[dict[str, Any], ...] = (),
 ) -> runtimes.Live:
     """A queued job's JobSet as a MultiKueue manager holds it: its status mirrored from
     the worker's, no pod here, its Workload naming the worker."""
@@ -420,7 +424,8 @@ def dispatched(
         },
         "status": workload_status,
     }
-    return runtimes.group_live(LiveObjects(jobsets=(stored,), workloads=(workload,)))[("ml", "a")]
+    live = LiveObjects(jobsets=(stored,), workloads=(workload,), clusters=clusters)
+    return runtimes.group_live(live)[("ml", "a")]
 
 
 ON_WORKER_A = {
@@ -464,6 +469,38 @@ def test_a_job_run_on_another_cluster_is_read_from_its_mirrored_status_and_names
     assert finished.placement() == "worker-a"
 
 
+def multikueue_cluster(name: str, active: str, **condition: str) -> dict[str, Any]:
+    """A MultiKueueCluster as the manager holds it: Kueue's Active condition."""
+    found = {"type": "Active", "status": active, **condition}
+    return {"metadata": {"name": name}, "status": {"conditions": [found]}}
+
+
+def test_a_job_on_a_cluster_the_manager_cannot_reach_says_so_until_kueue_moves_it() -> None:
+    """Before Kueue's workerLostTimeout, the manager's JobSet keeps the last status its
+    worker mirrored: the job reads as it did, and says its cluster is unreachable."""
+    running = roles(scheduler={"active": 1, "ready": 1}, worker={"active": 1, "ready": 1})
+    lost = multikueue_cluster(
+        "worker-a",
+        "False",
+        reason="ClientConnectionFailed",
+        lastTransitionTime="2026-12-03T12:00:01Z",
+    )
+    other = multikueue_cluster("worker-b", "True", reason="Active")
+    live = dispatched(running, ON_WORKER_A, clusters=(other, lost))
+    assert live.status()[0] is State.RUNNING and live.placement() == "worker-a"
+    assert live.unreachable() == (
+        "cluster worker-a is unreachable since 2026-12-03T12:00:01Z (ClientConnectionFailed): "
+        "the state shown is the last it reported; Kueue dispatches the job again after its "
+        "workerLostTimeout, and it then runs again from the start"
+    )
+    assert dispatched(running, ON_WORKER_A, clusters=(other,)).unreachable() == ""
+    reachable = multikueue_cluster("worker-a", "True", reason="Active")
+    assert dispatched(running, ON_WORKER_A, clusters=(reachable,)).unreachable() == ""
+    done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted"}
+    finished = {**roles(scheduler={"succeeded": 1}), "conditions": [done]}
+    assert dispatched(finished, ON_WORKER_A, clusters=(lost,)).unreachable() == ""
+
+
 def test_a_failure_on_another_cluster_names_the_role_and_why_there_is_no_log() -> None:
     failed = {"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "boom"}
     live = dispatched({**roles(worker={"failed": 1}), "conditions": [failed]}, ON_WORKER_A)
@@ -500,4 +537,4 @@ def test_a_batch_job_runs_where_it_is_made() -> None:
         :1
     ]
     group = runtimes.group_live(LiveObjects(jobs=(job,)))
-    assert group[("ml", "a")].placement() == ""
+    assert group[("ml", "a")].placement() == "" and group[("ml", "a")].unreachable() == ""

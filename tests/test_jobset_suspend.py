@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mxgitops.changes import Action
 from mxgitops.jobset import render_jobset
+from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.ledger import Ledger
-from mxgitops.objects import Kind, LiveObjects
+from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.plan import Change, PlanOptions, plan
 from mxgitops.spec import from_manifest
 from mxgitops.trainer import RenderContext, State
@@ -171,3 +173,65 @@ def test_suspending_an_admitted_job_whose_workload_is_not_read_waits() -> None:
     so the next sync, which reads the Workload, does it."""
     running = queued_job(suspend=False)
     assert compare(queued_job(suspend=True), [stored(running, suspend=False)]) == []
+
+
+def finished_worker(job: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The job's JobSet suspended by Kueue after its worker 0 finished (its pod Succeeded,
+    kept by its Job), and that pod."""
+    jobset = stored(job, suspend=True)
+    name = jobset["metadata"]["name"]
+    jobset["status"] = {"replicatedJobsStatus": [{"name": "worker", "active": 1}]}
+    labels = {JOBSET_NAME_LABEL: name, "job_type": "worker", COMPLETION_INDEX_LABEL: "0"}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-worker-0-0-x",
+            "namespace": "ml",
+            "labels": labels,
+            "creationTimestamp": "2026-01-01T00:00:01Z",
+        },
+        "status": {"phase": "Succeeded"},
+    }
+    return jobset, pod
+
+
+def test_a_queued_dist_job_suspended_after_a_replica_finished_is_made_anew_held() -> None:
+    """Kueue suspends a JobSet's child Jobs, and resumes them: a finished worker (its
+    index complete) would not run again, and the ps-lite job would wait for it for ever.
+    So its JobSet is made anew, held, as under Kubeflow's operator (every pod deleted on
+    suspend, all made anew on resume: tests/test_suspend_whole.py)."""
+    job = queued_job(suspend=True)
+    jobset, pod = finished_worker(job)
+    live = LiveObjects(jobsets=(jobset,), pods=(pod,), workloads=(workload(active=False),))
+    (change,) = plan([job], live, Ledger(), PlanOptions(instance="prod")).changes
+    assert change.action is Action.REPAIR and "resumed whole" in change.reason, change.reason
+    assert change.deletes == (ObjectRef.of(jobset),) and change.starts_after_deletes
+    (made,) = change.creates
+    assert made["metadata"]["name"] == jobset["metadata"]["name"]
+    assert made["spec"]["suspend"] is True and HOLD_LABEL in made["metadata"]["labels"]
+    assert change.state is not State.SUCCEEDED
+    # the pods of the JobSet it replaces, still being collected, are not the new one's
+    remade = {**made, "metadata": {**made["metadata"], "uid": "u2"}}
+    remade["metadata"]["creationTimestamp"] = "2026-01-01T00:00:02Z"
+    live = LiveObjects(jobsets=(remade,), pods=(pod,))
+    (change,) = plan([job], live, Ledger(), PlanOptions(instance="prod")).changes
+    assert change.action is Action.UNCHANGED, change.reason
+    # a child Job complete says it as well
+    done = {"replicatedJobsStatus": [{"name": "worker", "succeeded": 1}]}
+    live = LiveObjects(jobsets=({**jobset, "status": done},), workloads=(workload(False),))
+    (change,) = plan([job], live, Ledger(), PlanOptions(instance="prod")).changes
+    assert change.deletes == (ObjectRef.of(jobset),)
+
+
+def test_nothing_is_made_anew_while_it_runs_or_before_kueue_stopped_it() -> None:
+    running = queued_job(suspend=False)
+    jobset, pod = finished_worker(running)
+    jobset["spec"]["suspend"] = False
+    live = LiveObjects(jobsets=(jobset,), pods=(pod,), workloads=(workload(),))
+    (change,) = plan([running], live, Ledger(), PlanOptions(instance="prod")).changes
+    assert not change.deletes and not change.creates
+    stopping = queued_job(suspend=True)  # Kueue has not suspended it yet: its Workload first
+    live = LiveObjects(jobsets=(jobset,), pods=(pod,), workloads=(workload(),))
+    (change,) = plan([stopping], live, Ledger(), PlanOptions(instance="prod")).changes
+    assert not change.deletes and Kind.WORKLOAD in [p.ref.kind for p in change.patches]

@@ -25,6 +25,8 @@ from click.testing import CliRunner
 
 from mxgitops.cli import main
 from mxgitops.events import REPORTING_CONTROLLER
+from mxgitops.forge.wanted import wanted
+from mxgitops.report import Summary
 from tests.controlplane.build import ensure_built
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.multikueue import (
@@ -245,13 +247,36 @@ def test_a_failed_replica_on_a_worker_fails_the_job_saying_where_and_why_no_log(
     assert event["note"].startswith(f"failed on cluster {worker.name}: WORKER failed")
 
 
-def test_replace_and_prune_through_the_manager_reach_the_worker(
+def test_drift_replace_and_prune_through_the_manager_reach_the_worker(
     multikueue: MultiKueue, run: Syncer
 ) -> None:
+    """The manager's JobSet edited by hand, then deleted by hand: each next sync repairs
+    it there (the worker's copy is Kueue's to follow), then a replace and a prune; no
+    write to a worker."""
     write(run.repo, queued("a"), queued("b"))  # b: the tree is never emptied (a guard)
     assert run().ok
     first = dispatched(multikueue, "a")
     old = the_jobset(first, "a")["metadata"]["name"]  # type: ignore[index]
+    path = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{NS}/jobsets/{old}"
+    multikueue.manager.real.rest.patch(path, {"spec": {"ttlSecondsAfterFinished": 3600}})
+    job = summary_of(run(), "a")
+    assert (job.action, job.placement) == ("repair", first.name), job
+    assert "edited by hand, set back in place: spec.ttlSecondsAfterFinished" in job.reason
+    edited = the_jobset(multikueue.manager, "a")
+    assert edited is not None and "ttlSecondsAfterFinished" not in edited["spec"]
+    copy = the_jobset(first, "a")["metadata"]["uid"]  # type: ignore[index]
+    multikueue.manager.real.rest.delete(path)
+    wait_for(
+        "the hand-deleted JobSet gone from the manager and its copy from the worker",
+        lambda: (
+            the_jobset(multikueue.manager, "a") is None
+            and all(j["metadata"]["uid"] != copy for j in first.eco.jobsets(NS))
+        ),
+    )
+    # nothing of it left anywhere, and not finished (the ledger): created again, there
+    again = run()
+    assert (summary_of(again, "a").action, summary_of(again, "b").action) == ("create", "unchanged")
+    dispatched(multikueue, "a")
     write(run.repo, queued("a", workers=3))
     assert summary_of(run(), "a").action == "replace"
 
@@ -419,15 +444,20 @@ def test_a_lost_worker_is_waited_for_then_its_job_runs_again_on_another(
             lambda: not _cluster_active(multikueue, lost.name),
             timeout=60,
         )
-        # until Kueue's timeout, the last state mirrored, on the lost cluster
+        # until Kueue's timeout, the last state mirrored, on the lost cluster, said lost
         job = summary_of(run(repo=remote.url), "a")
         assert (job.state, job.placement) == ("Running", lost.name)
+        said = f"ml/a: running on cluster {lost.name}: cluster {lost.name} is unreachable since "
+        assert said in (remote.note(remote.rev()) or ""), remote.note(remote.rev())
+        assert "Kueue dispatches the job again after its workerLostTimeout" in job.unreachable
+        (status,) = wanted(Summary(commit="c" * 40, jobs=(job,)), limit=1)
+        assert status.description == f"1 running on {lost.name} (unreachable)"
         survivor = dispatched(multikueue, "a", timeout=120, not_to=lost)
         moved = time.monotonic() - killed
         run_every_pod(survivor, name)
         mirrored(multikueue, "a", "running again", ready)
         job = summary_of(run(repo=remote.url), "a")
-        assert (job.state, job.placement) == ("Running", survivor.name)
+        assert (job.state, job.placement, job.unreachable) == ("Running", survivor.name, "")
         again = (
             f"ml/a: dispatched again by Kueue, from cluster {lost.name} to {survivor.name}: "
             "it runs again from the start"

@@ -251,6 +251,21 @@ def test_clean_pod_policy_of_a_finished_job(
     assert not change.creates
 
 
+def test_the_inline_v1_clean_pod_policy_default_cleans_a_finished_job_and_replaces_none() -> None:
+    """mxnet-operator's inline v1 form without cleanPodPolicy: All, as its operator did.
+    Its spec hash is that of earlier versions' reading (None), so a job they synced,
+    running or finished, is the same job: nothing is replaced or run again, and the
+    finished one's objects go (the ledger records it, `test_ledger`)."""
+    inline = job("a", backoffLimit=2)
+    assert inline.run_policy.clean_pod_policy_defaulted
+    running = only(plan([inline], live(inline), BATCH_ONLY, OPTIONS))
+    assert running.action is Action.UNCHANGED, running.reason
+    done = only(plan([inline], finish(live(inline), "-scheduler-"), BATCH_ONLY, OPTIONS))
+    assert (done.action, done.state) == (Action.CLEAN, State.SUCCEEDED), done.reason
+    assert "cleanPodPolicy All" in done.reason and len(done.deletes) == 5
+    assert not done.creates
+
+
 def test_a_removed_manifest_prunes_its_job() -> None:
     a, b, c = job("a"), job("b"), job("c")
     result = plan([a, b], live(a, b, c), BATCH_ONLY, OPTIONS)

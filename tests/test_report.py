@@ -218,6 +218,20 @@ def test_a_job_run_on_another_cluster_is_named_in_the_note_events_and_commit_sta
     assert event["note"].startswith("succeeded (runtime")
 
 
+def test_a_job_on_an_unreachable_cluster_says_so_in_the_note_status_and_commit_status() -> None:
+    from mxgitops.forge.wanted import wanted
+
+    lost = "cluster worker-a is unreachable since 2026-12-03T12:00:01Z: ..."
+    running = JobSummary(
+        "ml", "a", "unchanged", "", state="Running", placement="worker-a", unreachable=lost
+    )
+    assert f"ml/a: running on cluster worker-a: {lost}" in running.details()
+    summary = Summary(commit="c" * 40, instance="t", jobs=(running,))
+    assert report.parse_note(report.render_note(summary)) == summary
+    (status,) = wanted(summary, limit=1)
+    assert status.description == "1 running on worker-a (unreachable)"
+
+
 def test_a_job_kueue_dispatched_again_to_another_cluster_says_it_runs_again() -> None:
     """Its worker lost (after Kueue's workerLostTimeout) or evicting it, Kueue runs the
     same JobSet again on another worker: the note says so while it runs there."""

@@ -78,6 +78,7 @@ def _status(commit: str, jobs: Sequence[JobSummary], problems: Sequence[str]) ->
         if job.action not in _GONE and job.state:
             # where Kueue runs it on another cluster, the tally names it
             state = job.state.lower() + (f" on {job.placement}" if job.placement else "")
+            state += " (unreachable)" if job.unreachable else ""
             counts[state] = counts.get(state, 0) + 1
     unfinished = any(
         job.state and job.state != _FINISHED_OK and job.action not in _GONE for job in counted

@@ -7,8 +7,8 @@ reads each one's state and failure back (pure). `mxgitops.runtimes` is the seam 
 picks between this runtime and the batch one.
 """
 
+from mxgitops.jobset.failure import JOBSET_NAME_LABEL
 from mxgitops.jobset.live import (
-    JOBSET_NAME_LABEL,
     LiveJobSet,
     created_jobsets,
     group_live_jobsets,

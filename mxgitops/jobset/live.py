@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import Any
 
 from mxgitops import objects, scheduling
+from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, failure_of
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.placement import (
     admission_wait,
@@ -33,6 +34,7 @@ from mxgitops.jobset.placement import (
     failed_role,
     mirrored_replicas,
     no_log_here,
+    unreachable,
 )
 from mxgitops.jobset.render import HOLD_LABEL
 from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
@@ -59,8 +61,6 @@ from mxgitops.trainer.status import (
     pod_replica_state,
 )
 
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 _NAME = re.compile(rf"(?P<job>.+)-(?P<rid>[0-9a-z]{{{RUNTIME_ID_LENGTH}}})")
 _SPEC_HASH = re.compile(r"[0-9a-f]{64}")
 
@@ -76,6 +76,7 @@ class LiveJobSet:
     pods: tuple[KubeObject, ...] = ()
     workloads: tuple[KubeObject, ...] = ()
     strays: tuple[Stray, ...] = ()
+    clusters: tuple[KubeObject, ...] = ()  # Kueue's MultiKueueClusters, where listed
 
     @property
     def key(self) -> tuple[str, str]:
@@ -133,6 +134,28 @@ class LiveJobSet:
         """JobSets without a Completed or Failed condition."""
         return sorted(ObjectRef.of(o) for o in self.jobsets if _finished(o) is None)
 
+    def finished_replicas(self) -> list[ObjectRef]:
+        """Its JobSets, once suspended (by Kueue, or by hand) while a replica of the judged
+        one had finished: its child Job complete, or a pod of it succeeded (an Indexed
+        Job keeps its completed indexes). JobSet resumes only its active child Jobs, and
+        those the Job controller runs only their indexes not completed: the job would
+        wait for the finished replicas for ever. Made anew, it runs whole."""
+        jobset = self._judged
+        if jobset is None or not (jobset.get("spec") or {}).get("suspend"):
+            return []
+        if _finished(jobset) is not None:
+            return []
+        metadata = jobset.get("metadata") or {}
+        created = str(metadata.get("creationTimestamp") or "")
+        succeeded = any(
+            objects.labels_of(p).get(JOBSET_NAME_LABEL) == metadata.get("name")
+            and (p.get("status") or {}).get("phase") == "Succeeded"
+            # not a pod of the JobSet of that name this replaces, still being collected
+            and str((p.get("metadata") or {}).get("creationTimestamp") or "") >= created
+            for p in self.pods
+        )
+        return self.refs() if succeeded or _succeeded_roles(jobset) else []
+
     def on_change(self) -> OnChange:
         values = {objects.annotations_of(o).get(ON_CHANGE_ANNOTATION) for o in self.jobsets}
         return OnChange.WAIT if OnChange.WAIT.value in values else OnChange.REPLACE
@@ -168,6 +191,14 @@ class LiveJobSet:
         `status.clusterName` of its Workload, `placement.py`); "" where it runs here."""
         jobset = self._judged
         return cluster_of(self._workload_of(jobset)) if jobset is not None else ""
+
+    def unreachable(self) -> str:
+        """Why its state may be stale: the cluster it runs on does not answer the manager
+        (`placement.unreachable`); "" while it does, or once the job finished."""
+        cluster = self.placement()
+        if not cluster or self._status[0] in (State.SUCCEEDED, State.FAILED):
+            return ""
+        return unreachable(cluster, self.clusters)
 
     @cached_property
     def _status(self) -> tuple[State, tuple[MxReplicaStatus, ...]]:
@@ -269,25 +300,9 @@ class LiveJobSet:
         condition = _conditions(jobset).get("Failed") or {}
         name = (jobset.get("metadata") or {}).get("name")
         mine = [p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name]
-        failed = [(p, t) for p in mine if (t := _terminated(p)) and int(t.get("exitCode", 0)) != 0]
-        reasons = []
-        replica, exit_code, message, pod_name = "JobSet", None, "", ""
-        if failed:
-            pod, terminated = min(failed, key=lambda pt: str(pt[1].get("finishedAt") or ""))
-            labels = objects.labels_of(pod)
-            replica = f"{labels.get(JOB_TYPE_LABEL, '?')} {labels.get(COMPLETION_INDEX_LABEL, '?')}"
-            exit_code = int(terminated.get("exitCode", -1))
-            reasons.append(str(terminated.get("reason") or ""))
-            message = str(terminated.get("message") or "")
-            pod_name = str((pod.get("metadata") or {}).get("name") or "")
-        reasons.append(str(condition.get("reason") or ""))
-        message = message or str(condition.get("message") or "")
-        reason = "; ".join(dict.fromkeys(r for r in reasons if r))
-        failure = Failure(
-            replica, exit_code, reason, " ".join(message.split())[:MAX_MESSAGE], pod_name
-        )
+        failure = failure_of(condition, mine)
         cluster = self.placement()
-        if failed or not cluster:
+        if failure.pod or not cluster:
             return failure
         counts = parse_replicas_annotation(
             objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
@@ -296,10 +311,14 @@ class LiveJobSet:
 
 
 def group_live_jobsets(
-    jobsets: Sequence[KubeObject], pods: Sequence[KubeObject], workloads: Sequence[KubeObject]
+    jobsets: Sequence[KubeObject],
+    pods: Sequence[KubeObject],
+    workloads: Sequence[KubeObject],
+    clusters: Sequence[KubeObject] = (),
 ) -> dict[tuple[str, str], LiveJobSet]:
-    """JobSets by (namespace, job), with their pods and Workloads; those whose parts do
-    not add up as strays of the job their name names."""
+    """JobSets by (namespace, job), with their pods and Workloads (and Kueue's
+    MultiKueueClusters, for all); those whose parts do not add up as strays of the job
+    their name names."""
     groups: dict[tuple[str, str], dict[str, list[Any]]] = {}
     by_jobset: dict[tuple[str, str], tuple[str, str]] = {}
     uids: dict[str, tuple[str, str]] = {}
@@ -342,6 +361,7 @@ def group_live_jobsets(
             tuple(group["pods"]),
             tuple(group["workloads"]),
             tuple(group["strays"]),
+            tuple(clusters),
         )
         for key, group in sorted(groups.items())
     }
@@ -399,17 +419,6 @@ def _finished(jobset: Mapping[str, Any]) -> State | None:
     if (conditions.get("Failed") or {}).get("status") == "True":
         return State.FAILED
     return None
-
-
-def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    container = next((c for c in statuses if c.get("name") == "mxnet"), None)
-    if container is None:
-        return None
-    terminated: Mapping[str, Any] | None = (container.get("state") or {}).get("terminated") or (
-        container.get("lastState") or {}
-    ).get("terminated")
-    return terminated
 
 
 def _with_reason(status: MxReplicaStatus, reason: str) -> MxReplicaStatus:

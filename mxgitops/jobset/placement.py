@@ -16,7 +16,7 @@ Workload on the one cluster it syncs, and names the cluster where Kueue says one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mxgitops.model import ReplicaType
@@ -83,6 +83,26 @@ def failed_role(jobset: Mapping[str, Any], counts: Mapping[ReplicaType, int]) ->
         if status.state is ReplicaState.FAILED:
             return str(status.type)
     return "JobSet"
+
+
+def unreachable(cluster: str, clusters: Sequence[Mapping[str, Any]]) -> str:
+    """Why the state of a job on `cluster` may be stale: the manager's MultiKueueCluster
+    for it is not Active (its API server does not answer). Until Kueue's
+    workerLostTimeout the manager keeps the JobSet's last mirrored status; then Kueue
+    dispatches the job again, to run from the start. "" while it is reachable, or where
+    mxgitops could not read the MultiKueueClusters."""
+    found = next((c for c in clusters if (c.get("metadata") or {}).get("name") == cluster), None)
+    conditions = ((found or {}).get("status") or {}).get("conditions") or []
+    active = next((c for c in conditions if c.get("type") == "Active"), None)
+    if active is None or active.get("status") != "False":
+        return ""
+    since = active.get("lastTransitionTime") or "an unknown time"
+    why = f" ({active['reason']})" if active.get("reason") else ""
+    return _said(
+        f"cluster {cluster} is unreachable since {since}{why}: the state shown is the last "
+        "it reported; Kueue dispatches the job again after its workerLostTimeout, and it "
+        "then runs again from the start"
+    )
 
 
 def no_log_here(cluster: str) -> str:

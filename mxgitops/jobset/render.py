@@ -12,8 +12,9 @@ Failure follows Kubeflow's semantics, the same as the batch runtime's: each chil
 fails on its first failed pod (backoffLimit 0) unless its restart policy is OnFailure
 (the container restarts in place within the Job's backoffLimit); a failed `Never` or
 `OnFailure` replica fails the JobSet at once; under `ExitCode`, a permanent exit code
-(1-127, the pod failure policy's FailJob) fails it at once, and any other failure (a
-signal) restarts the whole gang, `runPolicy.backoffLimit` times at most
+(1-127, the pod failure policy's FailJob) fails it at once, and so does a pod a sidecar
+failed while `mxnet` exited 0 (`_sidecar_rules`); any other failure (a signal) restarts
+the whole gang, `runPolicy.backoffLimit` times at most
 (`failurePolicy.maxRestarts`: the budget is the job's, not each replica's). A
 disruption is not a failure (`trainer/disruption.py`): a child Job whose pod Kubernetes
 took away fails on it (its pod failure policy's first rule), and the JobSet restarts the
@@ -41,7 +42,7 @@ admit it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxgitops import scheduling
@@ -205,6 +206,34 @@ def _failure_policy(job: MxJob) -> dict[str, Any]:
     }
 
 
+# Kubernetes' limit on a pod failure policy's rules.
+MAX_POD_FAILURE_RULES = 20
+NONZERO: dict[str, Any] = {"operator": "NotIn", "values": [0]}  # exit code 0 never matches
+
+
+def _sidecar_rules(template: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Under `ExitCode`, a pod another container failed while `mxnet` exited 0 fails the
+    job at once, as Kubeflow's operator did (it read `mxnet`'s exit code alone, and 0 is
+    not retryable) and as the batch runtime does (`trainer/status.py`). No rule can name
+    exit code 0, and the JobSet sees only its child Job's failure: so `mxnet`'s other
+    exit codes (from 128, after the permanent ones' rule) are counted, which restarts the
+    gang as before; then a failure of any other container fails the child Job through
+    the pod failure policy, which fails the JobSet (`permanentExitCode`). Init containers
+    are not named: one that failed never let `mxnet` run, and is retried."""
+    containers = (template.get("spec") or {}).get("containers") or []
+    others = [str(c.get("name")) for c in containers if c.get("name") != CONTAINER_NAME]
+    if not others:
+        return []
+    rules: list[dict[str, Any]] = [
+        {"action": "Count", "onExitCodes": {"containerName": CONTAINER_NAME, **NONZERO}}
+    ]
+    room = MAX_POD_FAILURE_RULES - len(pod_failure_rules(RestartPolicy.EXIT_CODE, dist=True)) - 1
+    if len(others) > room:  # too many to name: any container but mxnet, init ones too
+        return [*rules, {"action": "FailJob", "onExitCodes": dict(NONZERO)}]
+    named = [{"action": "FailJob", "onExitCodes": {"containerName": n, **NONZERO}} for n in others]
+    return rules + named
+
+
 def _replicated_job(
     job: MxJob, replica: ReplicaSpec, ctx: RenderContext, env: Callable[[ReplicaType], list[Any]]
 ) -> dict[str, Any]:
@@ -223,6 +252,8 @@ def _replicated_job(
     if job.run_policy.active_deadline_seconds is not None and not job.queue:
         job_spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
     rules = pod_failure_rules(restart, dist=True)  # the JobSet restarts a disrupted gang
+    if restart is RestartPolicy.EXIT_CODE:
+        rules += _sidecar_rules(replica.template)
     if rules:
         job_spec["podFailurePolicy"] = {"rules": rules}
     job_spec["template"] = _pod_template(job, replica, ctx, env(replica.type))

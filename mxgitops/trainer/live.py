@@ -209,6 +209,11 @@ class LiveJob:
         """Batch Jobs without a Complete or Failed condition: their pods still run or wait."""
         return sorted(ObjectRef.of(j) for j in self.jobs if not _finished(j))
 
+    def finished_replicas(self) -> list[ObjectRef]:
+        """The batch Jobs of replicas that finished (`runpolicy.finished_while_suspended`:
+        made anew so that a suspended job resumes whole)."""
+        return sorted(ObjectRef.of(j) for j in self.jobs if _finished(j))
+
     def orphan_pod_refs(self) -> list[ObjectRef]:
         """Pods whose batch Job is gone (deleted with orphan propagation, by hand)."""
         job_names = {(o.get("metadata") or {}).get("name") for o in self.jobs}
@@ -234,6 +239,10 @@ class LiveJob:
 
     def placement(self) -> str:
         """Batch Jobs run where they are made: never on another cluster."""
+        return ""
+
+    def unreachable(self) -> str:
+        """Never: they run on the cluster mxgitops reads (`placement`)."""
         return ""
 
     def failure(self) -> Failure | None:
