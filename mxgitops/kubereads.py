@@ -7,7 +7,8 @@ one item at a time, and each item trimmed to what planning reads before the next
 decoded, so memory grows with the objects kept, never with a page's body; a LIST is
 bounded in pages, items, restarts and time, whatever the server sends (`listing.py`).
 A kind the caller knows to hold no object of ours (`LiveObjects.unlisted`: the ledger
-says so, `runtimes.unlisted`) is not listed at all.
+says so, `runtimes.unlisted`) is not listed at all. The Events of a pod a disruption
+took away are read only while its batch Job's condition names it and it is gone.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from mxgitops import kubehttp
-from mxgitops.errors import ClusterClientError
+from mxgitops.errors import ClusterClientError, ClusterForbidden
 from mxgitops.kubecalls import API_VERSIONS, Calls, path_of
 from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
 from mxgitops.objects import Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.trainer.disruption import EVENT_REASONS, departed_pod
 
 # The label Kueue reads a job's queue from (`scheduling.QUEUE_LABEL`): a JobSet with it
 # has a Workload, which says why it waits.
@@ -60,6 +62,7 @@ class Reads(Calls):
         jobs = tuple(self.list_all(Kind.JOB, selector, unread=LIVE_UNREAD[Kind.JOB]))
         services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
         pods = tuple(self.list_all(Kind.POD, selector, unread=LIVE_UNREAD[Kind.POD]))
+        pod_events = self._departed_pod_events(jobs, pods)
         skipped = frozenset(unlisted) & {Kind.JOBSET}
         found = None if skipped else self._list_if_served(Kind.JOBSET, selector)
         jobsets = tuple(found or ())
@@ -71,11 +74,36 @@ class Reads(Calls):
             services=services,
             pods=pods,
             jobsets=jobsets,
+            pod_events=pod_events,
             workloads=workloads,
             clusters=self._clusters_if_dispatched(workloads),
             unlisted=skipped,
             unserved=frozenset() if skipped or found is not None else frozenset({Kind.JOBSET}),
         )
+
+    def _departed_pod_events(
+        self, jobs: Sequence[KubeObject], pods: Sequence[KubeObject]
+    ) -> tuple[KubeObject, ...]:
+        """The Events saying how each gone pod that a batch Job's disruption condition
+        names was taken away: one field-selected LIST per such pod, none in a sync that
+        has none. Where Events cannot be read (not granted), the job is still replaced,
+        its row saying only that a disruption took the pod."""
+        here = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in pods}
+        gone = sorted({named for j in jobs if (named := departed_pod(j)) and named not in here})
+        found: list[KubeObject] = []
+        for namespace, name in gone:
+            query = {"fieldSelector": f"involvedObject.kind=Pod,involvedObject.name={name}"}
+            try:
+                listed = self._call(
+                    "GET",
+                    f"/api/v1/namespaces/{namespace}/events",
+                    query=query,
+                    read=kubehttp.read_object,
+                )
+            except (ClusterForbidden, ClusterClientError):  # not granted, not served: say less
+                continue
+            found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
+        return tuple(found)
 
     def _clusters_if_dispatched(self, workloads: Sequence[KubeObject]) -> tuple[KubeObject, ...]:
         """Kueue's MultiKueueClusters, where a Workload runs on one (`status.clusterName`):

@@ -112,6 +112,10 @@ class LiveObjects:
     jobsets: tuple[KubeObject, ...] = ()
     # Kueue's Workloads of queued JobSets (listed only when some JobSet is queued)
     workloads: tuple[KubeObject, ...] = ()
+    # Events (core/v1) about pods of ours that a disruption took away and that are gone,
+    # named by their batch Job's condition: how they went (`trainer.disruption`). Read
+    # only while such a batch Job is there; not objects of ours (not in `all`).
+    pod_events: tuple[KubeObject, ...] = ()
     # Kueue's MultiKueueClusters (listed only when a Workload names a cluster it runs on):
     # whether the manager reaches it. Not the instance's: not in `all()`.
     clusters: tuple[KubeObject, ...] = ()

@@ -239,7 +239,9 @@ def _running_change(
         return base.change(
             Action.REPAIR,
             f"{len(missing)} of its objects are missing: {names}" + _patched(patches),
-            state=state,
+            # No replica has anything that runs (a first sync killed after the batch
+            # runtime's Service): they are made now, as by a create.
+            state=State.PENDING if _none_made(base.replicas) else state,
             creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in missing),
             patches=patches,
         )
@@ -341,6 +343,10 @@ def _starting(base: _Base, job: MxJob) -> _Base:
         for r in job.replica_specs
     )
     return replace(base, replicas=pending, runtime_id=job.runtime_id, failure=None)
+
+
+def _none_made(replicas: Sequence[MxReplicaStatus]) -> bool:
+    return bool(replicas) and all(r.state is ReplicaState.UNKNOWN for r in replicas)
 
 
 def _finished_reason(state: str) -> str:

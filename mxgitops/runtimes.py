@@ -179,7 +179,7 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], Live]:
     batch_pods = tuple(p for p in live.pods if not is_jobset_pod(p))
     jobset_pods = tuple(p for p in live.pods if is_jobset_pod(p))
     batch: dict[tuple[str, str], Live] = dict(
-        group_batch(LiveObjects(live.jobs, live.services, batch_pods))
+        group_batch(LiveObjects(live.jobs, live.services, batch_pods, pod_events=live.pod_events))
     )
     jobsets = group_live_jobsets(live.jobsets, jobset_pods, live.workloads, live.clusters)
     for key, group in jobsets.items():
