@@ -24,6 +24,8 @@ requests (`kubecronjobs.py`), which `Cluster` joins. What it promises the planne
 - every failure becomes an `errors.ClusterError` with the cause chained;
 - no call takes longer than its timeout, retries included: an API server that
   accepts connections but never answers is unreachable (exit 4), not a hang;
+  while the sync holds its Lease, no write is sent or waited for past the Lease's
+  renew deadline (`lease.Fence`): then the sync stops (`LeaseLostError`, exit 4);
 - under tenancy (`tenant_service_account`), a request about a job's objects in
   namespace N is made as that service account of N (`Impersonate-User`): N's
   RBAC and Pod Security admission judge it, and a refusal is that job's error;

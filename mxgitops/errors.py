@@ -54,6 +54,11 @@ class ClusterServerError(ClusterError):
         self.status = status
 
 
+class LeaseLostError(ClusterError):
+    """The Lease this sync held could not be renewed in time: it sent no further write,
+    since another sync may take the Lease over (exit 4, a cluster error)."""
+
+
 class PrerequisiteMissing(MxGitOpsError):
     """What an installation needs is missing: a default StorageClass, a jobs' namespace,
     a recent enough tool (`mxgitops check`)."""

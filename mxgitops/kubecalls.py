@@ -3,13 +3,16 @@
 Each call is retried while its timeout allows (429s, 5xx and dropped connections, with
 capped exponential backoff; Retry-After wins), bounded in time whatever the server
 does, made as the tenant's service account where tenancy asks, and cut short once the
-sync is stopping. The read path (`kubereads.py`) and the write path (`kubewrites.py`) are
-built on it; `cluster.py` joins them and connects.
+sync is stopping. A write is also cut short at the Lease's renew deadline
+(`lease.Fence`): none is sent, or waited for, once another sync may hold the Lease.
+The read path (`kubereads.py`) and the write path (`kubewrites.py`) are built on it;
+`cluster.py` joins them and connects.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +21,8 @@ from typing import TypeVar
 from urllib.parse import quote, urlencode
 
 from mxgitops import kubehttp
-from mxgitops.errors import ClusterClientError, ClusterUnreachable
+from mxgitops.errors import ClusterClientError, ClusterUnreachable, LeaseLostError
+from mxgitops.lease import Fence
 from mxgitops.listing import LIST_PAGE_SIZE
 from mxgitops.objects import Kind, KubeObject, ObjectRef
 
@@ -87,6 +91,8 @@ class Calls:
     # account of N (impersonation), so N's RBAC and Pod Security admission decide.
     tenant_service_account: str = ""
     page_size: int = LIST_PAGE_SIZE
+    # Set while the sync holds its Lease (`lease.held`): writes end at its renew deadline.
+    fence: Fence = field(default_factory=Fence)
 
     def stop(self) -> None:
         """The sync is stopping (SIGTERM): start no further write, and give each call
@@ -124,6 +130,7 @@ class Calls:
         budget = self.timeout if budget is None else budget
         budget = min(budget, STOP_GRACE) if self.stopping.is_set() else budget
         deadline = self.clock() + budget
+        fenced = self._fence_deadline(method)
         # Built once for every attempt: the URL, the headers, the body encoded.
         url = f"{path}?{urlencode(query, quote_via=quote)}" if query else path
         data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
@@ -131,10 +138,13 @@ class Calls:
         if accept is not None:
             sent["Accept"] = accept
         server = self.server or "the cluster"
+        failure = f"no answer to {method} {path} by then"  # the last attempt's, in words
         try:
             for attempt in range(self.retry.attempts):
                 last = attempt == self.retry.attempts - 1
-                remaining = deadline - self.clock()
+                remaining = min(deadline, fenced) - self.clock()
+                if remaining <= 0 and fenced < deadline:
+                    raise self._lease_lost(failure)
                 try:
                     return self.api_client.request(
                         method, url, data, sent, timeout=remaining, read=read, warnings=warnings
@@ -144,23 +154,38 @@ class Calls:
                     retryable = exc.status in RETRYABLE_STATUS and not last
                     if not retryable or self._late(deadline, delay):
                         raise exc.as_error(method, path) from exc
+                    failure = str(exc.as_error(method, path))
                 except kubehttp.Unanswered as exc:
+                    if exc.timed_out and fenced < deadline and self.clock() >= fenced:
+                        raise self._lease_lost(failure) from exc.error
                     if exc.timed_out:
                         raise ClusterUnreachable(
                             f"the Kubernetes API at {server} did not answer "
                             f"{method} {path} within {budget:g} s (--request-timeout)"
                         ) from exc.error
                     delay = self.retry.delay(attempt, None)
+                    failure = f"cannot reach the Kubernetes API at {server}: {exc.cause()}"
                     # A certificate does not get better by retrying.
                     if exc.tls or last or self._late(deadline, delay):
-                        raise ClusterUnreachable(
-                            f"cannot reach the Kubernetes API at {server}: {exc.cause()}"
-                        ) from exc.error
+                        raise ClusterUnreachable(failure) from exc.error
                 self.sleep(delay)
         except (SystemExit, KeyboardInterrupt):
             self.stop()  # SIGTERM arrived during this call: what follows gets the grace
             raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _fence_deadline(self, method: str) -> float:
+        """When a write must have ended (`self.clock()`'s time): the Lease's renew
+        deadline, while a Lease is held; no limit for a read."""
+        left = self.fence.left() if method != "GET" else None
+        return math.inf if left is None else self.clock() + left
+
+    def _lease_lost(self, failure: str) -> LeaseLostError:
+        """Past the renew deadline: this sync stops (`stop`), and says why (the renewal's
+        failure, else this write's)."""
+        self.stop()
+        self.fence.why = self.fence.why or failure
+        return self.fence.lost()
 
     def _late(self, deadline: float, delay: float) -> bool:
         """Whether a retry after `delay` would start too late to be answered in time."""

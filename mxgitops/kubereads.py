@@ -8,7 +8,8 @@ one item at a time, and each item trimmed to what planning reads before the next
 decoded, so memory grows with the objects kept, never with a page's body; a LIST is
 bounded in pages, items, restarts and time, whatever the server sends (`listing.py`).
 A kind the caller knows to hold no object of ours (`LiveObjects.unlisted`: the ledger
-says so, `runtimes.unlisted`) is not listed at all.
+says so, `runtimes.unlisted`) is not listed at all. The Events of a pod a disruption
+took away are read only while its batch Job's condition names it and it is gone.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from mxgitops import kubehttp, runtimes
-from mxgitops.errors import ClusterClientError
+from mxgitops.errors import ClusterClientError, ClusterForbidden
 from mxgitops.kubecalls import Calls, path_of
 from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
+from mxgitops.runtime.disruption import EVENT_REASONS, departed_pod
 
 # The annotation that makes a StorageClass the default, and its beta spelling, which
 # Kubernetes still honours.
@@ -52,7 +54,7 @@ class Reads(Calls):
         jobs = tuple(self.list_all(Kind.JOB, selector, unread=Kind.JOB.unread))
         services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
         pods = tuple(self.list_all(Kind.POD, selector, unread=Kind.POD.unread))
-        live = LiveObjects(jobs, services, pods)
+        live = LiveObjects(jobs, services, pods, pod_events=self._departed_pod_events(jobs, pods))
         skipped, unserved = set(), set()
         for listing in runtimes.listings() if listings is None else listings:
             if listing.kind in unlisted:
@@ -66,12 +68,36 @@ class Reads(Calls):
             live = live.with_kind(listing.kind, tuple(found or ()))
         return replace(live, unlisted=frozenset(skipped), unserved=frozenset(unserved))
 
+    def _departed_pod_events(
+        self, jobs: Sequence[KubeObject], pods: Sequence[KubeObject]
+    ) -> tuple[KubeObject, ...]:
+        """The Events saying how each gone pod that a batch Job's disruption condition
+        names was taken away: one field-selected LIST per such pod, none in a sync that
+        has none. Where Events cannot be read (not granted), the job is still replaced,
+        its row saying only that a disruption took the pod."""
+        here = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in pods}
+        gone = sorted({named for j in jobs if (named := departed_pod(j)) and named not in here})
+        found: list[KubeObject] = []
+        for namespace, name in gone:
+            query = {"fieldSelector": f"involvedObject.kind=Pod,involvedObject.name={name}"}
+            try:
+                listed = self._call(
+                    "GET",
+                    f"/api/v1/namespaces/{namespace}/events",
+                    query=query,
+                    read=kubehttp.read_object,
+                )
+            except (ClusterForbidden, ClusterClientError):  # not granted, not served: say less
+                continue
+            found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
+        return tuple(found)
+
     def _list_allowed(self, listing: Listing, selector: str) -> list[KubeObject] | None:
         """`_list_if_served`, and none read where the listing may be forbidden and is."""
         try:
             return self._list_if_served(listing.kind, selector)
-        except ClusterClientError as exc:
-            if exc.status != 403 or not listing.if_forbidden:
+        except ClusterForbidden:  # 401/403 (`kubehttp`): not granted
+            if not listing.if_forbidden:
                 raise
             log.info(listing.if_forbidden)
             return []

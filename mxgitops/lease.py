@@ -19,23 +19,47 @@ The Lease also tells the next holder whether it was handed over cleanly: a holde
 stopped with writes its hand-off record (`handoff.py`) does not show releases it
 marked `UNRECORDED`, and one that died leaves it to expire; the next holder then
 reads the cluster again.
+
+A holder that dies (its pod OOM-killed, or its API server gone when it wanted to
+release) must not lock the next syncs out for long, so the Lease is short, as
+Kubernetes' own leader election's (kube-scheduler's `--leader-elect-lease-duration`,
+15 s): the holder renews it from a thread of its own once a third of its duration
+has passed, and if no renewal went through for two thirds of it (the renew
+deadline), it stops writing (`Fence`): every write after that, in flight or not, is
+cut off before the Lease can expire and be taken over, so two syncs never write at
+once; the sync then ends with `LeaseLostError`. The last third is the margin for
+the clocks of the holder and of the next taker, which compare `renewTime` with
+their own.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
-from mxgitops.errors import ClusterClientError, ClusterError, LeaseHeldError, StateDamagedError
+from mxgitops.errors import (
+    ClusterClientError,
+    ClusterError,
+    LeaseHeldError,
+    LeaseLostError,
+    StateDamagedError,
+)
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
-DEFAULT_DURATION_SECONDS = 600
+DEFAULT_DURATION_SECONDS = 15
+# A Lease that states no duration (none that mxgitops writes) is held as long as the
+# longest any version of mxgitops held one.
+UNSTATED_DURATION_SECONDS = 600
+RENEW_TICK = 1.0  # seconds between the renewing thread's looks at the Lease
+RENEW_DEADLINE_SHARE = 2 / 3  # of the duration: no renewal by then, no further write
 # On a released Lease: its holder may have written more than the hand-off record says.
 UNRECORDED = "mxgitops.io/writes-unrecorded"
 log = logging.getLogger("mxgitops")
@@ -58,9 +82,55 @@ def lease_ref(instance: str, namespace: str) -> ObjectRef:
     return ObjectRef(Kind.LEASE, namespace, f"mxgitops-{instance}")
 
 
+class Fence:
+    """Until when the holder of a Lease may send writes (`time.monotonic()`): two thirds
+    of the Lease's duration after its last renewal was sent. The writes of
+    `kubecalls.Calls` are cut off there, in flight or not; unset while no Lease is held."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._until: float | None = None
+        self._within = 0.0
+        self._what = ""
+        self.why = ""  # the last renewal's failure
+
+    def hold(self, since: float, within: float, what: str) -> None:
+        """`what` taken at `since` (when the take was sent): writes for `within`
+        seconds, and as long after each renewal (`renewed`)."""
+        self._until, self._within, self._what, self.why = since + within, within, what, ""
+
+    def renewed(self, since: float) -> None:
+        if self._until is not None:
+            self._until, self.why = max(self._until, since + self._within), ""
+
+    def cut(self, why: str) -> None:
+        """No further write at all: the Lease is another's."""
+        if self._until is not None:
+            self._until, self.why = -math.inf, why
+
+    def lift(self) -> None:
+        self._until = None
+
+    def left(self) -> float | None:
+        """Seconds left for writes, None when no Lease is held (no limit)."""
+        return None if self._until is None else self._until - self.clock()
+
+    def lost(self) -> LeaseLostError:
+        why = f" ({self.why})" if self.why else ""
+        return LeaseLostError(
+            f"lost {self._what}: not renewed within {self._within:g} s{why}; no write was "
+            "sent after that (another sync may take the Lease over): the next sync "
+            "finishes the apply"
+        )
+
+
 class HeldLease:
-    """The Lease while this sync holds it. A long apply calls `renew_if_due` as it
-    goes, so the Lease cannot expire (and be taken over) while writes still run.
+    """The Lease while this sync holds it, renewed as it goes (`renew_if_due`; from a
+    thread of its own once `renew_in_background` is called), so that it does not
+    expire (and get taken over) while writes still run.
+
+    With a `Fence`, a renewal moves the fence on, and a renewal that did not go
+    through by the renew deadline stops the writes: `lost` is then set.
 
     `handed_over` says whether the previous holder released it with its writes
     recorded (`handoff.py`), or nobody held it before; `writes_unrecorded` is set
@@ -74,19 +144,42 @@ class HeldLease:
         clock: Callable[[], datetime] | None = None,
         *,
         handed_over: bool = True,
+        fence: Fence | None = None,
     ) -> None:
         self._api = api
         self.lease = lease
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()  # writes finish on several threads
+        self._fence = fence
+        self._done = threading.Event()
         self.released = False
         self.handed_over = handed_over
         self.writes_unrecorded = False
 
+    @property
+    def lost(self) -> bool:
+        """Whether its renew deadline passed: no write may follow."""
+        left = self._fence.left() if self._fence is not None else None
+        return left is not None and left <= 0
+
+    def raise_if_lost(self) -> None:
+        if self.lost and self._fence is not None:
+            raise self._fence.lost()
+
+    def renew_in_background(self) -> None:
+        """Renew from a daemon thread until released, whatever the sync's main thread
+        waits on (a LIST, a write, old pods going)."""
+
+        def renewing() -> None:
+            while not self._done.wait(RENEW_TICK) and not self.lost:
+                self.renew_if_due()
+
+        threading.Thread(target=renewing, name="mxgitops-lease", daemon=True).start()
+
     def renew_if_due(self) -> None:
         """Renew once a third of the lease's duration has passed since the last renewal."""
         with self._lock:
-            if self.released:
+            if self.released or self.lost:
                 return
             spec = self.lease["spec"]
             now = self._clock()
@@ -95,15 +188,32 @@ class HeldLease:
             if renewed is not None and now < renewed + period:
                 return
             fresh = {**self.lease, "spec": {**spec, "renewTime": micro_time(now)}}
-            # A failed renewal is tried again at the next write; the lease is still ours
-            # for two more thirds of its duration.
-            with suppress(ClusterError):
+            sent = self._fence.clock() if self._fence is not None else 0.0
+            try:
                 self.lease = _write(self._api, self._api.replace, fresh)
+            except ClusterError as exc:
+                # Tried again at the next look, until the renew deadline.
+                self._renewal_failed(exc)
+                return
+            if self._fence is not None:
+                self._fence.renewed(sent)
+
+    def _renewal_failed(self, error: ClusterError) -> None:
+        if self._fence is None or isinstance(error, LeaseLostError):
+            return
+        if isinstance(error, ClusterClientError) and error.status == 409:
+            self._fence.cut("another sync took it over")  # `_write` read it: not ours
+        else:
+            self._fence.why = str(error)
 
     def release(self) -> None:
         """Not under the lock: a renewal stuck in a request must not hold up a SIGTERM;
-        `release` settles a race with it through the 409."""
+        `release` settles a race with it through the 409. The fence is lifted first:
+        the release is the one write a holder past its deadline still sends."""
         self.released = True
+        self._done.set()
+        if self._fence is not None:
+            self._fence.lift()
         release(self._api, self.lease, unrecorded=self.writes_unrecorded)
 
 
@@ -117,8 +227,12 @@ def held(
     duration_seconds: int = DEFAULT_DURATION_SECONDS,
     now: datetime | None = None,
     clock: Callable[[], datetime] | None = None,
+    fence: Fence | None = None,
 ) -> Iterator[HeldLease]:
-    """Hold the instance's Lease for the body of the `with`, then release it."""
+    """Hold the instance's Lease for the body of the `with`, then release it. With a
+    `fence` (the cluster's), the writes stop at the renew deadline."""
+    sent = fence.clock() if fence is not None else 0.0
+    ref = lease_ref(instance, namespace)
     try:
         taken, handed_over = take(
             api,
@@ -129,9 +243,12 @@ def held(
             now=now,
         )
     except (SystemExit, KeyboardInterrupt):  # SIGTERM: the take may have gone through
-        _give_back(api, lease_ref(instance, namespace), holder)
+        _give_back(api, ref, holder)
         raise
-    held_lease = HeldLease(api, taken, clock, handed_over=handed_over)
+    if fence is not None:
+        what = f"the Lease {ref.namespace}/{ref.name}"
+        fence.hold(sent, duration_seconds * RENEW_DEADLINE_SHARE, what)
+    held_lease = HeldLease(api, taken, clock, handed_over=handed_over, fence=fence)
     try:
         yield held_lease
     finally:
@@ -296,7 +413,7 @@ def is_free(lease: Mapping[str, Any], now: datetime) -> bool:
     if not spec.get("holderIdentity"):
         return True
     renewed = _parse_time(spec.get("renewTime") or spec.get("acquireTime"))
-    duration = int(spec.get("leaseDurationSeconds") or DEFAULT_DURATION_SECONDS)
+    duration = int(spec.get("leaseDurationSeconds") or UNSTATED_DURATION_SECONDS)
     return renewed is None or renewed + timedelta(seconds=duration) < now
 
 

@@ -181,6 +181,10 @@ class LiveObjects:
     services: tuple[KubeObject, ...] = ()
     pods: tuple[KubeObject, ...] = ()
     kinds: Mapping[Kind, tuple[KubeObject, ...]] = field(default_factory=dict)
+    # Events (core/v1) about pods of ours that a disruption took away and that are gone,
+    # named by their batch Job's condition: how they went (`runtime.disruption`). Read
+    # only while such a batch Job is there; not objects of ours (not in `all`).
+    pod_events: tuple[KubeObject, ...] = ()
     # Kinds not listed: the ledger says this instance has no object of them
     # (`runtimes.unlisted`). None of them is here because none exists, not unread.
     unlisted: frozenset[Kind] = frozenset()

@@ -43,7 +43,15 @@ from mxgitops.bookkeeping import (
 from mxgitops.changes import Action, Change, Plan, PlanOptions
 from mxgitops.ledger import JobKey, Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
-from mxgitops.planbase import FINISHED, ChangeBase, finished_reason, left_alone, starting, waiting
+from mxgitops.planbase import (
+    FINISHED,
+    ChangeBase,
+    finished_reason,
+    left_alone,
+    none_made,
+    starting,
+    waiting,
+)
 from mxgitops.pruning import hold_delete, orphan_changes, prune_refusal
 from mxgitops.runpolicy import cleanable, finished_while_suspended, ttl_passed
 from mxgitops.runtime.failure import Failure
@@ -236,7 +244,9 @@ def _running_change(
         return base.change(
             Action.REPAIR,
             f"{len(missing)} of its objects are missing: {names}" + _patched(patches),
-            state=state,
+            # No replica has anything that runs (a first sync killed after the batch
+            # runtime's Service): they are made now, as by a create.
+            state=State.PENDING if none_made(base.replicas) else state,
             creates=tuple(o for o in render_job(job, ctx) if ObjectRef.of(o) in missing),
             patches=patches,
         )

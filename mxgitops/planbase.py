@@ -8,6 +8,7 @@ objects do not add up is said the same way by both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from mxgitops.changes import Action, Change
@@ -74,6 +75,12 @@ def starting(base: ChangeBase, job: MxJob) -> ChangeBase:
         for r in job.replica_specs
     )
     return replace(base, replicas=pending, runtime_id=job.runtime_id, failure=None)
+
+
+def none_made(replicas: Sequence[MxReplicaStatus]) -> bool:
+    """No replica has anything that runs (a first sync killed after the batch runtime's
+    Service, say)."""
+    return bool(replicas) and all(r.state is ReplicaState.UNKNOWN for r in replicas)
 
 
 def finished_reason(state: str) -> str:

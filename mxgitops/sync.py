@@ -38,10 +38,10 @@ from mxgitops.apply import ChangeSet, apply
 from mxgitops.changes import Plan, PlanOptions
 from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
-from mxgitops.errors import ClusterError, ConfigError, GitError
+from mxgitops.errors import ClusterError, ConfigError, GitError, LeaseLostError
 from mxgitops.forge.post import MAX_COMMITS
 from mxgitops.model import Runtime
-from mxgitops.objects import LiveObjects, WriteResult
+from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.runtime.accelerators import parse_accelerators
 
@@ -367,13 +367,13 @@ def _apply_under_lease(
     progress.phase("taking the lease")
     holder = lease.default_holder()
     with lease.held(
-        cluster, instance=config.instance, namespace=config.state_namespace, holder=holder
+        cluster,
+        instance=config.instance,
+        namespace=config.state_namespace,
+        holder=holder,
+        fence=cluster.fence,
     ) as holding:
-
-        def written(_: WriteResult) -> None:
-            progress.advance()
-            holding.renew_if_due()
-
+        holding.renew_in_background()
         before, fresh = planned
         state = clusterstate.read_again(cluster, config, before, holding.handed_over)
         if state.moved_from(before):
@@ -385,12 +385,17 @@ def _apply_under_lease(
         try:
             stored, refused = clusterstate.record_first(cluster, config, fresh)
             changeset = apply(
-                fresh, cluster, on_done=written, while_waiting=holding.renew_if_due, refused=refused
+                fresh,
+                cluster,
+                on_done=lambda _: progress.advance(),
+                while_waiting=holding.raise_if_lost,  # old pods going: not past the Lease
+                refused=refused,
             )
             if fresh.ledger_changed:
                 changeset = clusterstate.write_ledger(cluster, config, fresh, changeset, stored)
-        except (SystemExit, KeyboardInterrupt):
-            cluster.stop()  # SIGTERM: no further write; the Lease is released at once
+            holding.raise_if_lost()  # its writes were cut off: the sync ends on that
+        except (SystemExit, KeyboardInterrupt, LeaseLostError):
+            cluster.stop()  # SIGTERM, or the Lease lost: no further write; released at once
             raise
         holding.writes_unrecorded = not _record_writes(cluster, config, holder, commit)
     return fresh, changeset

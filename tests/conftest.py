@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.gitfixtures",
     "tests.serverbuilds",
     "tests.ecosystem.fixtures",
+    "tests.gitea.fixtures",
     "tests.controlplane.fixtures",
     "tests.workergroups",
 ]

@@ -42,6 +42,7 @@ CLUSTER_WIDE = {
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
     ("events.k8s.io", "events"): {"create"},  # events.py: what a sync did, on each job
+    ("", "events"): {"list"},  # kubereads.py: how a gone pod was disrupted
     # Listed where the ledger does not say this instance has none (404 without JobSet).
     ("jobset.x-k8s.io", "jobsets"): {"list"},
 }

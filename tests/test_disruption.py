@@ -17,6 +17,8 @@ import pytest
 from mxgitops import spec
 from mxgitops.batch import ReplicaState, State, group_live, render_job, replica_state
 from mxgitops.changes import Action
+from mxgitops.errors import ClusterForbidden
+from mxgitops.kubereads import Reads
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.runtime.disruption import (
@@ -224,6 +226,53 @@ def test_a_disrupted_dist_job_known_only_by_its_failed_batch_job_is_replaced() -
     change = only_change(mx, objects)
     assert change.action is Action.REPLACE
     assert change.reason.startswith("disrupted, not failed: SERVER 0 lost its pod "), change.reason
+
+
+def test_a_gone_pod_is_said_preempted_by_the_schedulers_event_about_it() -> None:
+    """A preempted pod is gone within seconds: the scheduler's Event about it says how."""
+    mx = job("d", restart="Never")
+    objects = live_with(mx, "server", 0, [], failed=1, conditions=[FAIL_JOB])
+    (server,) = [j for j in objects.jobs if "-server-" in j["metadata"]["name"]]
+    event = {
+        "metadata": {"namespace": NS, "name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": f"{server['metadata']['name']}-x7k2p"},
+        "reason": "Preempted",
+        "message": "Preempted by pod 0f3c on node n2",
+    }
+    noise = {**event, "reason": "Scheduled", "message": "Successfully assigned"}
+    objects = dataclasses.replace(objects, pod_events=(noise, event))
+    change = only_change(mx, objects)
+    assert change.action is Action.REPLACE
+    assert change.reason.startswith(
+        "disrupted, not failed: SERVER 0 preempted on node n2 "
+        "(PreemptionByScheduler: Preempted by pod 0f3c on node n2); the job runs again whole"
+    ), change.reason
+
+
+def test_the_events_of_a_gone_pod_are_read_only_for_it_and_only_then() -> None:
+    """One field-selected LIST of the gone pod's Events, kept only those that say how it
+    went; none while the pod is there; none readable (403): nothing, the sync goes on."""
+    asked: list[tuple[str, dict[str, str]]] = []
+    answer: list[Any] = []
+
+    def call(method: str, path: str, *, query: dict[str, str], **_: Any) -> Any:
+        asked.append((path, query))
+        if isinstance(answer[0], Exception):
+            raise answer[0]
+        return answer[0]
+
+    reads = Reads(api_client=None)  # type: ignore[arg-type]
+    reads._call = call  # type: ignore[assignment, method-assign]
+    failed = [batch_job(conditions=[FAIL_JOB])]
+    preempted = {"reason": "Preempted", "message": "Preempted by pod u on node n2"}
+    answer.append({"items": [{"reason": "Scheduled"}, preempted]})
+    assert reads._departed_pod_events(failed, []) == (preempted,)
+    selector = "involvedObject.kind=Pod,involvedObject.name=d-worker-x-1-abc"
+    assert asked == [("/api/v1/namespaces/ml/events", {"fieldSelector": selector})]
+    here = {"metadata": {"namespace": "ml", "name": "d-worker-x-1-abc"}}
+    assert reads._departed_pod_events(failed, [here]) == () and len(asked) == 1
+    answer[0] = ClusterForbidden("events is forbidden")
+    assert reads._departed_pod_events(failed, []) == ()
 
 
 def test_a_local_job_is_left_to_kubernetes_which_replaces_its_pod() -> None:

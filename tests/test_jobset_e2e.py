@@ -9,7 +9,6 @@ The API double serves no JobSet (DIFFERENCES.md): these tests run on the real th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,17 @@ from mxgitops.model import Runtime
 from mxgitops.sync import SyncOutcome
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
-from tests.helpers.jobset_e2e import only_jobset, repo
+from tests.helpers.jobset_e2e import (
+    JOBSETS,
+    condition,
+    gpu_job,
+    kueue_setup,
+    only_jobset,
+    pod_of,
+    repo,
+    step,
+    until,
+)
 from tests.helpers.noop_requests import recorded
 from tests.helpers.reconcile_e2e import (
     EXAMPLE_REPO,
@@ -39,9 +48,6 @@ from tests.helpers.reconcile_e2e import (
 
 __all__ = ["repo"]  # fixtures from tests/helpers, used here
 
-JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2"
-GPU = "nvidia.com/gpu"
-
 
 @pytest.fixture
 def run(ecosystem: Ecosystem, repo: Path) -> Syncer:
@@ -50,43 +56,6 @@ def run(ecosystem: Ecosystem, repo: Path) -> Syncer:
 
 def on_jobset(run: Syncer, **overrides: Any) -> SyncOutcome:
     return run(default_runtime="jobset", **overrides)
-
-
-def pod_of(eco: Ecosystem, jobset: str, role: str, index: int = 0) -> dict[str, Any]:
-    """The live pod of one replica, of the JobSet's current attempt (a restart of the
-    gang recreates every pod)."""
-
-    def find() -> dict[str, Any] | None:
-        found = eco.rest.get(f"{JOBSETS}/namespaces/{NS}/jobsets/{jobset}")
-        attempt = str((found.get("status") or {}).get("restarts") or 0)
-        for pod in eco.pods(jobset, NS):
-            labels = pod["metadata"]["labels"]
-            if (
-                labels.get("jobset.sigs.k8s.io/restart-attempt") == attempt
-                and labels.get("jobset.sigs.k8s.io/replicatedjob-name") == role
-                and labels.get("batch.kubernetes.io/job-completion-index") == str(index)
-                and pod["status"].get("phase") not in ("Succeeded", "Failed")
-                and not pod["metadata"].get("deletionTimestamp")
-            ):
-                return pod
-        return None
-
-    return wait_for(f"for the {role} {index} pod of {jobset}", find)
-
-
-def step(eco: Ecosystem, pod: dict[str, Any], **move: Any) -> None:
-    eco.real.kubelet(pod["metadata"]["name"], namespace=NS, **move)
-
-
-def condition(jobset: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for found in (jobset.get("status") or {}).get("conditions") or []:
-        if found["type"] == kind and found["status"] == "True":
-            return dict(found)
-    return None
-
-
-def until(eco: Ecosystem, job: str, what: str, probe: Callable[[dict[str, Any]], bool]) -> None:
-    wait_for(f"for {job}'s JobSet {what}", lambda: probe(only_jobset(eco, job)) or None)
 
 
 def differences(rendered: Any, stored: Any, path: str = "") -> list[str]:
@@ -261,90 +230,6 @@ def test_a_backoff_limit_is_a_budget_for_the_whole_job(ecosystem: Ecosystem, run
 
 
 # -- Kueue: queued, admitted whole, preempted -------------------------------------------------
-
-
-def kueue_setup(
-    eco: Ecosystem, gpus: int, preemption: bool = False, workload_priorities: bool = False
-) -> None:
-    eco.create(
-        KUEUE_GROUP,
-        "resourceflavors",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "gpu"},
-            "spec": {},
-        },
-        None,
-    )
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory", GPU],
-                "flavors": [
-                    {
-                        "name": "gpu",
-                        "resources": [
-                            {"name": "cpu", "nominalQuota": "64"},
-                            {"name": "memory", "nominalQuota": "512Gi"},
-                            {"name": GPU, "nominalQuota": str(gpus)},
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
-    if preemption:
-        spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
-    eco.create(
-        KUEUE_GROUP,
-        "clusterqueues",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": "gpus"},
-            "spec": spec,
-        },
-        None,
-    )
-    eco.local_queue("team", NS, "gpus")
-    for name, value in (("low", 100), ("high", 1000)):
-        if workload_priorities:
-            eco.create(
-                KUEUE_GROUP,
-                "workloadpriorityclasses",
-                {
-                    "apiVersion": "kueue.x-k8s.io/v1beta2",
-                    "kind": "WorkloadPriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                },
-                None,
-            )
-        eco.create(
-            "/apis/scheduling.k8s.io/v1",
-            "priorityclasses",
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            },
-            None,
-        )
-
-
-def gpu_job(name: str, *, workers: int = 2, gpus: int = 4, priority: str = "low") -> dict[str, Any]:
-    """A dist job whose workers take `gpus` GPUs each: 8 in all by default."""
-    doc = mxjob(
-        name,
-        workers=workers,
-        runPolicy={"schedulingPolicy": {"queue": "team", "priorityClass": priority}},
-    )
-    worker = doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    worker["resources"] = {"limits": {GPU: gpus}}
-    return doc
 
 
 def test_a_second_job_waits_queued_without_pods_and_runs_when_the_first_finishes(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from mxgitops import lease
-from mxgitops.errors import ClusterServerError, LeaseHeldError
+from mxgitops.errors import ClusterServerError, LeaseHeldError, LeaseLostError
 from mxgitops.objects import KubeObject, ObjectRef
 from tests.helpers.lease import REF, FakeLeases
 
@@ -166,4 +167,87 @@ def test_a_lease_that_cannot_be_released_says_why(caplog: pytest.LogCaptureFixtu
         lease.release(api, taken)
     (record,) = caplog.records
     assert record.getMessage().startswith("could not release Lease lease/mxgitops-t1 in ml")
-    assert "forbidden" in record.getMessage() and "600s" in record.getMessage()
+    duration = f"{lease.DEFAULT_DURATION_SECONDS}s"
+    assert "forbidden" in record.getMessage() and duration in record.getMessage()
+
+
+class FakeMonotonic:
+    """The fence's clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_writes_are_fenced_at_the_renew_deadline_and_a_renewal_moves_it_on() -> None:
+    """Two thirds of the duration after the take was sent, with no renewal through, the
+    holder is past its deadline: it may send no further write (`lost`), a third of the
+    duration before another sync may take the Lease over."""
+    api, clock, mono = FakeLeases(), [NOW], FakeMonotonic()
+    fence = lease.Fence(mono)
+    assert fence.left() is None  # no Lease held: no limit
+    with lease.held(
+        api,
+        instance="t1",
+        namespace="ml",
+        holder="me/1",
+        duration_seconds=15,
+        now=NOW,
+        clock=lambda: clock[0],
+        fence=fence,
+    ) as got:
+        assert fence.left() == 10.0 and not got.lost
+        clock[0], mono.now = NOW + timedelta(seconds=6), 106.0
+        got.renew_if_due()  # sent at 106: fenced until 116
+        assert fence.left() == 10.0
+        api.fail_replace = ClusterServerError("the Kubernetes API failed PUT", status=503)
+        clock[0], mono.now = NOW + timedelta(seconds=12), 112.0
+        got.renew_if_due()
+        assert fence.left() == 4.0 and not got.lost  # one failure: still ours
+        mono.now = 116.0
+        assert got.lost
+        with pytest.raises(LeaseLostError, match=r"lost the Lease ml/mxgitops-t1: not renewed "):
+            got.raise_if_lost()
+        api.fail_replace = None
+        got.renew_if_due()  # lost is final: no renewal after the deadline
+        assert api.writes == ["create", "replace", "replace"]
+    assert fence.left() is None  # lifted for the release (and what follows it)
+    stored = api.get(REF)
+    assert stored is not None and stored["spec"]["holderIdentity"] is None
+
+
+def test_a_lease_taken_over_stops_the_writes_at_once() -> None:
+    api, clock, mono = FakeLeases(), [NOW], FakeMonotonic()
+    fence = lease.Fence(mono)
+    with lease.held(
+        api,
+        instance="t1",
+        namespace="ml",
+        holder="me/1",
+        now=NOW,
+        clock=lambda: clock[0],
+        fence=fence,
+    ) as got:
+        api.put("other/2", NOW)  # another sync's, as if ours had expired
+        clock[0] = NOW + timedelta(seconds=6)
+        got.renew_if_due()
+        assert got.lost
+        with pytest.raises(LeaseLostError, match="another sync took it over"):
+            got.raise_if_lost()
+
+
+def test_the_holder_renews_from_a_thread_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the sync's main thread waits on, the Lease is renewed."""
+    monkeypatch.setattr(lease, "RENEW_TICK", 0.01)
+    api = FakeLeases()
+    with lease.held(
+        api, instance="t1", namespace="ml", holder="me/1", duration_seconds=1, fence=lease.Fence()
+    ) as got:
+        got.renew_in_background()  # due a third of a second after each renewal
+        deadline = time.monotonic() + 30
+        while api.writes.count("replace") < 2:
+            assert time.monotonic() < deadline, api.writes
+            time.sleep(0.01)  # the renewing thread is what this waits on
+    assert api.writes[-1] == "replace"  # the release, after the thread stopped

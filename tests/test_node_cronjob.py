@@ -33,7 +33,6 @@ and waits for both.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,7 +44,6 @@ import yaml
 
 from tests.controlplane.harness import RealCluster
 from tests.controlplane.images import TOOLBOX_IMAGE
-from tests.controlplane.projectimage import PROJECT_IMAGE
 from tests.cronjobruns import (
     Run,
     RunRecorder,
@@ -56,15 +54,19 @@ from tests.cronjobruns import (
     scheduled_run,
 )
 from tests.gitfixtures import GitHttpServer, GitRemote, isolate_git, new_git_remote
+from tests.helpers.node_cronjob import (
+    CRONJOB,
+    NAMESPACE,
+    TOKEN,
+    cache_volume,
+    git_secret,
+    user_overlay,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-OVERLAY = ROOT / "cronjob" / "overlays" / "example"
 BASE = yaml.safe_load((ROOT / "cronjob" / "base" / "cronjob.yaml").read_text())["spec"]
-NAMESPACE = "mxgitops-example"  # the example overlay's
-CRONJOB = "mxgitops-example"
 ACCOUNT = f"system:serviceaccount:{NAMESPACE}:{CRONJOB}"
 JOBS_NAMESPACE = "ml-training"  # the jobs repository's; no other real-node test uses it
-TOKEN = "s3cret-token"
 RUN_TIMEOUT = 180.0  # from a run's start to its end: the pod starts, syncs and exits
 INSTALL_TIMEOUT = 300.0  # the real node's start (the session's first use) and the install
 # Selected alone, the runs test installs, then waits up to two periods for the second
@@ -73,28 +75,6 @@ PERIOD = period_of(BASE["schedule"])
 RUNS_TIMEOUT = float(
     INSTALL_TIMEOUT + 2 * PERIOD.total_seconds() + BASE["startingDeadlineSeconds"] + RUN_TIMEOUT
 )
-
-
-def user_overlay(directory: Path, repo_url: str) -> Path:
-    """The user's kustomization: the example overlay, with only the image and the
-    repository URL set."""
-    directory.mkdir(parents=True)
-    name, tag = PROJECT_IMAGE.rsplit(":", 1)
-    kustomization = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": [os.path.relpath(OVERLAY, directory)],
-        "images": [{"name": "ghcr.io/example/mxgitops", "newName": name, "newTag": tag}],
-        "configMapGenerator": [
-            {
-                "name": "mxgitops-config",
-                "behavior": "merge",
-                "literals": [f"MXGITOPS_REPO={repo_url}"],
-            }
-        ],
-    }
-    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-    return directory
 
 
 def sleeper_job() -> str:
@@ -116,39 +96,6 @@ def sleeper_job() -> str:
             },
         }
     )
-
-
-def cache_volume(cluster: RealCluster, directory: Path) -> None:
-    """What a cluster's storage provides: a volume the Git cache's claim binds to,
-    writable by the sync's user (10001)."""
-    directory.mkdir(parents=True)
-    os.chown(directory, 10001, 10001)
-    volume = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": "mxgitops-cache-node-test"},
-        "spec": {
-            "capacity": {"storage": "2Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Delete",
-            "hostPath": {"path": str(directory), "type": "Directory"},
-            "claimRef": {"namespace": NAMESPACE, "name": "mxgitops-cache-example"},
-        },
-    }
-    status, _, body = cluster.raw("POST", "/api/v1/persistentvolumes", volume)
-    assert status == 201, body
-
-
-def git_secret(cluster: RealCluster) -> None:
-    cluster.ensure_namespace(NAMESPACE)
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "mxgitops-git"},
-        "stringData": {"token": TOKEN},
-    }
-    status, _, body = cluster.raw("POST", f"/api/v1/namespaces/{NAMESPACE}/secrets", secret)
-    assert status == 201, body
 
 
 @dataclass(frozen=True)

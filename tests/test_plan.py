@@ -64,6 +64,16 @@ def test_missing_objects_are_repaired_and_only_those() -> None:
     assert "2 of its objects are missing" in change.reason and worker in change.reason
 
 
+def test_a_job_left_with_its_service_alone_is_not_read_running() -> None:
+    """A first sync killed after the Service and before any batch Job (issue 30: the
+    CronJob's pod OOM-killed mid-apply): nothing of the job runs; the sync that
+    finishes it says Pending, as a create does."""
+    a = job("a")
+    service = [o for o in render_job(a, CTX) if o["kind"] == "Service"]
+    change = only(plan([a], LiveObjects(services=tuple(service)), BATCH_ONLY, OPTIONS))
+    assert (change.action, change.state) == (Action.REPAIR, State.PENDING), change.reason
+
+
 def test_batch_jobs_an_earlier_versions_ttl_collected_are_not_run_again() -> None:
     """Earlier versions set the TTL on each batch Job; it is job-wide now (test_ttl.py),
     so a batch Job missing from a job whose objects carry none was deleted: repaired."""

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from mxgitops import cluster, lease
 from mxgitops.cli import main
-from mxgitops.errors import ClusterUnreachable
-from mxgitops.objects import KubeObject
+from mxgitops.errors import ClusterError, ClusterUnreachable, LeaseLostError
+from mxgitops.objects import Create, KubeObject
 from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
 from tests.helpers.timeouts import sync_args
 from tests.kubeapi.harness import KubeAPI
@@ -194,3 +194,30 @@ def test_hung_requests_are_released_when_the_faults_change(kubeapi: KubeAPI) -> 
     assert not caller.is_alive()
     assert [type(e) for e in errors] == [ClusterUnreachable]
     assert [(e["fault"], e["dropped"]) for e in kubeapi.request_log] == [("hang", True)]
+
+
+def test_writes_end_at_the_leases_renew_deadline_whatever_the_request_timeout(
+    kubeapi: KubeAPI,
+) -> None:
+    """A sync whose Lease was not renewed by its renew deadline (etcd gone: every write
+    hangs) gives up the write in flight then, not after --request-timeout, and sends no
+    other: another sync may hold the Lease next. Reads go on."""
+    kubeapi.faults("create:hang=1")
+    api = cluster.connect(kubeconfig=kubeapi.kubeconfig, request_timeout=60, parallelism=1)
+    api.fence.hold(api.fence.clock(), 0.5, "the Lease ml/mxgitops-x")
+    started = time.monotonic()
+    (hung, after) = api.write([Create(config_map("a")), Create(config_map("b"))])
+    assert time.monotonic() - started < 0.5 + 1.5
+    assert isinstance(hung.error, LeaseLostError) and isinstance(after.error, ClusterError)
+    said = "lost the Lease ml/mxgitops-x: not renewed within 0.5 s (no answer to POST /api/v1/"
+    assert str(hung.error).startswith(said), hung.error
+    kubeapi.faults("")
+    assert api.get(cluster.ObjectRef(cluster.Kind.CONFIG_MAP, NS, "a")) is None
+    assert [(e["method"], e["fault"]) for e in kubeapi.request_log] == [
+        ("POST", "hang"),
+        ("GET", None),
+    ]
+
+
+def config_map(name: str) -> KubeObject:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS}}

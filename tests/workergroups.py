@@ -47,6 +47,7 @@ LAST_UNIT = ".last"
 GROUPS: dict[str, str] = {
     "real_node": "node",
     "fault_node": "faults",  # its own node, broken on purpose (tests/faults/)
+    "faults_plane": "faults",  # a control plane of its own, killed on purpose (tests/faults/)
     "ecosystem_session": "ecosystem",
     "multikueue_clusters": "multikueue",
     "multikueue_node": "multikueue",

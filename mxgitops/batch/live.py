@@ -93,6 +93,7 @@ class LiveJob:
     services: tuple[KubeObject, ...] = ()
     pods: tuple[KubeObject, ...] = ()
     strays: tuple[Stray, ...] = ()  # named as this job's, but not adding up: left alone
+    pod_events: tuple[KubeObject, ...] = ()  # how its gone pods were taken away
 
     @property
     def key(self) -> tuple[str, str]:
@@ -250,9 +251,22 @@ class LiveJob:
         if self._shape.mode is not JobMode.DIST:
             return None
         return first_disruption(
-            (f"{replica_type.value} {index}", batch_job, pods, _lost_pod(batch_job, pods))
+            (
+                f"{replica_type.value} {index}",
+                batch_job,
+                pods,
+                _lost_pod(batch_job, pods),
+                self._events_of(batch_job),
+            )
             for replica_type, index, batch_job, pods in replicas_of(self._shape, self._objects())
         )
+
+    def _events_of(self, batch_job: KubeObject | None) -> list[KubeObject]:
+        """The Events about the gone pods of `batch_job` (named `{batch job}-{suffix}`)."""
+        if batch_job is None:
+            return []
+        prefix = f"{(batch_job.get('metadata') or {}).get('name')}-"
+        return [e for e in self.pod_events if _involved(e).startswith(prefix)]
 
     def _objects(self) -> LiveObjects:
         return LiveObjects(self.jobs, self.services, self.pods)
@@ -361,6 +375,7 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:
                 "services": [],
                 "pods": [],
                 "strays": [],
+                "pod_events": [],
             }
         return group
 
@@ -379,6 +394,10 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:
         name = match["job"] if match else objects.labels_of(pod).get(objects.JOB_NAME_LABEL)
         if name:
             group_of(_namespace(pod), name)["pods"].append(pod)
+    for event in live.pod_events:  # a gone pod was named `{batch job}-{suffix}`
+        match = _OBJECT_NAME.fullmatch(_involved(event).rpartition("-")[0])
+        if match and (_namespace(event), match["job"]) in groups:
+            groups[(_namespace(event), match["job"])]["pod_events"].append(event)
     return {
         key: LiveJob(
             namespace=key[0],
@@ -387,9 +406,15 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:
             services=tuple(group["services"]),
             pods=tuple(group["pods"]),
             strays=tuple(group["strays"]),
+            pod_events=tuple(group["pod_events"]),
         )
         for key, group in sorted(groups.items())
     }
+
+
+def _involved(event: KubeObject) -> str:
+    """The name of the object an Event (core/v1) is about."""
+    return str((event.get("involvedObject") or {}).get("name") or "")
 
 
 def _identity(obj: KubeObject) -> tuple[str | None, str | None]:

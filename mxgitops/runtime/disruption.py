@@ -19,6 +19,13 @@ never counts it against backoffLimit, not even `backoffLimit: 0`:
   replacement starts), and the planner replaces every replica (`plan.py`), saying
   why (`WORKER 1 evicted: node n1 NotReady or unreachable (...)`).
 
+A pod taken away is soon gone (a preempted pod within seconds), and its batch Job's
+condition names it without saying how. What took it said so in an Event about it
+(the scheduler's `Preempted`, the taint manager's `TaintManagerEviction`, the
+kubelet's `Evicted`), which outlives the pod by the API server's event TTL (an hour
+by default): the sync reads those Events of the pods such a condition names, only
+then (`kubereads.py`), and says how from them.
+
 `OnFailure` pods can have no `podFailurePolicy` (Kubernetes allows one only with
 `restartPolicy: Never`): their batch Job counts the disrupted pod and makes a new
 one; the replica is not failed for it, and a dist job is replaced whole once a sync
@@ -27,6 +34,7 @@ sees the disrupted pod.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +44,14 @@ DISRUPTION_TARGET = "DisruptionTarget"
 # matched: "Pod ns/name has condition DisruptionTarget matching FailJob rule at index 0".
 DISRUPTION_MESSAGE = f"has condition {DISRUPTION_TARGET} matching FailJob rule"
 _FAILED_CONDITIONS = ("FailureTarget", "Failed")
+_NAMED_POD = re.compile(rf"Pod (?P<namespace>[^/ ]+)/(?P<name>\S+) {DISRUPTION_MESSAGE}")
+# The Event reason each component gives a pod it took away -> its DisruptionTarget reason
+EVENT_REASONS = {
+    "Preempted": "PreemptionByScheduler",  # kube-scheduler: "Preempted by pod U on node N"
+    "TaintManagerEviction": "DeletionByTaintManager",  # "Marking for deletion Pod ns/n"
+    "Evicted": "TerminationByKubelet",  # the kubelet under node pressure
+}
+_ON_NODE = re.compile(r"on node (\S+)")
 
 
 @dataclass(frozen=True)
@@ -73,10 +89,31 @@ def pod_disruption(pod: Mapping[str, Any]) -> str | None:
     if condition is None:
         return None
     node = str((pod.get("spec") or {}).get("nodeName") or "?")
-    reason = str(condition.get("reason") or "")
-    said = " ".join(str(condition.get("message") or "").split())
+    return _described(str(condition.get("reason") or ""), node, condition.get("message"))
+
+
+def _described(reason: str, node: str, message: object) -> str:
+    said = " ".join(str(message or "").split())
     detail = f"({reason}: {said})" if said else f"({reason})"
     return f"{_how(reason, node)} {detail}"
+
+
+def departed_pod(batch_job: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of the pod whose disruption failed this batch Job (its rule on
+    DisruptionTarget matched), named by its condition; else None."""
+    found = _NAMED_POD.search(failed_by_disruption(batch_job) or "")
+    return (found["namespace"], found["name"]) if found else None
+
+
+def event_disruption(event: Mapping[str, Any]) -> str | None:
+    """How a pod was taken away, from an Event about it (core/v1) saying so, else None."""
+    reason = EVENT_REASONS.get(str(event.get("reason") or ""))
+    if reason is None:
+        return None
+    message = str(event.get("message") or "")
+    on_node = _ON_NODE.search(message)
+    node = on_node[1] if on_node else str((event.get("source") or {}).get("host") or "?")
+    return _described(reason, node, message)
 
 
 def _how(reason: str, node: str) -> str:
@@ -114,10 +151,12 @@ def replica_disruption(
     batch_job: Mapping[str, Any] | None,
     pods: Sequence[Mapping[str, Any]],
     lost_pod: bool = False,
+    events: Sequence[Mapping[str, Any]] = (),
 ) -> Disruption | None:
     """How this replica was disrupted, while it has not succeeded: a pod of it taken
     away (the newest first), else its batch Job failed by the disruption rule (the pod
-    went with its node), else (`lost_pod`) a pod its batch Job counted is gone."""
+    gone: how, from the `events` about it, if one says), else (`lost_pod`) a pod its
+    batch Job counted is gone."""
     if int(((batch_job or {}).get("status") or {}).get("succeeded") or 0) >= 1:
         return None
     for pod in _newest_first(pods):
@@ -128,18 +167,23 @@ def replica_disruption(
             return Disruption(replica, what)
     message = failed_by_disruption(batch_job)
     if message is not None:
-        return Disruption(replica, f"lost its pod to a disruption ({message})")
+        how = next(filter(None, map(event_disruption, events)), None)
+        return Disruption(replica, how or f"lost its pod to a disruption ({message})")
     if lost_pod:
         return Disruption(replica, "lost its pod: deleted (a node lost, a preemption)")
     return None
 
 
-def first_disruption(
-    replicas: Iterable[tuple[str, Mapping[str, Any] | None, Sequence[Mapping[str, Any]], bool]],
-) -> Disruption | None:
-    """The first disrupted replica of (name, batch Job, pods, lost_pod), in replica order."""
-    for replica, batch_job, pods, lost_pod in replicas:
-        found = replica_disruption(replica, batch_job, pods, lost_pod)
+Replica = tuple[
+    str, Mapping[str, Any] | None, Sequence[Mapping[str, Any]], bool, Sequence[Mapping[str, Any]]
+]
+
+
+def first_disruption(replicas: Iterable[Replica]) -> Disruption | None:
+    """The first disrupted replica of (name, batch Job, pods, lost_pod, events about its
+    gone pod), in replica order."""
+    for replica, batch_job, pods, lost_pod, events in replicas:
+        found = replica_disruption(replica, batch_job, pods, lost_pod, events)
         if found is not None:
             return found
     return None

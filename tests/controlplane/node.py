@@ -151,14 +151,16 @@ class RealNode:
         """Start a process stopped by ``kill`` again, as it was started, and wait for
         the node to be Ready."""
         self._spawn(name, self.argv[name])
-        if name == "containerd":
-            _wait(
-                "containerd's socket",
-                self.containerd_socket.exists,
-                START_TIMEOUT,
-                self._check_alive,
-            )
+        if name == "containerd":  # answering: a SIGKILLed one leaves its socket file
+            _wait("containerd to answer", self._answers, START_TIMEOUT, self._check_alive)
         self._wait_ready()
+
+    def _answers(self) -> bool:
+        try:
+            self.ctr("version")
+        except RuntimeError:
+            return False
+        return True
 
     def _check_alive(self) -> None:
         for name, process in self.processes.items():

@@ -29,7 +29,9 @@ API is left served.
 from __future__ import annotations
 
 import base64
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -317,7 +319,7 @@ class Ecosystem:
         )
         config_file = self.directory / f"{name}-config.yaml"
         config_file.write_text(yaml.safe_dump(config))
-        log = open(manager.log, "wb")  # noqa: SIM115 - owned by the process
+        log = open(manager.log, "ab")  # noqa: SIM115 - owned by the process (kept on a restart)
         manager.process = subprocess.Popen(
             [
                 *wrapper,
@@ -385,6 +387,18 @@ class Ecosystem:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"gave up after {timeout:.0f} s waiting for {what}")
             time.sleep(0.2)  # a starting process: nothing to wait on but its answers
+
+    # -- faults (tests/faults/test_service_faults.py) -------------------------------
+    def kill_kueue(self) -> None:
+        """Kueue's controller manager SIGKILLed by its pid (its webhooks go with it)."""
+        assert self.kueue.process is not None
+        os.kill(self.kueue.process.pid, signal.SIGKILL)
+        self.kueue.process.wait(timeout=STOP_TIMEOUT)
+
+    def start_kueue_again(self) -> None:
+        """Kueue started again as it was (same port, configuration and log), until its
+        webhooks admit: its CRDs and webhook configurations are applied unchanged."""
+        self._start_kueue()
 
     # -- stop ----------------------------------------------------------------------
     def stop(self) -> None:

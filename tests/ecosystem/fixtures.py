@@ -25,6 +25,7 @@ import requests
 from tests.controlplane.harness import RealCluster, wait_for
 
 if TYPE_CHECKING:
+    from .addons import Ecosystem as Controllers
     from .multikueue import MultiKueue
 
 # Kueue's and JobSet's objects a test may make, cluster-scoped ones with namespace None;
@@ -45,8 +46,14 @@ WIPED = (
 class Ecosystem:
     """The tests' view: the real cluster (``real``) with JobSet and Kueue beside it."""
 
-    def __init__(self, real: RealCluster, kueue_log: Path | None = None) -> None:
+    def __init__(
+        self,
+        real: RealCluster,
+        kueue_log: Path | None = None,
+        controllers: Controllers | None = None,
+    ) -> None:
         self.real = real
+        self.controllers = controllers  # the processes, where a test kills one
         self.rest = real.rest
         self.kubeconfig = real.kubeconfig
         self.kueue_log = kueue_log
@@ -177,7 +184,7 @@ def ecosystem_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ecos
         RealCluster(plane, directory / "kubeconfig") as real,
         Controllers(plane, directory / "controllers") as controllers,
     ):
-        eco = Ecosystem(real, controllers.kueue.log)
+        eco = Ecosystem(real, controllers.kueue.log, controllers)
         # A CRD just established may answer 429 (its storage initializing) for a while.
         wait_for("Kueue's and JobSet's resources to be served", eco.served, timeout=120)
         yield eco

@@ -83,8 +83,11 @@ def part_written(cluster: RealCluster) -> bool | None:
     return 0 < len(jobs) < JOBS * (PER_JOB - 1) or None
 
 
-def converged(remote: GitRemote, cluster: RealCluster, cache: Path) -> Any:
-    """Sync until a sync writes nothing; assert every object once; the note's jobs."""
+def converged(
+    remote: GitRemote, cluster: RealCluster, cache: Path, also: dict[str, str] | None = None
+) -> Any:
+    """Sync until a sync writes nothing; assert every object once; the note's jobs (and
+    the states of the jobs `also` names)."""
     cli("sync", *sync_args(remote, cluster, cache))
     out = cli("sync", "-o", "json", *sync_args(remote, cluster, cache))
     report, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])
@@ -98,7 +101,7 @@ def converged(remote: GitRemote, cluster: RealCluster, cache: Path) -> Any:
     status = cli("status", "--repo", remote.url, "--cache-dir", str(cache), "-o", "json")
     note, _ = json.JSONDecoder().raw_decode(status[status.index("{") :])
     noted = {j["name"]: j["state"] for j in note["jobs"]}
-    assert noted == {f"job-{i:02d}": "Suspended" for i in range(JOBS)}, noted
+    assert noted == {f"job-{i:02d}": "Suspended" for i in range(JOBS)} | (also or {}), noted
     return report
 
 
@@ -128,7 +131,7 @@ def test_the_sync_sigkilled_between_writes_is_finished_by_the_next(
         env=env,
     )
     assert held.returncode == 5, held.stdout + held.stderr
-    # As the clock would after the Lease's 600 s: its renewal moved back.
+    # As the clock would after the Lease's duration: its renewal moved back.
     path = "/apis/coordination.k8s.io/v1/namespaces/mxgitops/leases/mxgitops-node"
     faults.cluster.rest.patch(path, {"spec": {"renewTime": "2000-01-01T00:00:00.000000Z"}})
     converged(remote, faults.cluster, cache)

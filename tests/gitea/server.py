@@ -13,6 +13,7 @@ from __future__ import annotations
 import getpass
 import os
 import secrets
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -60,7 +61,12 @@ class Gitea:
             "--admin",
             "--must-change-password=false",
         )
-        self._log = open(self.directory / "gitea.log", "wb")  # closed in __exit__
+        self._serve()
+        return self
+
+    def _serve(self) -> None:
+        """`gitea web` on the port and data made above; until its API answers."""
+        self._log = open(self.directory / "gitea.log", "ab")  # noqa: SIM115 - closed in kill/__exit__
         self.process = subprocess.Popen(
             [str(self.home / "gitea"), "web", "--config", str(self.config)],
             stdout=self._log,
@@ -69,7 +75,19 @@ class Gitea:
             cwd=self.directory,
         )
         self._wait_ready()
-        return self
+
+    def kill(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """The forge down: `gitea web` sent `sig` by its pid (SIGTERM: its own clean
+        shutdown), waited for. `start_again` brings it back."""
+        assert self.process is not None
+        os.kill(self.process.pid, sig)
+        self.process.wait(timeout=60)
+        self._log.close()
+
+    def start_again(self) -> None:
+        """`gitea web` started again as it was (same port, same data); until it answers."""
+        assert self.process is not None and self.process.poll() is not None
+        self._serve()
 
     def __exit__(
         self,
@@ -77,7 +95,7 @@ class Gitea:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.process is not None:
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=30)

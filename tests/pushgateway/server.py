@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -26,7 +28,12 @@ class Pushgateway:
 
     def __enter__(self) -> Pushgateway:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.directory / "pushgateway.log", "wb")  # closed in __exit__
+        self._serve()
+        return self
+
+    def _serve(self) -> None:
+        """The Pushgateway on its port; until it says it is ready."""
+        self._log = open(self.directory / "pushgateway.log", "ab")  # noqa: SIM115 - closed in kill/__exit__
         self.process = subprocess.Popen(
             [
                 str(ensure_built() / "pushgateway"),
@@ -45,11 +52,24 @@ class Pushgateway:
                 )
             try:
                 if requests.get(f"{self.url}/-/ready", timeout=2).status_code == 200:
-                    return self
+                    return
             except requests.ConnectionError:
                 pass
             time.sleep(0.05)  # polling a condition (the port answers), with a deadline
         raise RuntimeError(f"the pushgateway did not answer within {START_TIMEOUT:g} s")
+
+    def kill(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """The Pushgateway down: sent `sig` by its pid, waited for (what it held is
+        lost: it runs without a persistence file). `start_again` brings it back."""
+        assert self.process is not None
+        os.kill(self.process.pid, sig)
+        self.process.wait(timeout=30)
+        self._log.close()
+
+    def start_again(self) -> None:
+        """Started again as it was, on the same port; until it is ready."""
+        assert self.process is not None and self.process.poll() is not None
+        self._serve()
 
     def __exit__(
         self,
@@ -57,7 +77,7 @@ class Pushgateway:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.process is not None:
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
             self._log.close()
