@@ -29,8 +29,10 @@ import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.launcher import ControlPlane
-from tests.faults.test_node_faults import MXGITOPS
-from tests.faults.test_sync_faults import (
+from tests.gitfixtures import GitRemote
+from tests.helpers.node_faults import MXGITOPS
+from tests.helpers.node_training import NS, cli, sync_args
+from tests.helpers.sync_faults import (
     JOBS,
     converged,
     ours,
@@ -38,8 +40,6 @@ from tests.faults.test_sync_faults import (
     suspended_job,
     sync_process,
 )
-from tests.gitfixtures import GitRemote
-from tests.helpers.node_training import NS, cli, sync_args
 
 # A failed sync must end on its own within this (the dead sync's Lease, once 600 s,
 # and etcd's stalled writes, once more than 10 minutes, are what this bounds).

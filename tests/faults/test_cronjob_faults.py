@@ -31,7 +31,6 @@ from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.node import _v1_hierarchies
 from tests.cronjobruns import ended, kubectl
 from tests.faults.conftest import FaultCluster
-from tests.faults.test_sync_faults import JOBS, PER_JOB, ours, part_written, suspended_job
 from tests.gitfixtures import GitHttpServer, GitRemote
 from tests.helpers.node_cronjob import (
     CRONJOB,
@@ -42,6 +41,7 @@ from tests.helpers.node_cronjob import (
     user_overlay,
 )
 from tests.helpers.node_training import cli
+from tests.helpers.sync_faults import JOBS, PER_JOB, ours, part_written, suspended_job
 
 LIMIT = "256Mi"  # the first run's memory limit, above what a sync of 40 jobs takes
 # The Lease of the overlay's instance (`example`), in the run's own namespace

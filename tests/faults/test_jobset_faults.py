@@ -11,57 +11,35 @@ mxgitops writes nothing for it (the JobSet is the runtime's own).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.faults.conftest import FaultCluster
-from tests.faults.test_node_faults import (
+from tests.gitfixtures import GitRemote
+from tests.helpers.jobset_faults import (
+    fault_jobset,
+    gang_running,
+    the_jobset,
+)
+from tests.helpers.node_faults import (
     NODE_LOST_TIMEOUT,
-    PODS,
     dist_job,
     node_ready,
     node_runs_a_pod,
     row_of,
 )
-from tests.gitfixtures import GitRemote
 from tests.helpers.node_training import NS, cli, sync_args
 
-
-@pytest.fixture(scope="module")
-def fault_jobset(
-    fault_node: FaultCluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Ecosystem]:
-    """The real JobSet controller beside the fault node's control plane (no Kueue)."""
-    from tests.ecosystem.addons import Ecosystem as Controllers
-
-    controllers = Controllers(fault_node.cluster.plane, tmp_path_factory.mktemp("fault-jobset"))
-    controllers.start(kueue=False)
-    try:
-        eco = Ecosystem(fault_node.cluster)
-        yield eco
-    finally:
-        controllers.uninstall()
+__all__ = ["fault_jobset"]  # fixtures from tests/helpers, used here
 
 
 @pytest.fixture(autouse=True)
 def _no_in_cluster_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-
-
-def the_jobset(eco: Ecosystem, name: str) -> dict[str, Any]:
-    (jobset,) = [j for j in eco.jobsets(NS) if j["metadata"]["name"].startswith(f"{name}-")]
-    return jobset
-
-
-def gang_running(eco: Ecosystem, jobset: str) -> list[dict[str, Any]] | None:
-    pods = [p for p in eco.pods(jobset, NS) if not p["metadata"].get("deletionTimestamp")]
-    ok = len(pods) == PODS and all(p["status"].get("phase") == "Running" for p in pods)
-    return pods if ok else None
 
 
 @pytest.mark.timeout(NODE_LOST_TIMEOUT)

@@ -22,11 +22,11 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.faults.conftest import FaultCluster
-from tests.faults.test_jobset_faults import fault_jobset, gang_running, the_jobset
-from tests.faults.test_node_faults import PODS, dist_job, node_runs_a_pod, row_of, running_tasks
-from tests.faults.test_runtime_faults import high_priority, preempt, sized_job
 from tests.gitfixtures import GitRemote
+from tests.helpers.jobset_faults import fault_jobset, gang_running, the_jobset
+from tests.helpers.node_faults import PODS, dist_job, node_runs_a_pod, row_of, running_tasks
 from tests.helpers.node_training import NS, cli, sync_args
+from tests.helpers.runtime_faults import high_priority, preempt, sized_job
 
 __all__ = ["fault_jobset", "high_priority"]  # fixtures, shared with their modules
 JOBSETS = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{NS}/jobsets"
