@@ -74,7 +74,8 @@ class Reads(Calls):
         """The Events saying how each gone pod that a batch Job's disruption condition
         names was taken away: one field-selected LIST per such pod, none in a sync that
         has none. Where Events cannot be read (not granted), the job is still replaced,
-        its row saying only that a disruption took the pod."""
+        its row saying only that a disruption took the pod, and a warning says why (the
+        API server's "forbidden"): a grant taken away is not silent."""
         here = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in pods}
         gone = sorted({named for j in jobs if (named := departed_pod(j)) and named not in here})
         found: list[KubeObject] = []
@@ -87,7 +88,10 @@ class Reads(Calls):
                     query=query,
                     read=kubehttp.read_object,
                 )
-            except (ClusterForbidden, ClusterClientError):  # not granted, not served: say less
+            except ClusterForbidden as exc:  # not granted: say less, and why
+                log.warning("how pod %s/%s went is unsaid: %s", namespace, name, exc)
+                continue
+            except ClusterClientError:  # not served: say less
                 continue
             found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
         return tuple(found)

@@ -1,10 +1,11 @@
 """The RBAC that cronjob/ grants is sufficient and minimal, judged by the real authorizer.
 
-A full round of syncs (create, names taken by a foreign Job and Service found out by a read, the
-ledger created (its answer lost, the retry's 409 settled by a read) and updated, a
-failed container's log read, replace, suspend and on-change annotation in place, repair,
-prune, the Lease each time) runs as the CronJob's
-ServiceAccount, with exactly the Role and ClusterRole of the rendered example overlay:
+A full round of syncs (create, names taken by a foreign Job and Service found out by a read,
+the ledger created (its answer lost, the retry's 409 settled by a read) and updated, a
+failed container's log read, a dist job's pod evicted and gone (its Events read),
+replace, suspend and on-change annotation in place, repair, prune, the Lease each time)
+runs as the CronJob's ServiceAccount, with exactly the Role and ClusterRole of the
+rendered example overlay:
 every sync succeeds. Then each granted verb is taken away in turn, and the round must
 fail on it with a one-line "forbidden" message that names it: no verb is granted that
 mxgitops does not use.
@@ -21,7 +22,8 @@ import yaml
 
 from mxgitops import spec
 from mxgitops.batch import RenderContext, render_job
-from tests.controlplane.harness import RealCluster
+from mxgitops.runtime.disruption import departed_pod
+from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitfixtures import GitRemote
 from tests.helpers.cronjob import Docs
 from tests.helpers.cronjob_e2e import CronJobRun, environment, install, rendered
@@ -89,8 +91,9 @@ class Round:
             "c": mxjob("c", servers=0),
             "d": mxjob("d", servers=0),
             "e": mxjob("e"),
+            "f": mxjob("f"),
         }
-        remote.commit({f"jobs/{name}.yaml": text for name, text in jobs.items()}, "five jobs")
+        remote.commit({f"jobs/{name}.yaml": text for name, text in jobs.items()}, "six jobs")
         # d's batch Job name and e's scheduler Service name are taken by foreign objects:
         # each create meets 409, the read that follows finds it is not ours, and the job
         # is reported, not taken over.
@@ -119,6 +122,9 @@ class Round:
         worker = self._batch_job("c-worker-")
         real.container_log(job=worker, namespace=NS, text="epoch 3\nloss is NaN\n")
         real.kubelet(job=worker, namespace=NS, phase="Failed", exit_code=1, message="loss is NaN")
+        # f (dist) loses its worker to a drain, and the pod is gone: the sync reads its
+        # Events to say how, and runs f again whole.
+        self._evict_gone(self._batch_job("f-worker-"))
         if failed := self._step():
             return failed
         remote.commit({"jobs/a.yaml": mxjob("a", args="train.py --epochs=9")}, "replace a")
@@ -140,6 +146,31 @@ class Round:
             return failed
         remote.commit({"jobs/a.yaml": None}, "prune a")
         return self._step()
+
+    def _evict_gone(self, job: str) -> None:
+        """Evict the batch Job's pod through the Eviction API (which sets DisruptionTarget),
+        let it fail and be gone, until the Job is failed by its FailJob rule."""
+        real = self.real
+        (pod,) = real.kubelet(job=job, namespace=NS, phase="Running")
+        name = pod["metadata"]["name"]
+        path = f"/api/v1/namespaces/{NS}/pods/{name}"
+        eviction = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": NS},
+        }
+        status, _, body = real.raw("POST", f"{path}/eviction", eviction)
+        assert status == 201, body
+        real.kubelet(name, namespace=NS, phase="Failed", exit_code=137, reason="Error")
+        status, _, body = real.raw("DELETE", path, {"gracePeriodSeconds": 0})
+        assert status in (200, 404), body
+
+        def failed_and_gone() -> bool:
+            status, _, _ = real.raw("GET", path)
+            batch = real.get("Job", job, NS) or {}
+            return status == 404 and departed_pod(batch) == (NS, name)
+
+        wait_for(f"for {job} to fail on its evicted pod {name}", failed_and_gone)
 
     def _batch_job(self, prefix: str) -> str:
         (name,) = [
@@ -252,8 +283,6 @@ def wait_denied(
     real: RealCluster, user: str, verb: str, resource: str, group: str, namespace: str
 ) -> None:
     """Wait until the authorizer's cache has the reduced role (a SubjectAccessReview)."""
-    from tests.controlplane.harness import wait_for
-
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",

@@ -138,5 +138,9 @@ def next_status(
     status["containerStatuses"] = statuses
     status["phase"] = "Running" if restarts_in_place else step.phase
     ready = all(cs["ready"] for cs in statuses) and status["phase"] == "Running"
-    status["conditions"] = _conditions(step.phase, status["phase"], ready, now)
+    own = _conditions(step.phase, status["phase"], ready, now)
+    # Conditions others set (the API server's DisruptionTarget on an eviction) stay.
+    kinds = {c["type"] for c in own}
+    others = [c for c in status.get("conditions") or [] if c.get("type") not in kinds]
+    status["conditions"] = own + others
     return status
