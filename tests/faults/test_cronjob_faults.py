@@ -16,7 +16,6 @@ object once, none duplicated, the note names every job with its true state.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -40,8 +39,15 @@ from tests.helpers.node_cronjob import (
     git_secret,
     user_overlay,
 )
-from tests.helpers.node_training import cli
-from tests.helpers.sync_faults import JOBS, PER_JOB, ours, part_written, suspended_job
+from tests.helpers.sync_faults import (
+    JOBS,
+    PER_JOB,
+    every_object_once,
+    noted_states,
+    ours,
+    part_written,
+    suspended_job,
+)
 
 LIMIT = "256Mi"  # the first run's memory limit, above what a sync of 40 jobs takes
 # The Lease of the overlay's instance (`example`), in the run's own namespace
@@ -197,14 +203,8 @@ def test_the_cronjobs_pod_oom_killed_mid_apply_is_finished_by_the_next_run(
     )
     recovered = time.monotonic() - killed
     assert done == "Complete", cluster.get("Job", "next", NAMESPACE)
-    for kind, found, wanted in zip(
-        ("jobs", "services"), ours(cluster), (JOBS * 4, JOBS), strict=True
-    ):
-        names = [o["metadata"]["name"] for o in found]
-        assert len(names) == len(set(names)) == wanted, (kind, len(names), len(set(names)))
-    status = cli("status", "--repo", remote.url, "--cache-dir", str(tmp_path), "-o", "json")
-    note, _ = json.JSONDecoder().raw_decode(status[status.index("{") :])
-    noted = {j["name"]: j["state"] for j in note["jobs"]}
+    every_object_once(cluster)
+    noted = noted_states(remote, tmp_path)
     assert noted == expected, noted
     assert not cluster.rest.get(LEASE)["spec"].get("holderIdentity")  # released
     print(f"\nCronJob pod OOM-killed mid-apply: the next run converged {recovered:.1f} s after")

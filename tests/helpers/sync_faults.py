@@ -76,13 +76,23 @@ def converged(
     report, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])
     actions = {j["name"]: j["action"] for j in report["jobs"]}
     assert set(actions.values()) == {"unchanged"}, actions
+    every_object_once(cluster)
+    noted = noted_states(remote, cache)
+    assert noted == {f"job-{i:02d}": "Suspended" for i in range(JOBS)} | (also or {}), noted
+    return report
+
+
+def every_object_once(cluster: RealCluster) -> None:
+    """Each job's batch Jobs and Service exist, none twice."""
     for kind, found, wanted in zip(
         ("jobs", "services"), ours(cluster), (JOBS * 4, JOBS), strict=True
     ):
         names = [o["metadata"]["name"] for o in found]
         assert len(names) == len(set(names)) == wanted, (kind, len(names), len(set(names)))
+
+
+def noted_states(remote: GitRemote, cache: Path) -> dict[str, str]:
+    """The state of each job, as the note on the repository's head says."""
     status = cli("status", "--repo", remote.url, "--cache-dir", str(cache), "-o", "json")
     note, _ = json.JSONDecoder().raw_decode(status[status.index("{") :])
-    noted = {j["name"]: j["state"] for j in note["jobs"]}
-    assert noted == {f"job-{i:02d}": "Suspended" for i in range(JOBS)} | (also or {}), noted
-    return report
+    return {j["name"]: j["state"] for j in note["jobs"]}
