@@ -40,7 +40,6 @@ from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError, LeaseLostError
 from mxgitops.forge.post import MAX_COMMITS
-from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.runtime.accelerators import parse_accelerators
@@ -302,7 +301,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
             max_file_size=config.max_file_size,
             policy=policy,
             verdicts=verdicts,
-            default_runtime=Runtime(config.default_runtime),
+            default_runtime=config.default_runtime,
             named_from=config.path,
         )
 
