@@ -19,10 +19,11 @@ from mxgitops.gitcommand import local_git
 from mxgitops.model import DEFAULT_RUNTIME
 from mxgitops.review import Review, review
 from mxgitops.spec import NAMESPACE
+from mxgitops.summary import Summary
 from mxgitops.sync import repository_kind
 
 
-def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary | None, str, str]:
+def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None, str, str]:
     """The status note of `commit` (default: the synced ref's tip), the commit's sha,
     and why the note there was set aside ("" if it was not: ill-typed, not JSON)."""
     if repository_kind(config.repo) == "directory":

@@ -3,16 +3,22 @@
 Each runtime (`mxgitops/runtime/base.py`'s `Runtime`) must render deterministically,
 name its objects without rendering them, claim them back from a LIST as one whole group
 of the job that made them, and patch its in-place fields without a replace. A new
-runtime registered in `runtimes.RUNTIMES` is checked here without a line added.
+runtime registered in `runtimes.RUNTIMES` is checked here without a line added. What a
+runtime alone knows (its kinds, its names, its part of the spec hash) stays in it: no
+neutral module names JobSet or Workload.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import mxgitops
 from mxgitops import model, objects, runtimes
 from mxgitops.model import MxJob, OnChange
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
@@ -24,6 +30,30 @@ from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("conformance", commit="a" * 40)
 RUNTIMES = list(runtimes.RUNTIMES)
+PACKAGE = Path(mxgitops.__file__).parent
+# The modules that see every runtime alike (issue 36), the kube* modules and forge/ too.
+NEUTRAL = [
+    *(
+        PACKAGE / f"{name}.py"
+        for name in [
+            "plan",
+            "changes",
+            "report",
+            "summary",
+            "outputs",
+            "events",
+            "sync",
+            "config",
+            "bookkeeping",
+            "review",
+            "objects",
+            "model",
+            "spec",
+        ]
+    ),
+    *PACKAGE.glob("kube*.py"),
+    *(PACKAGE / "forge").glob("*.py"),
+]
 
 
 def job_on(runtime: str, name: str = "a", **spec: Any) -> MxJob:
@@ -151,3 +181,40 @@ def _relabelled(obj: KubeObject, *, runtime_id: str) -> KubeObject:
 def _merged(parts: list[LiveObjects]) -> LiveObjects:
     found: list[KubeObject] = [o for part in parts for o in part.all()]
     return LiveObjects.of_objects(found)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_its_name_rules_pass_a_short_name_and_refuse_one_too_long_for_its_objects(
+    runtime: str,
+) -> None:
+    job = job_on(runtime)
+    rules = runtimes.RUNTIMES[runtime]
+    assert rules.name_problems(job) == []
+    problems = rules.name_problems(replace(job, name="a" * 60))
+    assert problems and {p.path for p in problems} == {("metadata", "name")}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_its_part_of_the_spec_hash_names_it_and_the_default_adds_none(runtime: str) -> None:
+    shape = runtimes.RUNTIMES[runtime].hash_shape(job_on(runtime))
+    if runtime == model.DEFAULT_RUNTIME:
+        assert shape is None  # a batch job hashes as every job did before runtimes
+    else:
+        assert shape is not None and shape["name"] == runtime
+
+
+def test_a_job_of_no_registered_runtime_has_no_spec_hash() -> None:
+    """Hashed without its runtime's part, a job would replace its live objects."""
+    with pytest.raises(LookupError, match="no runtime named 'volcano'"):
+        _ = replace(job_on(RUNTIMES[0]), runtime="volcano").spec_hash
+
+
+def test_no_neutral_module_names_jobset_or_workload() -> None:
+    named = {
+        path.relative_to(PACKAGE).as_posix(): sorted(
+            set(re.findall(r"jobset|workload", path.read_text(encoding="utf-8"), re.I))
+        )
+        for path in NEUTRAL
+    }
+    assert len(named) > 20  # the list found its modules
+    assert {module: words for module, words in named.items() if words} == {}
