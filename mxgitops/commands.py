@@ -16,13 +16,14 @@ from mxgitops import gittree, manifests, report, source
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ConfigError
 from mxgitops.gitcommand import local_git
-from mxgitops.model import Runtime
+from mxgitops.model import DEFAULT_RUNTIME
 from mxgitops.review import Review, review
 from mxgitops.spec import NAMESPACE
+from mxgitops.summary import Summary
 from mxgitops.sync import repository_kind
 
 
-def read_status(config: SyncConfig, commit: str | None) -> tuple[report.Summary | None, str, str]:
+def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None, str, str]:
     """The status note of `commit` (default: the synced ref's tip), the commit's sha,
     and why the note there was set aside ("" if it was not: ill-typed, not JSON)."""
     if repository_kind(config.repo) == "directory":
@@ -62,7 +63,7 @@ def diff_commits(
     path: str | None,
     namespace: str | None,
     policy_file: Path | None = None,
-    default_runtime: Runtime = Runtime.BATCH,
+    default_runtime: str = DEFAULT_RUNTIME,
 ) -> Review:
     """Load the manifests of two commits of a checkout and compare them, each job on the
     runtime a sync with `default_runtime` runs it on.

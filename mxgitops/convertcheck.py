@@ -15,7 +15,7 @@ from typing import Any
 
 from mxgitops.dialects import version_of
 from mxgitops.errors import ManifestError
-from mxgitops.model import Runtime
+from mxgitops.model import DEFAULT_RUNTIME
 from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtimes import RUNTIMES
 from mxgitops.schema import schema_problems
@@ -70,7 +70,7 @@ def _rendered(text: str, name: str) -> Iterator[tuple[str, tuple[MxJob, list[Any
     for data in as_validate_reads(text, name):
         if isinstance(data, dict) and version_of(data) is not None:
             job = job_of(cleaned(data), name)
-            yield job.name, (job, RUNTIMES[Runtime.BATCH].render(job, _CONTEXT))
+            yield job.name, (job, RUNTIMES[DEFAULT_RUNTIME].render(job, _CONTEXT))
 
 
 def _renamed(objects: list[Any], converted: MxJob, original: MxJob) -> list[Any]:

@@ -23,8 +23,8 @@ from mxgitops import cluster as kube
 from mxgitops import policy
 from mxgitops.errors import OutputError
 from mxgitops.objects import Create, KubeObject, ownership_labels
-from mxgitops.report import JobSummary, Summary
 from mxgitops.runtime.failure import Failure
+from mxgitops.summary import JobSummary, Summary
 
 REPORTING_CONTROLLER = "mxgitops.io/sync"
 MAX_NOTE = 1024  # bytes the API server allows an Event's note

@@ -33,7 +33,7 @@ from mxgitops import policy as rules
 from mxgitops.dialects import VERSIONS, Version, version_of
 from mxgitops.manifestfiles import MAX_FILE_SIZE, manifest_files, read_text
 from mxgitops.manifestfiles import Problem as Problem  # re-exported: part of LoadResult
-from mxgitops.model import Runtime
+from mxgitops.model import DEFAULT_RUNTIME
 from mxgitops.schema import describe, schema_problems
 from mxgitops.spec import (
     KUBEFLOW_API_VERSION,
@@ -152,7 +152,7 @@ def load(
     max_file_size: int = MAX_FILE_SIZE,
     policy: rules.Policy | None = None,
     verdicts: Verdicts | None = None,
-    default_runtime: Runtime = Runtime.BATCH,
+    default_runtime: str = DEFAULT_RUNTIME,
     named_from: str = ".",
 ) -> LoadResult:
     """Validate every manifest under `paths` (files or directories), and, given a
@@ -225,7 +225,7 @@ class _Loader:
     max_file_size: int
     policy: rules.Policy | None = None
     verdicts: Verdicts | None = None
-    default_runtime: Runtime = Runtime.BATCH  # the operator's, for dist jobs naming no queue
+    default_runtime: str = DEFAULT_RUNTIME  # the operator's, for dist jobs naming no queue
     named: list[Named] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)

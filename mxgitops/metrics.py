@@ -36,7 +36,7 @@ from mxgitops.changes import Action
 from mxgitops.deadline import within
 from mxgitops.errors import OutputError
 from mxgitops.gitauth import redact
-from mxgitops.report import Summary
+from mxgitops.summary import Summary
 
 JOB = "mxgitops"
 PHASES = ("git", "validate", "read", "apply", "note", "status", "events")

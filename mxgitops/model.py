@@ -5,13 +5,18 @@ Every manifest dialect and version (see `mxgitops.dialects`) converts into one
 (`spec.py`), rendering (the runtimes, `runtimes.py`), planning and reports see only this model.
 The spec hash derived from it decides whether a live job is unchanged or must
 be replaced, so it covers what shapes the objects and nothing else.
+
+Which runtime a job runs on is a name here (`MxJob.runtime`); what a runtime adds to
+the spec hash is the runtime's own (`hash_shape`), installed by the registry
+(`runtimes.py`) with `use_hash_shapes`, as the model cannot import it (every runtime
+imports the model).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import cached_property
@@ -61,6 +66,10 @@ MAX_REPLICAS = 10_000
 # 60,466,176 ids is equally likely and a changed spec keeps the old id (and
 # names, which would defeat a replace) with a chance of 1 in 60,466,176.
 RUNTIME_ID_LENGTH = 5
+# The runtime a job runs on unless its manifest or the operator says otherwise: the
+# seed's, one batch Job per replica (`runtimes.RUNTIMES`' first), on which every job
+# hashed before runtimes existed ran.
+DEFAULT_RUNTIME = "batch"
 
 Path = tuple[str | int, ...]
 
@@ -111,13 +120,6 @@ class CleanPodPolicy(StrEnum):
 class OnChange(StrEnum):
     REPLACE = "replace"  # a changed spec replaces the job even while it runs
     WAIT = "wait"  # a changed or removed job waits until it has finished
-
-
-class Runtime(StrEnum):
-    """How a job becomes Kubernetes objects (`mxgitops.runtimes`)."""
-
-    BATCH = "batch"  # one batch Job per replica and a scheduler Service (batch/)
-    JOBSET = "jobset"  # one JobSet, admitted whole by Kueue when queued (jobset/)
 
 
 class SuccessPolicy(StrEnum):
@@ -177,7 +179,7 @@ class MxJob:
     success_policy: SuccessPolicy = SuccessPolicy.SCHEDULER
     on_change: OnChange = OnChange.REPLACE
     dialect: Dialect = Dialect.SEED
-    runtime: Runtime = Runtime.BATCH
+    runtime: str = DEFAULT_RUNTIME  # a name in `runtimes.RUNTIMES`
     queue: str = ""  # Kueue's LocalQueue (schedulingPolicy.queue, the queue-name label)
     priority_class: str = ""  # schedulingPolicy.priorityClass (already on the pods)
     source_path: str = field(default="", compare=False)
@@ -229,7 +231,7 @@ class MxJob:
             success_policy=SuccessPolicy(data["success_policy"]),
             on_change=OnChange(data["on_change"]),
             dialect=Dialect(data["dialect"]),
-            runtime=Runtime(data.get("runtime", Runtime.BATCH.value)),
+            runtime=data.get("runtime", DEFAULT_RUNTIME),
             queue=data.get("queue", ""),
             priority_class=data.get("priority_class", ""),
             source_path=data["source_path"],
@@ -280,6 +282,28 @@ def runtime_id_of(spec_hash: str) -> str:
     """The runtime id of a spec hash (also how a live object's labels are cross-checked)."""
     number = int(spec_hash, 16) % 36**RUNTIME_ID_LENGTH  # uniform, see above
     return _base36(number).rjust(RUNTIME_ID_LENGTH, "0")
+
+
+def derived_names(job: MxJob) -> Iterator[tuple[Path, str]]:
+    """Every object name a job renders to on the default runtime, with the replica spec
+    that causes it: one batch Job per replica index, `{job}-{type}-{runtimeId}-{index}`;
+    the scheduler's Service shares the name of the scheduler's Job. Here, not in
+    `batch/`, as they are the pods' hostnames `runtime/mxconfig.py` addresses by."""
+    for replica in job.replica_specs:
+        for index in range(replica.replicas):
+            yield replica.path, job_object_name(job, replica.type, index)
+
+
+def job_object_name(job: MxJob, replica_type: ReplicaType, index: int) -> str:
+    return object_name(job.name, replica_type, job.runtime_id, index)
+
+
+def object_name(name: str, replica_type: ReplicaType, runtime_id: str, index: int) -> str:
+    return f"{name}-{replica_type.role}-{runtime_id}-{index}"
+
+
+def scheduler_service_name(job: MxJob) -> str:
+    return job_object_name(job, ReplicaType.SCHEDULER, 0)
 
 
 def format_path(path: Path) -> str:
@@ -342,17 +366,30 @@ def _canonical_json(job: MxJob, *, era: int) -> str:
     }
     if era >= 2:
         shape["rendering"] = era
-    if job.runtime is not Runtime.BATCH:  # a batch job hashes as it always did
-        shape["runtime"] = {
-            "name": job.runtime.value,
-            "queue": job.queue,
-            "priorityClass": job.priority_class,
-            # A JobSet's replicatedJobs and failure policy are immutable: where these
-            # land there (the child Jobs' deadline, maxRestarts), a change replaces.
-            "activeDeadlineSeconds": policy.active_deadline_seconds,
-            "backoffLimit": policy.backoff_limit,
-        }
+    runtime = _runtime_shape(job)
+    if runtime is not None:  # the default runtime's jobs hash as they always did
+        shape["runtime"] = runtime
     return json.dumps(shape, sort_keys=True, separators=(",", ":"), default=str)
+
+
+HashShape = Callable[[MxJob], Mapping[str, Any] | None]
+_HASH_SHAPES: dict[str, HashShape] = {}
+
+
+def use_hash_shapes(shapes: Mapping[str, HashShape]) -> None:
+    """Install what each runtime adds to the spec hash of a job that runs on it, by
+    runtime name: `runtimes.py` does, as it is imported (spec.py, which makes every
+    job, imports it)."""
+    _HASH_SHAPES.update(shapes)
+
+
+def _runtime_shape(job: MxJob) -> Mapping[str, Any] | None:
+    try:
+        shape_of = _HASH_SHAPES[job.runtime]
+    except KeyError:  # a hash without its runtime's part would replace running jobs
+        known = ", ".join(sorted(_HASH_SHAPES)) or "none: mxgitops.runtimes was not imported"
+        raise LookupError(f"no runtime named {job.runtime!r} (registered: {known})") from None
+    return shape_of(job)
 
 
 def _base36(number: int) -> str:

@@ -40,7 +40,7 @@ from mxgitops.errors import (
 )
 from mxgitops.forge import post as statuses
 from mxgitops.ledger import JobKey
-from mxgitops.report import Summary
+from mxgitops.summary import Summary
 
 log = logging.getLogger("mxgitops")
 # The exit code a sync ends with: (the error that stopped it, its summary is ok, something

@@ -32,7 +32,6 @@ from mxgitops.errors import (
     MxGitOpsError,
     PrerequisiteMissing,
 )
-from mxgitops.model import Runtime
 from mxgitops.sync import Workspace, open_workspace
 from mxgitops.words import counted
 
@@ -166,7 +165,7 @@ def job_namespaces(workspace: Workspace, config: SyncConfig) -> dict[str, list[s
         default_namespace=config.namespace,
         max_file_size=config.max_file_size,
         policy=settings.effective_policy(config),
-        default_runtime=Runtime(config.default_runtime),
+        default_runtime=config.default_runtime,
         named_from=config.path,
     )
     found: dict[str, list[str]] = defaultdict(list)

@@ -8,9 +8,11 @@ report use only what this module gives, whatever a job runs on: `render`, `refs`
 `group_live`, and the `Live` reading interface every runtime's live groups implement.
 A new runtime is one entry in `RUNTIMES`.
 
-Which runtime a job runs on is part of the job (`MxJob.runtime`, decided when its
-manifest is read, `scheduling.py`) and of its spec hash, so moving a job between
-runtimes is a replace like any other changed spec.
+Which runtime a job runs on is part of the job (`MxJob.runtime`, its name here, decided
+by `runtime_for` when its manifest is read) and of its spec hash (each runtime's
+`hash_shape`, installed in the model as this module is imported), so moving a job
+between runtimes is a replace like any other changed spec. Reading a manifest asks the
+job's runtime for its name rules and what it cannot honour of the schedulingPolicy.
 
 Which kinds a sync must LIST is asked here too (`unlisted`, `in_use`, `needs_record`):
 a runtime's own kinds are listed unless the ledger positively records that this
@@ -23,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from mxgitops import model
 from mxgitops.batch.runtime import BatchRuntime
 from mxgitops.jobset.runtime import JobSetRuntime
-from mxgitops.model import MxJob, OnChange, Runtime
+from mxgitops.model import JobMode, MxJob, OnChange
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Live
 from mxgitops.runtime.base import Runtime as RuntimeImpl
@@ -49,18 +52,26 @@ __all__ = [
     "needs_record",
     "refs",
     "render",
+    "runtime_for",
     "runtime_of",
     "unlisted",
 ]
 
+_QUEUED = JobSetRuntime()  # the runtime of a job that names a queue: Kueue admits it whole
 # Every runtime, by `MxJob.runtime`; the first is the default, whose live objects are
 # those no other runtime claims (its kinds are listed by every sync).
-RUNTIMES: Mapping[Runtime, RuntimeImpl] = {
-    Runtime.BATCH: BatchRuntime(),
-    Runtime.JOBSET: JobSetRuntime(),
-}
+RUNTIMES: Mapping[str, RuntimeImpl] = {r.name: r for r in (BatchRuntime(), _QUEUED)}
 _DEFAULT, *_OTHERS = RUNTIMES
-NAMES = tuple(name.value for name in RUNTIMES)  # the choices of --default-runtime
+NAMES = tuple(RUNTIMES)  # the choices of --default-runtime
+model.use_hash_shapes({name: runtime.hash_shape for name, runtime in RUNTIMES.items()})
+
+
+def runtime_for(mode: JobMode, queue: str, default: str) -> str:
+    """The runtime a job runs on: the one Kueue admits for a queued job, and for a dist
+    job the operator's `default` (a local job needs no gang unless it is queued)."""
+    if queue:
+        return _QUEUED.name
+    return default if mode is JobMode.DIST else _DEFAULT
 
 
 def runtime_of(job: MxJob) -> RuntimeImpl:
@@ -102,7 +113,7 @@ def names_needed(jobs: Sequence[MxJob]) -> frozenset[Kind]:
 
 
 _OWN_KIND = {kind: name for name, runtime in RUNTIMES.items() for kind in runtime.own_kinds}
-_KNOWN = frozenset(r.value for r in RUNTIMES)
+_KNOWN = frozenset(RUNTIMES)
 
 
 def unlisted(recorded: frozenset[str] | None, desired: Iterable[MxJob]) -> frozenset[Kind]:
@@ -117,7 +128,7 @@ def unlisted(recorded: frozenset[str] | None, desired: Iterable[MxJob]) -> froze
     return frozenset(
         kind
         for kind, runtime in _OWN_KIND.items()
-        if runtime.value not in recorded and runtime not in wanted
+        if runtime not in recorded and runtime not in wanted
     )
 
 
@@ -131,12 +142,12 @@ def in_use(
     404 keeps the record it had (a 404 once does not prove its objects gone); names this
     version does not know are kept, for the version that wrote them to drop."""
     created = {o["kind"] for o in creates}
-    names = {r.value for r, runtime in RUNTIMES.items() if not runtime.own_kinds}
+    names = {name for name, runtime in RUNTIMES.items() if not runtime.own_kinds}
     kept = recorded or frozenset()
     for kind, runtime in _OWN_KIND.items():
-        unseen = kind in live.unserved and runtime.value in kept
+        unseen = kind in live.unserved and runtime in kept
         if kind in created or live.of(kind) or unseen:
-            names.add(runtime.value)
+            names.add(runtime)
     return frozenset(names | (kept - _KNOWN))
 
 
@@ -144,13 +155,13 @@ def needs_record(creates: Iterable[KubeObject], recorded: frozenset[str] | None)
     """Whether creating `creates` needs the ledger to record their runtime first: a
     later sync would otherwise skip the LIST of their kind, and not see them."""
     have = recorded or frozenset()
-    return any(_OWN_KIND[o["kind"]].value not in have for o in creates if o["kind"] in _OWN_KIND)
+    return any(_OWN_KIND[o["kind"]] not in have for o in creates if o["kind"] in _OWN_KIND)
 
 
 def group_live(live: LiveObjects) -> dict[tuple[str, str], Live]:
     """Live objects by (namespace, job), whichever runtime made them. A job with objects
     on two runtimes (a move between runtimes was interrupted) is one `Mixed` group."""
-    pods: dict[Runtime, list[KubeObject]] = {name: [] for name in RUNTIMES}
+    pods: dict[str, list[KubeObject]] = {name: [] for name in RUNTIMES}
     for pod in live.pods:
         pods[next((n for n in _OTHERS if RUNTIMES[n].owns_pod(pod)), _DEFAULT)].append(pod)
     grouped: dict[tuple[str, str], Live] = {}

@@ -6,7 +6,9 @@ version's module in `mxgitops.dialects` converts it into the one `MxJob`
 (`model.py`); this module then applies the rules a schema cannot express: job
 modes, the `mxnet` container, derived object names, reserved environment
 variables, counts checked before any work per replica, and what the API server
-refuses in a pod template (`podrules.py`). Every problem is
+refuses in a pod template (`podrules.py`). Which runtime the job runs on, the limits of
+the names that runtime derives from it and what it cannot honour of a schedulingPolicy
+are the runtime's, asked through the registry (`runtimes.py`). Every problem is
 reported with the field path it concerns, never as a traceback.
 
 Warnings are findings that do not make a job invalid but must not pass in
@@ -19,16 +21,17 @@ GPU resource name, scheduling labels or fields mxgitops cannot honour
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from mxgitops import scheduling
+from mxgitops import runtimes, scheduling
 from mxgitops.dialects import Version, version_of
 from mxgitops.dialects.base import Reading
 from mxgitops.model import (
     CONTAINER_NAME,
     DEFAULT_PS_ROOT_PORT,
+    DEFAULT_RUNTIME,
     KUBEFLOW_API_VERSION,
     KUBEFLOW_KIND,
     KUBEFLOW_PORT_NAME,
@@ -53,11 +56,13 @@ from mxgitops.model import (
     ReplicaType,
     RestartPolicy,
     RunPolicy,
-    Runtime,
     SpecError,
     SuccessPolicy,
+    derived_names,
     format_path,
+    job_object_name,
     mxnet_container,
+    scheduler_service_name,
 )
 from mxgitops.podrules import pod_template_problems
 from mxgitops.specwarnings import manifest_warnings
@@ -104,7 +109,6 @@ __all__ = [
 ]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 # What `kubectl get -o yaml` adds to an object: a manifest never carries them.
 _DUMP_METADATA = (
@@ -178,7 +182,7 @@ def from_manifest(
     *,
     default_namespace: str = NAMESPACE,
     source_path: str = "",
-    default_runtime: Runtime = Runtime.BATCH,
+    default_runtime: str = DEFAULT_RUNTIME,
 ) -> MxJob:
     """Convert a schema-valid manifest of any version; raise SpecError on rule breaks."""
     version = version_of(doc)
@@ -202,11 +206,11 @@ def read_manifest(
     *,
     default_namespace: str = NAMESPACE,
     source_path: str = "",
-    default_runtime: Runtime = Runtime.BATCH,
+    default_runtime: str = DEFAULT_RUNTIME,
 ) -> MxJob:
     """`from_manifest` of a document known to be of `version` and refused by nothing
     (`manifests` asks both before the schema, once per document). `default_runtime` is
-    the operator's, for dist jobs that name no queue (`scheduling.runtime_for`)."""
+    the operator's, for dist jobs that name no queue (`runtimes.runtime_for`)."""
     metadata: Mapping[str, Any] = doc.get("metadata") or {}
     reading = version.read(doc.get("spec") or {})
     on_change, on_change_problems = _on_change(metadata)
@@ -225,7 +229,7 @@ def read_manifest(
         success_policy=success,
         on_change=on_change,
         dialect=version.dialect,
-        runtime=scheduling.runtime_for(mode, queue, default_runtime),
+        runtime=runtimes.runtime_for(mode, queue, default_runtime),
         queue=queue,
         priority_class=str(reading.scheduling.get("priorityClass") or ""),
         source_path=source_path,
@@ -239,31 +243,9 @@ def read_manifest(
         raise SpecError(problems)
     warnings = manifest_warnings(doc, version, job) + reading.warnings + queue_warnings
     warnings += [w for w in success_said if w.path[0] == "spec"]
-    warnings += scheduling.scheduling_warnings(job, reading.scheduling, reading.scheduling_path)
+    runtime = runtimes.runtime_of(job)
+    warnings += runtime.scheduling_warnings(job, reading.scheduling, reading.scheduling_path)
     return replace(job, warnings=tuple(warnings)) if warnings else job
-
-
-def derived_names(job: MxJob) -> Iterator[tuple[Path, str]]:
-    """Every object name a job renders to, with the replica spec that causes it.
-
-    One batch Job per replica index: `{job}-{type}-{runtimeId}-{index}`; the
-    scheduler's Service shares the name of the scheduler's Job.
-    """
-    for replica in job.replica_specs:
-        for index in range(replica.replicas):
-            yield replica.path, job_object_name(job, replica.type, index)
-
-
-def job_object_name(job: MxJob, replica_type: ReplicaType, index: int) -> str:
-    return _object_name(job.name, replica_type, job.runtime_id, index)
-
-
-def _object_name(name: str, replica_type: ReplicaType, runtime_id: str, index: int) -> str:
-    return f"{name}-{replica_type.role}-{runtime_id}-{index}"
-
-
-def scheduler_service_name(job: MxJob) -> str:
-    return job_object_name(job, ReplicaType.SCHEDULER, 0)
 
 
 def is_dns1123_label(value: str, max_length: int = MAX_NAME_LENGTH) -> bool:
@@ -328,8 +310,6 @@ def _success_policy(
 
 def _semantic_problems(job: MxJob, version: Version) -> list[FieldProblem]:
     problems = _mode_problems(job, ("spec", version.replicas_field)) + _name_problems(job)
-    if job.runtime is Runtime.JOBSET and not problems and is_dns1123_label(job.name):
-        problems += scheduling.jobset_name_problems(job)
     for replica in job.replica_specs:
         problems += _container_problems(replica)
         problems += pod_template_problems(replica.template, (*replica.path, "template"))
@@ -392,45 +372,7 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
         problems.append(
             FieldProblem(("metadata", "namespace"), f"{job.namespace!r} is not a valid namespace")
         )
-    if job.runtime is Runtime.JOBSET:
-        return problems  # its own limits: scheduling.jobset_name_problems
-    if job.replica(ReplicaType.SCHEDULER) is not None and not _DNS1035_LABEL.match(job.name):
-        problems.append(
-            FieldProblem(
-                name_path,
-                f"{job.name!r} must start with a letter: the scheduler Service is named after "
-                "the job, and Service names are DNS-1035 labels",
-            )
-        )
-    # The first index with the most digits of each type: no loop over every index. Only
-    # lengths are compared (a runtime id always has RUNTIME_ID_LENGTH characters), so the
-    # spec is hashed here only to name an object that is too long.
-    widest = max(
-        (
-            (r.type, 10 ** (len(str(r.replicas - 1)) - 1) if r.replicas > 10 else 0)
-            for r in job.replica_specs
-            if r.replicas
-        ),
-        key=lambda derived: _object_name_length(job, *derived),
-        default=None,
-    )
-    if widest is not None and _object_name_length(job, *widest) > MAX_NAME_LENGTH:
-        longest = job_object_name(job, *widest)
-        allowed = MAX_NAME_LENGTH - (len(longest) - len(job.name))
-        problems.append(
-            FieldProblem(
-                name_path,
-                f"{job.name!r} is too long: the derived object name {longest!r} has "
-                f"{len(longest)} characters, the maximum is {MAX_NAME_LENGTH}; "
-                f"use at most {allowed} characters for this job's name",
-            )
-        )
-    return problems
-
-
-def _object_name_length(job: MxJob, replica_type: ReplicaType, index: int) -> int:
-    """len(job_object_name(...)), without the spec hash the runtime id is derived from."""
-    return len(_object_name(job.name, replica_type, "", index)) + RUNTIME_ID_LENGTH
+    return problems + runtimes.runtime_of(job).name_problems(job)  # the names it derives
 
 
 def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:

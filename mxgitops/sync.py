@@ -40,10 +40,10 @@ from mxgitops.clusterstate import ClusterState
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError, ConfigError, GitError, LeaseLostError
 from mxgitops.forge.post import MAX_COMMITS
-from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.runtime.accelerators import parse_accelerators
+from mxgitops.summary import Summary
 
 log = logging.getLogger("mxgitops")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/]+@[^/:]+:", re.IGNORECASE)
@@ -72,7 +72,7 @@ class Workspace:
 @dataclass(frozen=True)
 class SyncOutcome:
     config: SyncConfig
-    summary: report.Summary
+    summary: Summary
     plan: Plan
     changeset: ChangeSet | None
     workspace: Workspace
@@ -92,7 +92,7 @@ def sync(
     explicit: frozenset[str] = frozenset(),
     connect: Callable[..., kube.Cluster] = kube.connect,
     progress: Progress | None = None,
-    on_summary: Callable[[report.Summary, tuple[str, ...]], None] | None = None,
+    on_summary: Callable[[Summary, tuple[str, ...]], None] | None = None,
     exit_code: outputs.ExitCode = outputs.plain_exit_code,
 ) -> SyncOutcome:
     """Run one sync. `explicit` names the settings given by flag or environment,
@@ -167,7 +167,7 @@ def sync(
         )
 
 
-def _vouched_commits(summary: report.Summary, workspace: Workspace) -> report.Summary:
+def _vouched_commits(summary: Summary, workspace: Workspace) -> Summary:
     """The summary with the commits that submitted live jobs (their objects' annotation,
     which a tenant may edit) kept only if they are commits of the synced history: the
     forge's statuses go to those, and nowhere an annotation points."""
@@ -180,7 +180,7 @@ def _vouched_commits(summary: report.Summary, workspace: Workspace) -> report.Su
 
 def _previous_note(
     repository: source.Repository, commit: str, notes_ref: str
-) -> tuple[report.Summary | None, str]:
+) -> tuple[Summary | None, str]:
     """The note on `commit`, and why it is set aside ("" if it is not)."""
     try:
         return report.read_note(repository.read_note(commit, notes_ref=notes_ref) or "")
@@ -188,7 +188,7 @@ def _previous_note(
         return None, str(exc)
 
 
-def _log(summary: report.Summary, notices: list[str], done: Plan) -> None:
+def _log(summary: Summary, notices: list[str], done: Plan) -> None:
     """What the CronJob's logs should show besides the printed summary (which already
     tells a person at a terminal about notices and problems, hence info for those),
     and why the ledger of finished jobs changed."""
@@ -302,7 +302,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
             max_file_size=config.max_file_size,
             policy=policy,
             verdicts=verdicts,
-            default_runtime=Runtime(config.default_runtime),
+            default_runtime=config.default_runtime,
             named_from=config.path,
         )
 
@@ -421,7 +421,7 @@ def _record_writes(cluster: kube.Cluster, config: SyncConfig, holder: str, commi
 def _note(
     workspace: Workspace,
     config: SyncConfig,
-    summary: report.Summary,
+    summary: Summary,
     progress: Progress,
     notices: list[str],
 ) -> tuple[bool, str]:

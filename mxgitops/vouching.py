@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mxgitops.report import JobSummary, Summary
+    from mxgitops.summary import JobSummary, Summary
 
 # The reasons plan.py gives each action a note carries forward, as they begin.
 REASONS = {

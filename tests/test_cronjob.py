@@ -199,7 +199,7 @@ def test_the_monitoring_component_reads_only_what_a_sync_pushes(tmp_path: Path) 
     import json
 
     from mxgitops import metrics
-    from mxgitops.report import JobSummary, Summary
+    from mxgitops.summary import JobSummary, Summary
 
     shutil.copytree(CRONJOB, tmp_path / "cronjob")
     overlay = tmp_path / "cronjob/overlays/example/kustomization.yaml"

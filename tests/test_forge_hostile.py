@@ -17,7 +17,7 @@ from mxgitops import objects
 from mxgitops.errors import ConfigError, OutputError
 from mxgitops.forge.api import Api
 from mxgitops.forge.post import StatusSettings, post
-from mxgitops.report import Summary
+from mxgitops.summary import Summary
 from mxgitops.sync import sync
 from tests import forgeservers
 from tests.gitfixtures import GitRemote

@@ -10,7 +10,7 @@ import pytest
 from mxgitops.errors import ConfigError, OutputError
 from mxgitops.forge.post import StatusSettings, post, repository_of, settings_for
 from mxgitops.forge.wanted import MAX_DESCRIPTION, StatusState, wanted
-from mxgitops.report import JobSummary, Summary
+from mxgitops.summary import JobSummary, Summary
 from tests import forgeservers
 
 SYNCED = "a" * 40

@@ -17,7 +17,6 @@ import yaml
 
 from mxgitops import manifests, runtimes
 from mxgitops.batch import RenderContext
-from mxgitops.model import Runtime
 from mxgitops.sync import SyncOutcome
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
@@ -90,7 +89,7 @@ def test_a_jobset_is_stored_exactly_as_rendered(ecosystem: Ecosystem, run: Synce
     assert outcome.ok, outcome.summary
     assert summary_of(outcome, "a").action == "create"
     stored = only_jobset(ecosystem, "a")
-    (job,) = manifests.load([run.repo], default_namespace=NS, default_runtime=Runtime.JOBSET).jobs
+    (job,) = manifests.load([run.repo], default_namespace=NS, default_runtime="jobset").jobs
     (rendered,) = runtimes.render(job, RenderContext(INSTANCE))
     assert differences(rendered["spec"], stored["spec"]) == []
     assert stored["metadata"]["labels"] == rendered["metadata"]["labels"]
@@ -100,8 +99,8 @@ def test_a_jobset_is_stored_exactly_as_rendered(ecosystem: Ecosystem, run: Synce
 def test_every_example_on_jobset_is_admitted_and_stored_as_rendered(
     ecosystem: Ecosystem, root: Path, tmp_path: Path
 ) -> None:
-    loaded = manifests.load([root], default_namespace=NS, default_runtime=Runtime.JOBSET)
-    jobs = [j for j in loaded.jobs if j.runtime is Runtime.JOBSET]
+    loaded = manifests.load([root], default_namespace=NS, default_runtime="jobset")
+    jobs = [j for j in loaded.jobs if j.runtime == "jobset"]
     assert jobs, "no dist example"
     for job in jobs:
         ecosystem.real.ensure_namespace(job.namespace)

@@ -22,7 +22,6 @@ from mxgitops.jobset import LiveJobSet, render_jobset
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.kinds import JOBSET, MULTIKUEUE_CLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS
 from mxgitops.ledger import Ledger
-from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.spec import SpecError
@@ -33,14 +32,14 @@ from tests.helpers.reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
 
 
 def test_a_queued_job_runs_on_jobset_whatever_the_default() -> None:
-    job = job_of(queued(), Runtime.BATCH)
-    assert (job.runtime, job.queue) == (Runtime.JOBSET, "team")
+    job = job_of(queued(), "batch")
+    assert (job.runtime, job.queue) == ("jobset", "team")
 
 
 def test_the_operators_default_moves_dist_jobs_only() -> None:
-    assert job_of(mxjob("d")).runtime is Runtime.JOBSET
-    assert job_of(mxjob("l", servers=0)).runtime is Runtime.BATCH  # local: no JobSet
-    assert job_of(mxjob("d"), Runtime.BATCH).runtime is Runtime.BATCH
+    assert job_of(mxjob("d")).runtime == "jobset"
+    assert job_of(mxjob("l", servers=0)).runtime == "batch"  # local: no JobSet
+    assert job_of(mxjob("d"), "batch").runtime == "batch"
 
 
 def test_kueues_label_wins_over_a_different_scheduling_policy_queue() -> None:
@@ -59,7 +58,7 @@ def test_a_manifest_that_names_no_queue_renders_exactly_as_before(root: Path) ->
     loaded = manifests.load([root], default_namespace="ml")
     assert loaded.jobs
     for job in loaded.jobs:
-        assert job.runtime is Runtime.BATCH and not job.queue
+        assert job.runtime == "batch" and not job.queue
         assert runtimes.render(job, CTX) == render_job(job, CTX)
         assert runtimes.refs(job) == [
             runtimes.refs(job)[i] for i in range(len(render_job(job, CTX)))
@@ -69,7 +68,7 @@ def test_a_manifest_that_names_no_queue_renders_exactly_as_before(root: Path) ->
 
 
 def test_the_runtime_is_part_of_the_spec_hash() -> None:
-    batch, jobset = job_of(mxjob("a"), Runtime.BATCH), job_of(mxjob("a"))
+    batch, jobset = job_of(mxjob("a"), "batch"), job_of(mxjob("a"))
     assert batch.spec_hash != jobset.spec_hash
     assert job_of(queued(queue="x")).spec_hash != job_of(queued(queue="y")).spec_hash
 
@@ -90,7 +89,7 @@ def test_validate_says_the_exact_jobset_name_limit() -> None:
 
 
 def test_the_longest_batch_name_stays_valid_on_batch() -> None:
-    assert job_of(mxjob("a" * 38, workers=10), Runtime.BATCH).runtime is Runtime.BATCH
+    assert job_of(mxjob("a" * 38, workers=10), "batch").runtime == "batch"
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -189,7 +188,7 @@ def test_a_queued_job_is_created_suspended_with_kueues_labels() -> None:
 
 def test_a_local_job_succeeds_with_its_worker() -> None:
     (jobset,) = render_jobset(
-        job_of(queued(), Runtime.BATCH)
+        job_of(queued(), "batch")
         if False
         else job_of(mxjob("l", servers=0, runPolicy={"schedulingPolicy": {"queue": "q"}})),
         CTX,
@@ -323,13 +322,13 @@ def test_what_a_jobset_cannot_change_in_place_replaces_it() -> None:
         assert job_of(mxjob("a", runPolicy={field: value})).spec_hash != base.spec_hash
     ttl = job_of(mxjob("a", runPolicy={"ttlSecondsAfterFinished": 60}))
     assert ttl.spec_hash == base.spec_hash
-    on_batch = job_of(mxjob("a", runPolicy={"backoffLimit": 2}), Runtime.BATCH)
-    assert on_batch.spec_hash == job_of(mxjob("a"), Runtime.BATCH).spec_hash  # in place there
+    on_batch = job_of(mxjob("a", runPolicy={"backoffLimit": 2}), "batch")
+    assert on_batch.spec_hash == job_of(mxjob("a"), "batch").spec_hash  # in place there
 
 
 def test_objects_of_both_runtimes_are_one_job_that_any_spec_replaces() -> None:
     """A move between runtimes interrupted: the batch objects and the JobSet both go."""
-    batch_job, jobset_job = job_of(mxjob("a"), Runtime.BATCH), job_of(mxjob("a"))
+    batch_job, jobset_job = job_of(mxjob("a"), "batch"), job_of(mxjob("a"))
     stored = [json.loads(json.dumps(o)) for o in render_job(batch_job, CTX)]
     (jobset,) = render_jobset(jobset_job, CTX)
     jobs = tuple(o for o in stored if o["kind"] == "Job")
@@ -362,7 +361,7 @@ BATCH, BOTH = frozenset({"batch"}), frozenset({"batch", "jobset"})
 def test_jobsets_are_listed_unless_the_ledger_says_none_exists(
     recorded: frozenset[str] | None, desired: str, skipped: set[str]
 ) -> None:
-    job = job_of(mxjob("a"), Runtime(desired))
+    job = job_of(mxjob("a"), desired)
     assert runtimes.unlisted(recorded, [job]) == skipped
 
 
@@ -370,7 +369,7 @@ def test_a_job_moved_off_jobset_keeps_jobset_recorded_while_its_jobset_lives() -
     """Found live and replaced by batch Jobs: the record says jobset until a sync that
     lists JobSets finds none (the one after the JobSet is gone)."""
     (jobset,) = render_jobset(job_of(mxjob("a")), CTX)
-    moved = job_of(mxjob("a"), Runtime.BATCH)
+    moved = job_of(mxjob("a"), "batch")
     live = LiveObjects(kinds={JOBSET: (jobset,)})
     result = plan([moved], live, Ledger(runtimes=BOTH), PlanOptions(instance="prod"))
     (change,) = result.changes
@@ -382,7 +381,7 @@ def test_a_job_moved_off_jobset_keeps_jobset_recorded_while_its_jobset_lives() -
 
 
 def test_the_first_jobset_needs_its_record_written_before_anything_is_applied() -> None:
-    job, other = job_of(queued()), job_of(mxjob("b"), Runtime.BATCH)
+    job, other = job_of(queued()), job_of(mxjob("b"), "batch")
     for before in (Ledger(runtimes=BATCH), Ledger()):
         result = plan([job, other], LiveObjects(), before, PlanOptions(instance="prod"))
         assert result.recorded_first is not None
@@ -529,8 +528,6 @@ def test_a_job_holding_quota_waits_for_its_admission_check_in_kueues_words() -> 
 
 
 def test_a_batch_job_runs_where_it_is_made() -> None:
-    (job,) = [o for o in render_job(job_of(mxjob("a"), Runtime.BATCH), CTX) if o["kind"] == "Job"][
-        :1
-    ]
+    (job,) = [o for o in render_job(job_of(mxjob("a"), "batch"), CTX) if o["kind"] == "Job"][:1]
     group = runtimes.group_live(LiveObjects(jobs=(job,)))
     assert group[("ml", "a")].placement() == "" and group[("ml", "a")].unreachable() == ""

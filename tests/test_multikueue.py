@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from mxgitops.cli import main
 from mxgitops.events import REPORTING_CONTROLLER
 from mxgitops.forge.wanted import wanted
-from mxgitops.report import Summary
+from mxgitops.summary import Summary
 from tests.controlplane.build import ensure_built
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.multikueue import (

@@ -11,7 +11,7 @@ import pytest
 from mxgitops import outputs, repofile
 from mxgitops.config import SyncConfig, read_token
 from mxgitops.errors import ConfigError, GitError, OutputError
-from mxgitops.report import Summary
+from mxgitops.summary import Summary
 
 
 def test_the_settings_choose_the_sinks(tmp_path: Path) -> None:

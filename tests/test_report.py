@@ -11,7 +11,7 @@ from mxgitops.changes import Action
 from mxgitops.ledger import Ledger
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
-from mxgitops.report import JobSummary, ReplicaSummary, Summary
+from mxgitops.summary import JobSummary, ReplicaSummary, Summary
 from tests.helpers.plan import OPTIONS, finish, job, live
 
 

@@ -3,18 +3,24 @@
 Each runtime (`mxgitops/runtime/base.py`'s `Runtime`) must render deterministically,
 name its objects without rendering them, claim them back from a LIST as one whole group
 of the job that made them, and patch its in-place fields without a replace. A new
-runtime registered in `runtimes.RUNTIMES` is checked here without a line added.
+runtime registered in `runtimes.RUNTIMES` is checked here without a line added. What a
+runtime alone knows (its kinds, its names, its part of the spec hash) stays in it: no
+neutral module names JobSet or Workload.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mxgitops import objects, runtimes
-from mxgitops.model import MxJob, OnChange, Runtime
+import mxgitops
+from mxgitops import model, objects, runtimes
+from mxgitops.model import MxJob, OnChange
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.runtime.labels import RUNTIME_ID_LABEL
 from mxgitops.runtime.rendering import RenderContext
@@ -24,9 +30,33 @@ from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("conformance", commit="a" * 40)
 RUNTIMES = list(runtimes.RUNTIMES)
+PACKAGE = Path(mxgitops.__file__).parent
+# The modules that see every runtime alike (issue 36), the kube* modules and forge/ too.
+NEUTRAL = [
+    *(
+        PACKAGE / f"{name}.py"
+        for name in [
+            "plan",
+            "changes",
+            "report",
+            "summary",
+            "outputs",
+            "events",
+            "sync",
+            "config",
+            "bookkeeping",
+            "review",
+            "objects",
+            "model",
+            "spec",
+        ]
+    ),
+    *PACKAGE.glob("kube*.py"),
+    *(PACKAGE / "forge").glob("*.py"),
+]
 
 
-def job_on(runtime: Runtime, name: str = "a", **spec: Any) -> MxJob:
+def job_on(runtime: str, name: str = "a", **spec: Any) -> MxJob:
     """A dist job that runs on `runtime` (the operator's default for dist jobs)."""
     job = from_manifest(mxjob(name, **spec), default_namespace="ml", default_runtime=runtime)
     assert job.runtime is runtime
@@ -38,19 +68,19 @@ def created(job: MxJob) -> LiveObjects:
     return runtime.as_created(runtime.render(job, CTX))
 
 
-def test_every_runtime_of_the_model_is_registered_under_its_name() -> None:
-    assert set(runtimes.RUNTIMES) == set(Runtime)
-    assert tuple(r.value for r in runtimes.RUNTIMES) == runtimes.NAMES
+def test_every_runtime_is_registered_under_its_name() -> None:
+    assert tuple(runtimes.RUNTIMES) == runtimes.NAMES
     for name, runtime in runtimes.RUNTIMES.items():
-        assert runtime.name == name.value
+        assert runtime.name == name
         assert runtime.own_kinds <= runtime.kinds
         assert objects.Kind.POD in runtime.kinds  # every runtime's replicas are pods
     default = next(iter(runtimes.RUNTIMES.values()))
+    assert default.name == model.DEFAULT_RUNTIME  # what a job runs on unless it says
     assert not default.own_kinds  # listed by every sync: its objects are never unlisted
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_rendering_is_deterministic_and_refs_name_it_without_rendering(runtime: Runtime) -> None:
+def test_rendering_is_deterministic_and_refs_name_it_without_rendering(runtime: str) -> None:
     job = job_on(runtime)
     rendered = runtimes.render(job, CTX)
     assert rendered == runtimes.render(job, CTX)
@@ -59,7 +89,7 @@ def test_rendering_is_deterministic_and_refs_name_it_without_rendering(runtime: 
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_every_object_says_whose_it_is_and_of_which_spec(runtime: Runtime) -> None:
+def test_every_object_says_whose_it_is_and_of_which_spec(runtime: str) -> None:
     job = job_on(runtime)
     for obj in runtimes.render(job, CTX):
         assert objects.is_owned(obj, "conformance")
@@ -71,7 +101,7 @@ def test_every_object_says_whose_it_is_and_of_which_spec(runtime: Runtime) -> No
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_its_created_objects_read_back_as_one_whole_group_of_the_job(runtime: Runtime) -> None:
+def test_its_created_objects_read_back_as_one_whole_group_of_the_job(runtime: str) -> None:
     job = job_on(runtime)
     group = runtimes.group_live(created(job))[job.key]
     assert (group.namespace, group.name, group.key) == (job.namespace, job.name, job.key)
@@ -88,7 +118,7 @@ def test_its_created_objects_read_back_as_one_whole_group_of_the_job(runtime: Ru
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_the_same_job_patches_nothing_and_a_suspend_patches_in_place(runtime: Runtime) -> None:
+def test_the_same_job_patches_nothing_and_a_suspend_patches_in_place(runtime: str) -> None:
     job = job_on(runtime)
     group = runtimes.group_live(created(job))[job.key]
     assert group.compare_in_place(job) == []
@@ -101,13 +131,13 @@ def test_the_same_job_patches_nothing_and_a_suspend_patches_in_place(runtime: Ru
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_on_change_wait_is_read_back(runtime: Runtime) -> None:
+def test_on_change_wait_is_read_back(runtime: str) -> None:
     job = job_on(runtime, annotations={"mxgitops.io/on-change": "wait"})
     assert runtimes.as_created(job, CTX).on_change() is OnChange.WAIT
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_a_hand_edited_object_is_a_stray_not_the_jobs(runtime: Runtime) -> None:
+def test_a_hand_edited_object_is_a_stray_not_the_jobs(runtime: str) -> None:
     job = job_on(runtime)
     rendered = runtimes.render(job, CTX)
     edited = [_relabelled(rendered[0], runtime_id="zzzzz"), *rendered[1:]]
@@ -128,17 +158,17 @@ def test_jobs_on_every_runtime_are_grouped_each_by_its_own() -> None:
 
 @pytest.mark.parametrize(
     "ledger",
-    [lambda r: None, lambda r: frozenset(n.value for n in RUNTIMES)],
+    [lambda r: None, lambda r: frozenset(RUNTIMES)],
     ids=["no-record", "all-recorded"],
 )
 def test_a_runtime_is_listed_where_the_ledger_may_not_know_of_it(
-    ledger: Callable[[Runtime], frozenset[str] | None],
+    ledger: Callable[[str], frozenset[str] | None],
 ) -> None:
     for runtime in RUNTIMES:
         assert runtimes.unlisted(ledger(runtime), [job_on(runtime)]) == frozenset()
         creates = runtimes.render(job_on(runtime), CTX)
         recorded = runtimes.in_use(LiveObjects(), creates, frozenset())
-        assert runtime.value in recorded
+        assert runtime in recorded
         assert not runtimes.needs_record(creates, recorded)
 
 
@@ -151,3 +181,40 @@ def _relabelled(obj: KubeObject, *, runtime_id: str) -> KubeObject:
 def _merged(parts: list[LiveObjects]) -> LiveObjects:
     found: list[KubeObject] = [o for part in parts for o in part.all()]
     return LiveObjects.of_objects(found)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_its_name_rules_pass_a_short_name_and_refuse_one_too_long_for_its_objects(
+    runtime: str,
+) -> None:
+    job = job_on(runtime)
+    rules = runtimes.RUNTIMES[runtime]
+    assert rules.name_problems(job) == []
+    problems = rules.name_problems(replace(job, name="a" * 60))
+    assert problems and {p.path for p in problems} == {("metadata", "name")}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_its_part_of_the_spec_hash_names_it_and_the_default_adds_none(runtime: str) -> None:
+    shape = runtimes.RUNTIMES[runtime].hash_shape(job_on(runtime))
+    if runtime == model.DEFAULT_RUNTIME:
+        assert shape is None  # a batch job hashes as every job did before runtimes
+    else:
+        assert shape is not None and shape["name"] == runtime
+
+
+def test_a_job_of_no_registered_runtime_has_no_spec_hash() -> None:
+    """Hashed without its runtime's part, a job would replace its live objects."""
+    with pytest.raises(LookupError, match="no runtime named 'volcano'"):
+        _ = replace(job_on(RUNTIMES[0]), runtime="volcano").spec_hash
+
+
+def test_no_neutral_module_names_jobset_or_workload() -> None:
+    named = {
+        path.relative_to(PACKAGE).as_posix(): sorted(
+            set(re.findall(r"jobset|workload", path.read_text(encoding="utf-8"), re.I))
+        )
+        for path in NEUTRAL
+    }
+    assert len(named) > 20  # the list found its modules
+    assert {module: words for module, words in named.items() if words} == {}

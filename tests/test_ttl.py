@@ -15,7 +15,6 @@ from mxgitops.changes import Action, PlanOptions
 from mxgitops.jobset import render_jobset
 from mxgitops.jobset.kinds import JOBSET
 from mxgitops.ledger import Finished, Ledger
-from mxgitops.model import Runtime
 from mxgitops.objects import LiveObjects, ObjectRef
 from mxgitops.plan import plan
 from mxgitops.spec import from_manifest
@@ -44,7 +43,7 @@ def test_no_batch_job_and_no_jobset_carries_the_ttl() -> None:
         mxjob("q", runPolicy={**TTL["runPolicy"], "schedulingPolicy": {"queue": "team"}}),
         default_namespace=NS,
     )
-    assert queued.runtime is Runtime.JOBSET
+    assert queued.runtime == "jobset"
     (jobset,) = render_jobset(queued, CTX)
     assert "ttlSecondsAfterFinished" not in jobset["spec"]
 

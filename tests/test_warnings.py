@@ -20,7 +20,6 @@ from mxgitops.changes import Plan
 from mxgitops.cli import main
 from mxgitops.ledger import Ledger
 from mxgitops.manifests import LoadResult, load
-from mxgitops.model import Runtime
 from mxgitops.review import render_json, render_markdown, render_text, review
 from mxgitops.runtime.rendering import RenderContext
 
@@ -149,7 +148,7 @@ def test_the_queue_label_on_the_job_queues_it_on_jobset(tmp_path: Path) -> None:
     result = load(tmp_path)
     assert result.ok and result.warnings == [], [str(w) for w in result.warnings]
     (job,) = result.jobs
-    assert (job.runtime, job.queue) == (Runtime.JOBSET, "team-a")
+    assert (job.runtime, job.queue) == ("jobset", "team-a")
 
 
 def test_scheduling_policy_priority_class_goes_onto_every_pod_gang_fields_warn(
@@ -170,8 +169,8 @@ def test_scheduling_policy_priority_class_goes_onto_every_pod_gang_fields_warn(
     ]
     assert "Kueue admits the job by the resources its pods request" in result.warnings[0].message
     (job,) = result.jobs
-    assert (job.runtime, job.queue, job.priority_class) == (Runtime.JOBSET, "research", "high")
-    job = replace(job, runtime=Runtime.BATCH)  # the pod templates are the runtime's input
+    assert (job.runtime, job.queue, job.priority_class) == ("jobset", "research", "high")
+    job = replace(job, runtime="batch")  # the pod templates are the runtime's input
     pods = [obj["spec"]["template"]["spec"] for obj in render_job(job, RenderContext("prod"))]
     assert [pod["priorityClassName"] for pod in pods] == ["high"]
 
@@ -190,7 +189,7 @@ def test_gang_fields_of_an_unqueued_job_say_it_runs_without_a_gang_scheduler(
     ]
     assert "minAvailable 3 is not enforced" in result.warnings[0].message
     assert "without a gang scheduler" in result.warnings[1].message
-    assert result.jobs[0].runtime is Runtime.BATCH
+    assert result.jobs[0].runtime == "batch"
 
 
 def test_the_older_inline_scheduling_policy_is_read_too(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from mxgitops.batch.live import LiveJob, group_live
 from mxgitops.batch.render import PS_ROOT_PORT_NAME, job_refs, render_job
 from mxgitops.batch.replicaset import MXReplicaSet, MXReplicaSetInterface
 from mxgitops.batch.status import job_status, replica_state
+from mxgitops.model import NAMESPACE
 from mxgitops.runtime.accelerators import (
     AcceleratorConfig,
     AcceleratorEnvVar,
@@ -38,7 +39,6 @@ from mxgitops.runtime.mxconfig import Address, MxConfig, dmlc_env
 from mxgitops.runtime.pods import is_retryable_termination
 from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State
-from mxgitops.spec import NAMESPACE
 
 __all__ = [
     "JOB_TYPE_LABEL",

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from mxgitops import objects
+from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange, RestartPolicy
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION, InPlace, Move, decode, encode
 from mxgitops.runtime.labels import JOB_TYPE_LABEL, REPLICA_TYPES
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange, RestartPolicy
 
 # A batch Job's backoffLimit meaning "no limit": the largest the API accepts.
 UNLIMITED_BACKOFF = 2**31 - 1

@@ -11,11 +11,11 @@ from __future__ import annotations
 from mxgitops.batch.render import render_job
 from mxgitops.batch.replicaset import MXReplicaSet
 from mxgitops.batch.status import in_namespace, job_status
+from mxgitops.model import MxJob
 from mxgitops.objects import ClusterAPI, KubeObject, ObjectRef
 from mxgitops.runtime.labels import KubernetesLabels, job_labels
 from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtime.state import MxReplicaStatus, State
-from mxgitops.spec import MxJob
 
 
 class TrainingJob:

@@ -42,7 +42,17 @@ from mxgitops.batch.status import (
     restart_policy_of,
     shape_status,
 )
-from mxgitops.model import RUNTIME_ID_LENGTH, runtime_id_of
+from mxgitops.model import (
+    ON_CHANGE_ANNOTATION,
+    RUNTIME_ID_LENGTH,
+    JobMode,
+    MxJob,
+    OnChange,
+    ReplicaType,
+    RestartPolicy,
+    SuccessPolicy,
+    runtime_id_of,
+)
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Stray
 from mxgitops.runtime.disruption import Disruption, first_disruption
@@ -58,15 +68,6 @@ from mxgitops.runtime.labels import (
     parse_replicas_annotation,
 )
 from mxgitops.runtime.state import MxReplicaStatus, State
-from mxgitops.spec import (
-    ON_CHANGE_ANNOTATION,
-    JobMode,
-    MxJob,
-    OnChange,
-    ReplicaType,
-    RestartPolicy,
-    SuccessPolicy,
-)
 
 BATCH_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 _JOB_TYPES = {t.role: t.value for t in ReplicaType}  # the job_type label of each role

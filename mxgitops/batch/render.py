@@ -24,6 +24,18 @@ from typing import Any
 
 from mxgitops.batch.inplace import annotation as in_place_annotation
 from mxgitops.batch.inplace import batch_backoff_limit
+from mxgitops.model import (
+    CONTAINER_NAME,
+    KUBEFLOW_PORT_NAME,
+    JobMode,
+    MxJob,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+    derived_names,
+    job_object_name,
+    scheduler_service_name,
+)
 from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.runtime.accelerators import apply_accelerators
 from mxgitops.runtime.labels import (
@@ -39,18 +51,6 @@ from mxgitops.runtime.rendering import (
     copied_template,
     object_annotations,
     pod_failure_policy,
-)
-from mxgitops.spec import (
-    CONTAINER_NAME,
-    KUBEFLOW_PORT_NAME,
-    JobMode,
-    MxJob,
-    ReplicaSpec,
-    ReplicaType,
-    RestartPolicy,
-    derived_names,
-    job_object_name,
-    scheduler_service_name,
 )
 
 PS_ROOT_PORT_NAME = "ps-root-port"

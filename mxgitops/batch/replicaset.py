@@ -11,11 +11,11 @@ from typing import Protocol
 
 from mxgitops.batch.render import render_replica_set
 from mxgitops.batch.status import JobShape, in_namespace, replica_set_status
+from mxgitops.model import MxJob, ReplicaSpec
 from mxgitops.objects import ClusterAPI, KubeObject, ObjectRef
 from mxgitops.runtime.labels import KubernetesLabels, replica_set_labels
 from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtime.state import MxReplicaStatus
-from mxgitops.spec import MxJob, ReplicaSpec
 
 
 class MXReplicaSetInterface(Protocol):

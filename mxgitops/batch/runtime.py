@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mxgitops.batch import rules
 from mxgitops.batch.inplace import desired
 from mxgitops.batch.live import group_live
 from mxgitops.batch.render import job_refs, render_job
-from mxgitops.model import MxJob, Runtime
+from mxgitops.model import DEFAULT_RUNTIME, FieldProblem, MxJob, Path
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Live
 from mxgitops.runtime.rendering import RenderContext
@@ -17,7 +18,7 @@ from mxgitops.runtime.rendering import RenderContext
 class BatchRuntime:
     """One batch Job per replica and (dist) one headless Service: the seed's."""
 
-    name = Runtime.BATCH.value
+    name = DEFAULT_RUNTIME
     kinds = frozenset({Kind.JOB, Kind.SERVICE, Kind.POD})
     own_kinds: frozenset[Kind] = frozenset()  # listed by every sync
     listings: tuple[Listing, ...] = ()
@@ -42,3 +43,14 @@ class BatchRuntime:
 
     def in_place_values(self, job: MxJob) -> Mapping[str, Any]:
         return desired(job)
+
+    def hash_shape(self, job: MxJob) -> Mapping[str, Any] | None:
+        return None  # a batch job hashes as every job did before runtimes
+
+    def name_problems(self, job: MxJob) -> list[FieldProblem]:
+        return rules.name_problems(job)
+
+    def scheduling_warnings(
+        self, job: MxJob, scheduling: Mapping[str, Any], where: Path
+    ) -> list[FieldProblem]:
+        return rules.scheduling_warnings(job, scheduling, where)

@@ -57,6 +57,13 @@ from typing import Any
 
 from mxgitops import objects
 from mxgitops.batch.finishing import finished_at, succeeded_first
+from mxgitops.model import (
+    JobMode,
+    MxJob,
+    ReplicaType,
+    RestartPolicy,
+    SuccessPolicy,
+)
 from mxgitops.objects import KubeObject, LiveObjects
 from mxgitops.runtime.disruption import failed_by_disruption, is_disrupted
 from mxgitops.runtime.labels import (
@@ -79,13 +86,6 @@ from mxgitops.runtime.state import (
     aggregate,
     deciding_type,
     job_state,
-)
-from mxgitops.spec import (
-    JobMode,
-    MxJob,
-    ReplicaType,
-    RestartPolicy,
-    SuccessPolicy,
 )
 
 _RESTART_POLICIES = {policy.value: policy for policy in RestartPolicy}

@@ -28,7 +28,6 @@ from mxgitops.config import (
     with_problems,
 )
 from mxgitops.manifests import LoadResult, load
-from mxgitops.model import Runtime
 from mxgitops.spec import NAMESPACE
 
 # `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
@@ -108,7 +107,7 @@ def load_like_sync(
         default_namespace=namespace,
         max_file_size=max_file_size,
         policy=policy,
-        default_runtime=Runtime(default_runtime or SyncConfig.default_runtime),
+        default_runtime=default_runtime or SyncConfig.default_runtime,
         named_from=path,
     )
     return with_problems(loaded, repo_file.refused)

@@ -22,7 +22,6 @@ from mxgitops.cli.options import (
     setting,
 )
 from mxgitops.config import SyncConfig, from_options
-from mxgitops.model import Runtime
 
 
 @main.command()
@@ -139,7 +138,7 @@ def diff(
         path=path,
         namespace=namespace,
         policy_file=policy_file,
-        default_runtime=Runtime(default_runtime or SyncConfig.default_runtime),
+        default_runtime=default_runtime or SyncConfig.default_runtime,
     )
     renderers = {
         "text": review.render_text,

@@ -38,7 +38,7 @@ from mxgitops.config import (
 
 if TYPE_CHECKING:
     from mxgitops.errors import MxGitOpsError
-    from mxgitops.report import Summary
+    from mxgitops.summary import Summary
 
 _SYNC_EXAMPLES = """
 \b

@@ -20,7 +20,7 @@ from mxgitops.errors import ConfigError, OutputError
 from mxgitops.forge.api import Api, Refused
 from mxgitops.forge.providers import PROVIDERS, PUBLIC_API
 from mxgitops.forge.wanted import Wanted, context_of, wanted
-from mxgitops.report import Summary
+from mxgitops.summary import Summary
 
 log = logging.getLogger("mxgitops")
 MAX_COMMITS = 50  # statuses read back per sync: the synced commit and 49 that submitted jobs

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from mxgitops.objects import FULL_COMMIT_ID
-from mxgitops.report import JobSummary, Summary
 from mxgitops.runtime.failure import Failure
+from mxgitops.summary import JobSummary, Summary
 
 MAX_DESCRIPTION = 140
 _FINISHED_OK = "Succeeded"

@@ -18,10 +18,9 @@ from typing import Any
 
 from mxgitops import objects
 from mxgitops.jobset.render import HOLD_LABEL, hold_name, in_place_values, recorded_in_place
-from mxgitops.model import MxJob, OnChange
+from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION, InPlace, Move, decode, encode
-from mxgitops.spec import ON_CHANGE_ANNOTATION
 
 _DEFAULTS: Mapping[str, Any] = {"suspend": False}
 

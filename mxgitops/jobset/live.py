@@ -37,7 +37,14 @@ from mxgitops.jobset.placement import (
     unreachable,
 )
 from mxgitops.jobset.render import HOLD_LABEL
-from mxgitops.model import RUNTIME_ID_LENGTH, MxJob, OnChange, ReplicaType, runtime_id_of
+from mxgitops.model import (
+    ON_CHANGE_ANNOTATION,
+    RUNTIME_ID_LENGTH,
+    MxJob,
+    OnChange,
+    ReplicaType,
+    runtime_id_of,
+)
 from mxgitops.objects import KubeObject, ObjectRef
 from mxgitops.runtime.base import Stray
 from mxgitops.runtime.disruption import Disruption
@@ -52,7 +59,6 @@ from mxgitops.runtime.labels import (
 )
 from mxgitops.runtime.pods import newest_pod, pending_reason, pod_replica_state
 from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State, aggregate
-from mxgitops.spec import ON_CHANGE_ANNOTATION
 
 _NAME = re.compile(rf"(?P<job>.+)-(?P<rid>[0-9a-z]{{{RUNTIME_ID_LENGTH}}})")
 _SPEC_HASH = re.compile(r"[0-9a-f]{64}")

@@ -47,6 +47,7 @@ from typing import Any
 
 from mxgitops import scheduling
 from mxgitops.jobset.kinds import JOBSET, WORKLOAD_PRIORITY_CLASS
+from mxgitops.jobset.rules import jobset_name
 from mxgitops.model import CONTAINER_NAME, JobMode, MxJob, ReplicaSpec, ReplicaType, RestartPolicy
 from mxgitops.model import SuccessPolicy as MxSuccessPolicy
 from mxgitops.objects import KubeObject, ObjectRef
@@ -77,7 +78,7 @@ DEFAULT_BACKOFF_LIMIT = 6
 
 def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
     """The job's one object: its JobSet."""
-    name = scheduling.jobset_name(job)
+    name = jobset_name(job)
     labels = dict(job_labels(job, ctx.instance))
     if job.queue:
         labels[scheduling.QUEUE_LABEL] = job.queue
@@ -111,13 +112,13 @@ def render_jobset(job: MxJob, ctx: RenderContext) -> list[KubeObject]:
 def hold_name(jobset: str) -> str:
     """The prebuilt Workload a held JobSet names: never made by mxgitops, and unlike the
     names Kueue generates (`jobset-{name}-{hash}`). A JobSet name leaves room for it
-    (its pods' names are longer, `scheduling.jobset_name_problems`)."""
+    (its pods' names are longer, `rules.name_problems`)."""
     return f"{jobset}-suspended"
 
 
 def jobset_refs(job: MxJob) -> list[ObjectRef]:
     """The refs of `render_jobset`'s objects, without rendering them."""
-    return [ObjectRef(JOBSET, job.namespace, scheduling.jobset_name(job))]
+    return [ObjectRef(JOBSET, job.namespace, jobset_name(job))]
 
 
 def in_place_values(job: MxJob) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mxgitops import objects, scheduling
+from mxgitops.jobset import rules
 from mxgitops.jobset.kinds import (
     JOBSET,
     MULTIKUEUE_CLUSTER,
@@ -14,7 +15,7 @@ from mxgitops.jobset.kinds import (
 )
 from mxgitops.jobset.live import created_jobsets, group_live_jobsets, is_jobset_pod
 from mxgitops.jobset.render import jobset_refs, recorded_in_place, render_jobset
-from mxgitops.model import MxJob, Runtime
+from mxgitops.model import FieldProblem, MxJob, Path
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Live
 from mxgitops.runtime.rendering import RenderContext
@@ -23,7 +24,7 @@ from mxgitops.runtime.rendering import RenderContext
 class JobSetRuntime:
     """One JobSet per job, admitted whole by Kueue when the job names a queue."""
 
-    name = Runtime.JOBSET.value
+    name = "jobset"
     kinds = frozenset({JOBSET, WORKLOAD, MULTIKUEUE_CLUSTER, Kind.POD})
     own_kinds = frozenset({JOBSET})
     listings = (
@@ -66,6 +67,17 @@ class JobSetRuntime:
 
     def in_place_values(self, job: MxJob) -> Mapping[str, Any]:
         return recorded_in_place(job)
+
+    def hash_shape(self, job: MxJob) -> Mapping[str, Any] | None:
+        return rules.hash_shape(job)
+
+    def name_problems(self, job: MxJob) -> list[FieldProblem]:
+        return rules.name_problems(job)
+
+    def scheduling_warnings(
+        self, job: MxJob, scheduling: Mapping[str, Any], where: Path
+    ) -> list[FieldProblem]:
+        return rules.scheduling_warnings(job, scheduling, where)
 
 
 def _queued(jobset: KubeObject) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mxgitops.errors import ConfigError
-from mxgitops.spec import CONTAINER_NAME
+from mxgitops.model import CONTAINER_NAME
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mxgitops.model import MxJob, OnChange
+from mxgitops.model import FieldProblem, MxJob, OnChange, Path
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtime.disruption import Disruption
 from mxgitops.runtime.failure import Failure
@@ -127,4 +127,22 @@ class Runtime(Protocol):
     def in_place_values(self, job: MxJob) -> Mapping[str, Any]:
         """The fields of the job it patches in place, as it records them: equal values
         mean no in-place patch (review's quick check, before rendering anything)."""
+        ...
+
+    def hash_shape(self, job: MxJob) -> Mapping[str, Any] | None:
+        """What it adds to the spec hash of a job that runs on it (the model's `runtime`
+        block): what it cannot change on a live job beyond the model's own fields. None
+        for the default runtime, whose jobs hash as every job did before runtimes."""
+        ...
+
+    def name_problems(self, job: MxJob) -> list[FieldProblem]:
+        """The job's name within the limits of the names it derives from it (`spec.py`
+        asks, of a job whose name is a DNS-1123 label)."""
+        ...
+
+    def scheduling_warnings(
+        self, job: MxJob, scheduling: Mapping[str, Any], where: Path
+    ) -> list[FieldProblem]:
+        """What it cannot honour of the job's schedulingPolicy (at `where`), said as
+        what happens instead."""
         ...

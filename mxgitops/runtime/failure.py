@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from mxgitops.spec import CONTAINER_NAME
+from mxgitops.model import CONTAINER_NAME
 
 MAX_MESSAGE = 1024  # characters of a termination or condition message kept
 

@@ -18,7 +18,7 @@ judged without its manifest.
 from __future__ import annotations
 
 from mxgitops import model, objects
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange, ReplicaType, SuccessPolicy
+from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange, ReplicaType, SuccessPolicy
 
 MXNET_LABEL = "mxnet.mlkube.io"
 JOB_TYPE_LABEL = "job_type"

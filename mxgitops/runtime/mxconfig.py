@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mxgitops.spec import (
+from mxgitops.model import (
     JobMode,
     MxJob,
     ReplicaSpec,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mxgitops.spec import JobMode, ReplicaType, SuccessPolicy
+from mxgitops.model import JobMode, ReplicaType, SuccessPolicy
 
 
 class State(StrEnum):

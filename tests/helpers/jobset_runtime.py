@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from mxgitops.batch import RenderContext
-from mxgitops.model import Runtime
 from mxgitops.spec import from_manifest
 from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("prod")
 
 
-def job_of(doc: dict[str, Any], runtime: Runtime = Runtime.JOBSET) -> Any:
+def job_of(doc: dict[str, Any], runtime: str = "jobset") -> Any:
     return from_manifest(doc, default_namespace="ml", default_runtime=runtime)
 
 

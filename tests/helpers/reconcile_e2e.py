@@ -19,7 +19,7 @@ from mxgitops.objects import (
     Kind,
     ObjectRef,
 )
-from mxgitops.report import JobSummary
+from mxgitops.summary import JobSummary
 from mxgitops.sync import SyncOutcome, sync
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI

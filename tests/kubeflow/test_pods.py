@@ -16,7 +16,6 @@ import yaml
 
 from mxgitops.batch import RenderContext
 from mxgitops.manifests import load
-from mxgitops.model import Runtime
 from mxgitops.runtimes import render
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.helpers.published import FILES, header
@@ -37,7 +36,7 @@ SHARED = ROOT.parents[1] / "shared" / "examples" / "upstream"
 EXAMPLES = ROOT.parent / "jobs-repo-example" / "jobs"
 
 
-def kubeflow_v1_manifests(runtime: Runtime = Runtime.BATCH) -> list[Path]:
+def kubeflow_v1_manifests(runtime: str = "batch") -> list[Path]:
     """The valid kubeflow.org/v1 training jobs of the corpus and the examples that
     mxgitops runs on `runtime` (a queued job runs as a JobSet Kueue admits)."""
     candidates = [p for p in FILES if header(p)["expect"] == "valid"]
@@ -54,7 +53,7 @@ def kubeflow_v1_manifests(runtime: Runtime = Runtime.BATCH) -> list[Path]:
     return found
 
 
-@pytest.mark.parametrize("path", kubeflow_v1_manifests(Runtime.JOBSET), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kubeflow_v1_manifests("jobset"), ids=lambda p: p.name)
 def test_a_queued_job_is_the_kept_difference_queued(path: Path) -> None:
     """Queued (a Kueue queue named), mxgitops runs it as one JobSet that Kueue admits
     whole, where the operator made its pods (and a PodGroup, with a gang scheduler):
