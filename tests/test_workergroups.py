@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+import textwrap
 from collections import OrderedDict
 from pathlib import Path
 
@@ -80,3 +83,57 @@ def test_every_group_names_a_fixture_of_the_suite() -> None:
     sources = "\n".join(path.read_text() for path in TESTS.rglob("*.py"))
     for fixture in GROUPS:
         assert re.search(rf"@pytest\.fixture\(.*\)\ndef {fixture}\(", sources), fixture
+
+
+def test_a_groups_server_stops_after_the_last_test_using_it_not_at_the_sessions_end(
+    tmp_path: Path,
+) -> None:
+    """The ecosystem's control plane is stopped once the next test does not use it (and
+    started anew for a later one); the real node stays until the session's end."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "conftest.py").write_text(
+        textwrap.dedent("""
+        import pytest
+        pytest_plugins = ["tests.workergroups"]
+        LOG = []
+
+        @pytest.fixture(scope="session")
+        def ecosystem_session():
+            LOG.append("ecosystem up")
+            yield
+            LOG.append("ecosystem down")
+
+        @pytest.fixture(scope="session")
+        def real_node():
+            LOG.append("node up")
+            yield
+            LOG.append("node down")
+        """)
+    )
+    (tmp_path / "test_order.py").write_text(
+        textwrap.dedent("""
+        from conftest import LOG
+
+        def test_a(ecosystem_session, real_node):
+            pass
+
+        def test_b(ecosystem_session):
+            assert LOG == ["ecosystem up", "node up"]
+
+        def test_c(real_node):
+            assert LOG == ["ecosystem up", "node up", "ecosystem down"]
+
+        def test_d(ecosystem_session):
+            assert LOG == ["ecosystem up", "node up", "ecosystem down", "ecosystem up"]
+        """)
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 passed" in result.stdout

@@ -27,12 +27,18 @@ minutes after the first test installed it) is a unit of its own, ``<group>.last`
 other unit is handed out, so that the worker runs other tests while the CronJob's
 runs come instead of waiting for them.
 
+A group's session-scoped servers that nothing after the group needs
+(``STOPPED_AFTER_GROUP``) are stopped as soon as the worker's next test does not use
+them, not at the end of the worker's session: idle beside the rest of the suite, a
+control plane with its controllers and node still takes CPU the other tests wait for
+(the real node stays: the session's last test checks it).
+
 Registered by ``tests/conftest.py`` through ``pytest_plugins``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from typing import Any
 
 import pytest
@@ -55,6 +61,11 @@ GROUPS: dict[str, str] = {
     "gitea": "gitea",
     "gateway": "pushgateway",
 }
+
+
+# Session-scoped fixtures of one group each, stopped after the worker's last test that
+# uses one (see the module docstring); a later test that needs one again starts it anew.
+STOPPED_AFTER_GROUP = ("fault_node", "ecosystem_session", "training_operator")
 
 
 def group_of(fixturenames: Iterable[str]) -> str | None:
@@ -108,3 +119,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LastUnitSche
     if config.getvalue("dist") != "loadgroup":
         return None
     return LastUnitScheduling(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    """After ``item``'s own teardown: its group's servers the next test does not use."""
+    yield
+    if nextitem is None or not isinstance(item, pytest.Function):
+        return  # the session's end stops everything anyway
+    needed = set(nextitem.fixturenames if isinstance(nextitem, pytest.Function) else ())
+    # pytest keeps a session fixture's definition, and how to finish it, on the item
+    # (private, but what pytest itself calls at a scope's end; pytest is pinned).
+    for name in STOPPED_AFTER_GROUP:
+        if name not in needed:
+            for definition in item._fixtureinfo.name2fixturedefs.get(name, ()):
+                # (finish reads only the request's node)
+                definition.finish(item._request)  # type: ignore[arg-type]
