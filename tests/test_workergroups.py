@@ -130,7 +130,8 @@ def test_a_groups_server_stops_after_the_last_test_using_it_not_at_the_sessions_
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
+        # (the session's own options, such as -p plugins, are not this run's)
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent), "PYTEST_ADDOPTS": ""},
         capture_output=True,
         text=True,
         timeout=120,

@@ -168,22 +168,34 @@ class FakeKubelet:
 
     # -- pods being deleted ------------------------------------------------------
     def _finalize_loop(self) -> None:
+        """List the node's pods once, then watch on from the list's version: a watch
+        ends every second (so that ``stop`` is quick) and the next goes on from the
+        last version seen; only an error (the version gone, the API server restarted)
+        lists again. (Listing every second served every pod of the node, each time.)"""
         selector = f"spec.nodeName={NODE}"
+        version = None
         while not self._stop.is_set():
             try:
-                listed = self.rest.get("/api/v1/pods", fieldSelector=selector)
-                for pod in listed["items"]:
-                    self._finalize(pod)
-                version = listed["metadata"]["resourceVersion"]
+                if version is None:
+                    listed = self.rest.get("/api/v1/pods", fieldSelector=selector)
+                    for pod in listed["items"]:
+                        self._finalize(pod)
+                    version = listed["metadata"]["resourceVersion"]
                 for event in self.rest.watch(
                     "/api/v1/pods",
                     fieldSelector=selector,
                     resourceVersion=version,
+                    allowWatchBookmarks="true",
                     timeoutSeconds=1,
                 ):
+                    if event["type"] == "ERROR":  # 410 Gone: list again
+                        version = None
+                        break
+                    version = event["object"]["metadata"]["resourceVersion"]
                     if event["type"] in ("ADDED", "MODIFIED"):
                         self._finalize(event["object"])
             except (requests.RequestException, json.JSONDecodeError, KeyError):
+                version = None
                 if self._stop.wait(0.1):  # the API server is stopping or restarting
                     return
 
