@@ -135,8 +135,32 @@ def ensure_built(
     """The directory `root/key` holding `expected`, compiling into it first if missing."""
     target = root / key
     if all((target / name).exists() for name in expected):
+        _read_ahead(target, expected)
         return target
     return remembered(target, lambda: _build(root, target, expected, compile_into))
+
+
+_read: set[Path] = set()
+READ_CHUNK = 4 << 20
+
+
+def _read_ahead(target: Path, expected: tuple[str, ...]) -> None:
+    """Read a built part's files once a process, front to back, into the page cache.
+
+    A server binary that is not in memory (a machine just booted, or one whose kernel
+    reclaimed the page cache since the last run) is otherwise paged in by its own start,
+    a few kilobytes at a time in no order: two control planes and a node starting at
+    once on such a machine kept its disk busy for over a minute of small reads. Read in
+    order, the same megabytes take a fraction of a second."""
+    if target in _read:
+        return
+    _read.add(target)
+    buffer = bytearray(READ_CHUNK)
+    for path in (target / name for name in expected):
+        if path.is_file():
+            with path.open("rb", buffering=0) as file:
+                while file.readinto(buffer):
+                    pass
 
 
 def _build(
