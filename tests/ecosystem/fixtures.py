@@ -234,8 +234,9 @@ def multikueue_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mu
 @pytest.fixture(scope="module")
 def multikueue_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiKueue]:
     """A MultiKueue manager and one worker whose node is real (kubelet, containerd, ...,
-    the training image imported): where a dispatched job really trains."""
-    from tests.controlplane.fixtures import node_images
+    the training image imported, not the project's: no CronJob runs there): where a
+    dispatched job really trains."""
+    from tests.controlplane.rootfs import training_archive
 
     from .multikueue import MultiKueue
 
@@ -243,7 +244,7 @@ def multikueue_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiK
         tmp_path_factory.mktemp("multikueue-node"),
         ("manager", "worker-a"),
         real_nodes=("worker-a",),
-        images=node_images(),
+        images=(training_archive(),),
     ) as mk:
         yield mk
 
