@@ -1,9 +1,9 @@
 """Which tests must run on one pytest-xdist worker, in their order.
 
-The suite runs on two workers (``-n 2 --dist loadgroup`` in ``pyproject.toml``); each
+The suite runs on three workers (``-n 3 --dist loadgroup`` in ``pyproject.toml``); each
 worker is a pytest session of its own, with its own session-scoped fixtures. Most
 servers are cheap to have twice (a control plane starts in about 5 s, on free ports),
-so their tests spread over both workers. A few are not:
+so their tests spread over the workers. A few are not:
 
 * the real node (``real_node``): a second control plane, a node network, containerd
   and the CronJob installed by the session's first test and checked by its last

@@ -12,6 +12,7 @@ Registered by ``tests/conftest.py`` through ``pytest_plugins``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,14 +51,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the node's binaries and images before the first test that needs them, so
-    that a cold build (minutes) is not counted against that test's timeout."""
+    that a cold build (minutes) is not counted against that test's timeout.
+
+    Under xdist the first worker alone builds the images here (the project's own is
+    rebuilt whenever ``mxgitops/`` changed, about a minute): the others go on to their
+    first tests, most of which run no node, instead of all waiting for one build; a
+    test of theirs that needs the images first waits for that build in its fixture
+    (the image cache's lock)."""
     if any(_uses_node(item) for item in session.items):
         from tests.serverbuilds import build_now
 
         from .nodebuild import ensure_node_built
 
         build_now(ensure_node_built)
-        build_now(node_images)
+        if os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0":
+            build_now(node_images)
 
 
 @pytest.fixture(scope="session")
