@@ -79,6 +79,19 @@ def test_the_last_unit_waits_for_every_other_and_goes_to_its_groups_worker() -> 
     assert first.sent == [[0], [3], [2]] and not scheduler.workqueue
 
 
+def test_the_node_and_the_longest_groups_are_handed_out_first() -> None:
+    units = ["a", "kubeflow", "faults", "b", "multikueue", "node"]
+    scheduler = LastUnitScheduling.__new__(LastUnitScheduling)  # no xdist session
+    scheduler.workqueue = OrderedDict((u, {f"t@{u}": False}) for u in units)
+    scheduler.assigned_work = {}
+    workers = [Worker() for _ in range(3)]
+    scheduler.registered_collections = {w: [f"t@{u}" for u in units] for w in workers}
+    for worker in [*workers, *workers]:
+        scheduler._assign_work_unit(worker)  # type: ignore[arg-type]
+    handed = [[units[i] for sent in w.sent for i in sent] for w in workers]
+    assert handed == [["node", "kubeflow"], ["multikueue", "a"], ["faults", "b"]]
+
+
 def test_every_group_names_a_fixture_of_the_suite() -> None:
     sources = "\n".join(path.read_text() for path in TESTS.rglob("*.py"))
     for fixture in GROUPS:
