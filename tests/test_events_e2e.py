@@ -12,22 +12,21 @@ import pytest
 import yaml
 
 from mxgitops.events import REPORTING_CONTROLLER
-from tests.helpers.reconcile_e2e import INSTANCE, NS, Syncer, batch_job, mxjob, write
+from tests.helpers.reconcile_e2e import (
+    INSTANCE,
+    NS,
+    Syncer,
+    batch_job,
+    mxjob,
+    repo,
+    run,
+    write,
+)
 from tests.kubeapi.harness import KubeAPI
 
+__all__ = ["repo", "run"]  # fixtures from tests/helpers, used here
+
 EVENTS = "events.events.k8s.io"
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def run(kubeapi: KubeAPI, repo: Path) -> Syncer:
-    return Syncer(kubeapi, repo)
 
 
 def ours(api: KubeAPI) -> list[dict[str, Any]]:

@@ -14,33 +14,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.helpers.reconcile_e2e import (
     NS,
     Syncer,
     batch_job,
     job_objects,
     mxjob,
+    repo,
+    run,
     states,
     summary_of,
     write,
 )
 from tests.kubeapi.harness import KubeAPI
 
+__all__ = ["repo", "run"]  # fixtures from tests/helpers, used here
+
 UNLIMITED = 2**31 - 1
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def run(kubeapi: KubeAPI, repo: Path) -> Syncer:
-    return Syncer(kubeapi, repo)
 
 
 def start(kubeapi: KubeAPI, run: Syncer, repo: Path, *docs: dict[str, Any]) -> None:

@@ -27,7 +27,6 @@ from tests.helpers.jobset_e2e import (
     kueue_setup,
     only_jobset,
     pod_of,
-    repo,
     step,
     until,
 )
@@ -41,6 +40,7 @@ from tests.helpers.reconcile_e2e import (
     Syncer,
     mxjob,
     remove,
+    repo,
     summary_of,
     write,
 )

@@ -16,9 +16,9 @@ from mxgitops.jobset.kinds import JOBSET, WORKLOAD
 from mxgitops.objects import LiveObjects
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
-from tests.helpers.jobset_e2e import only_jobset, repo
+from tests.helpers.jobset_e2e import only_jobset
 from tests.helpers.jobset_runtime import CTX, job_of, queued
-from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, summary_of, write
+from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, repo, summary_of, write
 
 __all__ = ["repo"]  # the fixture, used here too
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
@@ -14,13 +11,6 @@ from tests.helpers.reconcile_e2e import NS, mxjob
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2"
 GPU = "nvidia.com/gpu"
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    return path
 
 
 def only_jobset(eco: Ecosystem, job: str) -> dict[str, Any]:
