@@ -186,6 +186,15 @@ class RealCluster:
         assert self._proxy is not None, "call faults() first"
         return self._proxy.url
 
+    def proxy_problems(self) -> list[str]:
+        """What failed on the fault proxy's side since last asked (a handshake, a
+        handler's exception): a failing test's report shows them (kubeapi/fixtures.py)."""
+        if self._proxy is None:
+            return []
+        taken = list(self._proxy.problems)
+        del self._proxy.problems[: len(taken)]
+        return taken
+
     def direct(self) -> None:
         """No proxy: mxgitops talks to the API server itself again."""
         if self._proxy is not None:

@@ -20,6 +20,7 @@ import socket
 import ssl
 import threading
 import time
+import traceback
 from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -56,13 +57,22 @@ class FaultProxy(ThreadingHTTPServer):
         self.bearer_session.verify = ca
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(str(serving.cert), str(serving.key))
-        self.socket = context.wrap_socket(self.socket, server_side=True)
+        # The handshake is the connection's own thread's (Handler.setup): done in accept,
+        # on the serving thread, one slow client would hold up every other.
+        self.socket = context.wrap_socket(
+            self.socket, server_side=True, do_handshake_on_connect=False
+        )
+        self.problems: list[str] = []  # what failed on the proxy's side (`handle_error`)
         self._thread = threading.Thread(target=self.serve_forever, name="proxy", daemon=True)
         self._thread.start()
 
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.server_address[1]}"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Kept, not printed: a test that fails shows them (`RealCluster.proxy_problems`)."""
+        self.problems.append(f"{client_address}: {traceback.format_exc().splitlines()[-1]}")
 
     def stop(self) -> None:
         self.faults.release_hung()
@@ -74,6 +84,10 @@ class FaultProxy(ThreadingHTTPServer):
 class Handler(MethodHandler):
     server: FaultProxy
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        self.request.do_handshake()
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: the request log says what happened."""

@@ -85,6 +85,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+REAL_CLUSTER = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failing test on the real control plane shows what failed on its fault proxy's
+    side: a client's error alone (say, a connection closed) does not tell why."""
+    outcome = yield
+    report = outcome.get_result()
+    real = item.stash.get(REAL_CLUSTER, None)
+    if real is not None and report.when == "call" and report.failed:
+        problems = real.proxy_problems()
+        report.sections.append(("fault proxy", "\n".join(problems) or "no problem on its side"))
+
+
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The real control plane for the whole session, with its fake node."""
@@ -102,6 +117,8 @@ def kubeapi(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         real = request.getfixturevalue("control_plane")
         real.wipe()
         real.clear_log()
+        real.proxy_problems()  # an earlier test's
+        request.node.stash[REAL_CLUSTER] = real
         yield real
         return
     api = KubeAPI(tmp_path / "kubeconfig")
