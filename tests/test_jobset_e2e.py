@@ -311,6 +311,43 @@ def test_a_higher_priority_job_preempts_the_whole_lower_gang(
     assert summary_of(run(), "low").state in ("Pending", "Running")
 
 
+def test_a_gang_preempted_after_a_worker_finished_runs_again_whole(
+    ecosystem: Ecosystem, run: Syncer
+) -> None:
+    """Resumed as it is, the worker Job of a gang preempted after worker 0 finished runs
+    only worker 1, which waits for worker 0 for ever (an Indexed Job keeps its completed
+    indexes): the JobSet is made anew, queued again, and readmitted runs every worker."""
+    kueue_setup(ecosystem, gpus=8, preemption=True, workload_priorities=True)
+    write(run.repo, gpu_job("low"))
+    assert run().ok
+    first = only_jobset(ecosystem, "low")["metadata"]
+    low = first["name"]
+    until(ecosystem, "low", "admitted", lambda js: js["spec"].get("suspend") is False)
+    step(ecosystem, pod_of(ecosystem, low, "scheduler"), phase="Running")
+    step(ecosystem, pod_of(ecosystem, low, "worker", 1), phase="Running")
+    step(ecosystem, pod_of(ecosystem, low, "worker", 0), phase="Running")
+    step(ecosystem, pod_of(ecosystem, low, "worker", 0), phase="Succeeded")
+    write(run.repo, gpu_job("low"), gpu_job("high", priority="high"))
+    assert run().ok
+    until(ecosystem, "low", "preempted", lambda js: js["spec"].get("suspend") is True)
+    job = summary_of(run(), "low")
+    assert job.action == "replace", (job.action, job.reason)
+    assert "WORKER 0 finished before Kueue stopped the gang" in job.reason, job.reason
+    assert "not counted against backoffLimit" in job.reason
+    until(ecosystem, "low", "made anew", lambda js: js["metadata"]["uid"] != first["uid"])
+    anew = only_jobset(ecosystem, "low")
+    assert anew["metadata"]["name"] == low and anew["spec"]["suspend"] is True  # queued again
+    high = only_jobset(ecosystem, "high")["metadata"]["name"]
+    step(ecosystem, pod_of(ecosystem, high, "scheduler"), phase="Running")
+    step(ecosystem, pod_of(ecosystem, high, "scheduler"), phase="Succeeded")
+    until(ecosystem, "low", "readmitted", lambda js: js["spec"].get("suspend") is False)
+    step(ecosystem, pod_of(ecosystem, low, "scheduler"), phase="Running")  # dependsOn it
+    for index in (0, 1):  # every worker runs: worker 0 too
+        pod_of(ecosystem, low, "worker", index)
+    job = summary_of(run(), "low")
+    assert (job.action, job.state) in (("unchanged", "Pending"), ("unchanged", "Running"))
+
+
 # -- changes: replace, prune, on-change: wait, hand edits ------------------------------------
 
 

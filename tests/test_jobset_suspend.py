@@ -19,10 +19,12 @@ from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.kinds import JOBSET, WORKLOAD
 from mxgitops.jobset.render import HOLD_LABEL
+from mxgitops.jobset.stopped import RESTART_ATTEMPT_LABEL
 from mxgitops.ledger import Ledger
 from mxgitops.objects import LiveObjects, ObjectRef
 from mxgitops.plan import Change, PlanOptions, plan
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
+from mxgitops.runtime.labels import JOB_TYPE_LABEL
 from mxgitops.spec import from_manifest
 from tests.helpers.reconcile_e2e import mxjob
 
@@ -236,3 +238,88 @@ def test_nothing_is_made_anew_while_it_runs_or_before_kueue_stopped_it() -> None
     live = LiveObjects(pods=(pod,), kinds={JOBSET: (jobset,), WORKLOAD: (workload(),)})
     (change,) = plan([stopping], live, Ledger(), PlanOptions(instance="prod")).changes
     assert not change.deletes and WORKLOAD in [p.ref.kind for p in change.patches]
+
+
+def pod_of_run(jobset: dict[str, Any], index: int, created: str, **status: Any) -> dict[str, Any]:
+    """A worker pod of the JobSet's first run, made at `created`."""
+    name = jobset["metadata"]["name"]
+    labels = {JOBSET_NAME_LABEL: name, JOB_TYPE_LABEL: "WORKER", COMPLETION_INDEX_LABEL: str(index)}
+    labels[RESTART_ATTEMPT_LABEL] = "0"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-worker-0-{index}-{created[-3:-1]}",
+            "namespace": "ml",
+            "labels": labels,
+            "creationTimestamp": created,
+        },
+        "status": status or {"phase": "Running"},
+    }
+
+
+def succeeded_at(finished: str) -> dict[str, Any]:
+    ended = {"terminated": {"exitCode": 0, "finishedAt": finished}}
+    return {"phase": "Succeeded", "containerStatuses": [{"name": "mxnet", "state": ended}]}
+
+
+def test_a_gang_kueue_stopped_after_a_worker_finished_runs_again_whole() -> None:
+    """Kueue preempted the gang (not its manifest): resumed, the worker Job would run
+    worker 1 alone, which would wait for worker 0 for ever. The JobSet is made anew, under
+    its name, queued again as Kueue requeues a preempted gang; nothing is counted."""
+    job = queued_job(suspend=False)
+    jobset, _ = finished_worker(job)
+    finished = pod_of_run(jobset, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
+    change = one_change_with(job, jobset, finished)
+    assert change.action is Action.REPLACE, change.reason
+    assert "WORKER 0 finished before Kueue stopped the gang" in change.reason
+    assert "not counted against backoffLimit" in change.reason
+    assert change.deletes == (ObjectRef.of(jobset),) and change.starts_after_deletes
+    (made,) = change.creates
+    assert made["metadata"]["name"] == jobset["metadata"]["name"]
+    assert HOLD_LABEL not in made["metadata"]["labels"]  # queued again, not held
+
+
+def test_a_gang_kueue_readmitted_before_a_sync_saw_it_stopped_runs_again_whole() -> None:
+    """Readmitted before any sync looked: worker 1's pod of the run was made after worker
+    0 had finished, so the run was stopped and resumed in between."""
+    job = queued_job(suspend=False)
+    jobset, _ = finished_worker(job)
+    jobset["spec"]["suspend"] = False
+    finished = pod_of_run(jobset, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
+    resumed = pod_of_run(jobset, 1, "2026-01-01T00:07:00Z")
+    change = one_change_with(job, jobset, finished, resumed)
+    assert change.action is Action.REPLACE, change.reason
+    assert "pods of the run were made after it" in change.reason
+
+
+def test_a_worker_finishing_first_in_a_run_is_no_disruption() -> None:
+    """The same pods in a run never stopped (worker 1 made with worker 0), one of an
+    earlier restart of the gang, and a local job: nothing is made anew."""
+    job = queued_job(suspend=False)
+    jobset, _ = finished_worker(job)
+    jobset["spec"]["suspend"] = False
+    finished = pod_of_run(jobset, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
+    running = pod_of_run(jobset, 1, "2026-01-01T00:00:01Z")
+    assert one_change_with(job, jobset, finished, running).action is Action.UNCHANGED
+    jobset["spec"]["suspend"] = True
+    jobset["status"]["restarts"] = 1  # the gang restarted since worker 0 finished
+    change = one_change_with(job, jobset, finished)
+    assert not change.deletes and not change.creates, change.reason
+    local = from_manifest(
+        mxjob("a", servers=0, runPolicy={"schedulingPolicy": {"queue": "team"}}),
+        default_namespace="ml",
+    )
+    (alone,) = render_jobset(local, CTX)
+    alone = {**alone, "metadata": {**alone["metadata"], "uid": UID}, "spec": {**alone["spec"]}}
+    alone["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    alone["spec"]["suspend"] = True
+    done = pod_of_run(alone, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
+    change = one_change_with(local, alone, done)
+    assert not change.deletes and not change.creates, change.reason
+
+
+def one_change_with(job: Any, jobset: dict[str, Any], *pods: dict[str, Any]) -> Change:
+    live = LiveObjects(pods=pods, kinds={JOBSET: (jobset,), WORKLOAD: (workload(),)})
+    (change,) = plan([job], live, Ledger(), PlanOptions(instance="prod")).changes
+    return change

@@ -37,6 +37,7 @@ from mxgitops.jobset.placement import (
     unreachable,
 )
 from mxgitops.jobset.render import HOLD_LABEL
+from mxgitops.jobset.stopped import current_run, stopped_after_finishing
 from mxgitops.model import (
     ON_CHANGE_ANNOTATION,
     RUNTIME_ID_LENGTH,
@@ -145,14 +146,9 @@ class LiveJobSet:
             return []
         if _finished(jobset) is not None:
             return []
-        metadata = jobset.get("metadata") or {}
-        created = str(metadata.get("creationTimestamp") or "")
         succeeded = any(
-            objects.labels_of(p).get(JOBSET_NAME_LABEL) == metadata.get("name")
-            and (p.get("status") or {}).get("phase") == "Succeeded"
-            # not a pod of the JobSet of that name this replaces, still being collected
-            and str((p.get("metadata") or {}).get("creationTimestamp") or "") >= created
-            for p in self.pods
+            (p.get("status") or {}).get("phase") == "Succeeded"
+            for p in current_run(jobset, self.pods)
         )
         return self.refs() if succeeded or _succeeded_roles(jobset) else []
 
@@ -288,9 +284,23 @@ class LiveJobSet:
         return statuses
 
     def disruption(self) -> Disruption | None:
-        """None: the JobSet controller restarts a disrupted JobSet whole itself (its
-        failurePolicy, `render.py`), uncounted."""
-        return None
+        """A queued dist gang that Kueue stopped after some of its replicas finished
+        (`stopped.py`), which the planner runs again whole. Every other disruption the
+        JobSet controller restarts whole itself (its failurePolicy, `render.py`),
+        uncounted: None."""
+        jobset = self._judged
+        if jobset is None or _finished(jobset) is not None:
+            return None
+        if not objects.labels_of(jobset).get(scheduling.QUEUE_LABEL):
+            return None  # not Kueue's to stop
+        if self._status_reason[0] is State.SUSPENDED:
+            return None  # suspended by its manifest: made anew by `finished_replicas`
+        counts = parse_replicas_annotation(
+            objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
+        )
+        if ReplicaType.SCHEDULER not in counts:
+            return None  # a local job: its one worker finishing finishes the JobSet
+        return stopped_after_finishing(jobset, self.pods)
 
     def failure(self) -> Failure | None:
         """Why the judged JobSet failed: its failed replica's pod, and its condition."""
