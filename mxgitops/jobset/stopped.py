@@ -12,7 +12,7 @@ again whole, as it does a batch-runtime dist job a pod of which was taken away: 
 JobSet made anew, queued again as Kueue requeues a preempted gang, nothing counted
 against backoffLimit. Seen while the gang is stopped, or, if Kueue readmitted it
 before a sync looked, once it runs again: a pod of the run made after another had
-finished.
+finished (a run never stopped makes every pod before any of them finishes).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def stopped_after_finishing(
     if any(_created(p) > _finished_at(first) for p in run):
         return Disruption(
             replica,
-            "finished, and pods of the run were made after it (Kueue stopped the gang and "
-            "readmitted it): they wait for it for ever",
+            "finished, and pods of the run were made after it (the gang was stopped and "
+            "started again): they wait for it for ever",
         )
     return None
 
