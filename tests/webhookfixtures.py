@@ -10,7 +10,9 @@ import hashlib
 import hmac
 import http.client
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -214,8 +216,11 @@ class ReceiverProcess:
         command = [sys.executable, "-m", "mxgitops.cli", "receive", "--listen=127.0.0.1:0"]
         command += [f"--cronjob={cronjob}", f"--secret-file={secret_file}"]
         command += [f"--kubeconfig={kubeconfig}", f"--branch={branch}", "--log-format=json"]
+        # faulthandler: a receiver that does not stop on SIGTERM is sent SIGABRT, and its
+        # log then shows where each of its threads was.
+        environment = {**os.environ, "PYTHONFAULTHANDLER": "1"}
         with log.open("wb") as output:
-            self.process = subprocess.Popen(command, stderr=output, stdout=output)
+            self.process = subprocess.Popen(command, stderr=output, stdout=output, env=environment)
         self.address: tuple[str, int] | None = None
 
     def said(self) -> str:
@@ -229,5 +234,14 @@ class ReceiverProcess:
         return found is not None or self.process.poll() is not None
 
     def stop(self) -> None:
+        """SIGTERM, as Kubernetes stops a pod: the receiver must be gone within 10 s."""
         self.process.terminate()
-        self.process.wait(timeout=10)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGABRT)
+            self.process.wait(timeout=10)
+            raise AssertionError(
+                "the receiver did not stop within 10 s of SIGTERM; its log, and its threads "
+                f"when aborted:\n{self.said()[-6000:]}"
+            ) from None
