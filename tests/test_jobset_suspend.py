@@ -178,25 +178,21 @@ def test_suspending_an_admitted_job_whose_workload_is_not_read_waits() -> None:
     assert compare(queued_job(suspend=True), [stored(running, suspend=False)]) == []
 
 
+# A pod's status once its container ended well, at 00:05.
+FINISHED: dict[str, Any] = {
+    "phase": "Succeeded",
+    "containerStatuses": [
+        {"name": "mxnet", "state": {"terminated": {"finishedAt": "2026-01-01T00:05:00Z"}}}
+    ],
+}
+
+
 def finished_worker(job: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The job's JobSet suspended by Kueue after its worker 0 finished (its pod Succeeded,
     kept by its Job), and that pod."""
     jobset = stored(job, suspend=True)
-    name = jobset["metadata"]["name"]
     jobset["status"] = {"replicatedJobsStatus": [{"name": "worker", "active": 1}]}
-    labels = {JOBSET_NAME_LABEL: name, "job_type": "worker", COMPLETION_INDEX_LABEL: "0"}
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{name}-worker-0-0-x",
-            "namespace": "ml",
-            "labels": labels,
-            "creationTimestamp": "2026-01-01T00:00:01Z",
-        },
-        "status": {"phase": "Succeeded"},
-    }
-    return jobset, pod
+    return jobset, pod_of_run(jobset, 0, "2026-01-01T00:00:01Z", **FINISHED)
 
 
 def test_a_queued_dist_job_suspended_after_a_replica_finished_is_made_anew_held() -> None:
@@ -258,18 +254,12 @@ def pod_of_run(jobset: dict[str, Any], index: int, created: str, **status: Any) 
     }
 
 
-def succeeded_at(finished: str) -> dict[str, Any]:
-    ended = {"terminated": {"exitCode": 0, "finishedAt": finished}}
-    return {"phase": "Succeeded", "containerStatuses": [{"name": "mxnet", "state": ended}]}
-
-
 def test_a_gang_kueue_stopped_after_a_worker_finished_runs_again_whole() -> None:
     """Kueue preempted the gang (not its manifest): resumed, the worker Job would run
     worker 1 alone, which would wait for worker 0 for ever. The JobSet is made anew, under
     its name, queued again as Kueue requeues a preempted gang; nothing is counted."""
     job = queued_job(suspend=False)
-    jobset, _ = finished_worker(job)
-    finished = pod_of_run(jobset, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
+    jobset, finished = finished_worker(job)
     change = one_change_with(job, jobset, finished)
     assert change.action is Action.REPLACE, change.reason
     assert "WORKER 0 finished before Kueue stopped the gang" in change.reason
@@ -284,9 +274,8 @@ def test_a_gang_kueue_readmitted_before_a_sync_saw_it_stopped_runs_again_whole()
     """Readmitted before any sync looked: worker 1's pod of the run was made after worker
     0 had finished, so the run was stopped and resumed in between."""
     job = queued_job(suspend=False)
-    jobset, _ = finished_worker(job)
+    jobset, finished = finished_worker(job)
     jobset["spec"]["suspend"] = False
-    finished = pod_of_run(jobset, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
     resumed = pod_of_run(jobset, 1, "2026-01-01T00:07:00Z")
     change = one_change_with(job, jobset, finished, resumed)
     assert change.action is Action.REPLACE, change.reason
@@ -297,9 +286,8 @@ def test_a_worker_finishing_first_in_a_run_is_no_disruption() -> None:
     """The same pods in a run never stopped (worker 1 made with worker 0), one of an
     earlier restart of the gang, and a local job: nothing is made anew."""
     job = queued_job(suspend=False)
-    jobset, _ = finished_worker(job)
+    jobset, finished = finished_worker(job)
     jobset["spec"]["suspend"] = False
-    finished = pod_of_run(jobset, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
     running = pod_of_run(jobset, 1, "2026-01-01T00:00:01Z")
     assert one_change_with(job, jobset, finished, running).action is Action.UNCHANGED
     jobset["spec"]["suspend"] = True
@@ -310,11 +298,8 @@ def test_a_worker_finishing_first_in_a_run_is_no_disruption() -> None:
         mxjob("a", servers=0, runPolicy={"schedulingPolicy": {"queue": "team"}}),
         default_namespace="ml",
     )
-    (alone,) = render_jobset(local, CTX)
-    alone = {**alone, "metadata": {**alone["metadata"], "uid": UID}, "spec": {**alone["spec"]}}
-    alone["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
-    alone["spec"]["suspend"] = True
-    done = pod_of_run(alone, 0, "2026-01-01T00:00:01Z", **succeeded_at("2026-01-01T00:05:00Z"))
+    alone = stored(local, suspend=True)
+    done = pod_of_run(alone, 0, "2026-01-01T00:00:01Z", **FINISHED)
     change = one_change_with(local, alone, done)
     assert not change.deletes and not change.creates, change.reason
 

@@ -253,9 +253,7 @@ class LiveJobSet:
         return None
 
     def _replicas(self, jobset: KubeObject, *, suspended: bool) -> list[MxReplicaStatus]:
-        counts = parse_replicas_annotation(
-            objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
-        )
+        counts = _counts(jobset)
         name = (jobset.get("metadata") or {}).get("name")
         mine = [p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name]
         if not mine and not suspended and self.placement():
@@ -295,9 +293,7 @@ class LiveJobSet:
             return None  # not Kueue's to stop
         if self._status_reason[0] is State.SUSPENDED:
             return None  # suspended by its manifest: made anew by `finished_replicas`
-        counts = parse_replicas_annotation(
-            objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
-        )
+        counts = _counts(jobset)
         if ReplicaType.SCHEDULER not in counts:
             return None  # a local job: its one worker finishing finishes the JobSet
         return stopped_after_finishing(jobset, self.pods)
@@ -314,9 +310,7 @@ class LiveJobSet:
         cluster = self.placement()
         if failure.pod or not cluster:
             return failure
-        counts = parse_replicas_annotation(
-            objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, "")
-        )
+        counts = _counts(jobset)
         return replace(failure, replica=failed_role(jobset, counts), log=no_log_here(cluster))
 
 
@@ -408,6 +402,11 @@ def _pods_by_replica(pods: Iterable[KubeObject]) -> dict[tuple[ReplicaType, int]
         if replica_type is not None and index.isdigit():
             found.setdefault((replica_type, int(index)), []).append(pod)
     return found
+
+
+def _counts(jobset: KubeObject) -> dict[ReplicaType, int]:
+    """Each replica type's count, as the JobSet's replicas annotation records them."""
+    return parse_replicas_annotation(objects.annotations_of(jobset).get(REPLICAS_ANNOTATION, ""))
 
 
 def _succeeded_roles(jobset: Mapping[str, Any]) -> set[str]:
