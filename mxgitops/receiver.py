@@ -83,9 +83,13 @@ class Server(ThreadingHTTPServer):
             return
         try:
             super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()  # no thread was started to release it
+        except RuntimeError:
+            self._slots.release()  # no thread could be started to release it
             raise
+        # Anything else is SIGTERM's SystemExit, the process ending, most often while
+        # `Thread.start` waits for a thread that frees the slot itself: freed twice, the
+        # ValueError replaced the SystemExit, taken for the request's error, and the
+        # receiver served on.
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:

@@ -233,3 +233,29 @@ def test_no_push_starts_anything_before_the_first_list() -> None:
         assert len(runs.wait_created(1)) == 1
     finally:
         starter.stop()
+
+
+def test_a_sigterm_while_a_connections_thread_starts_stops_the_receiver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SIGTERM's SystemExit raised in the main thread while it waits for a connection's
+    thread to start (`Thread.start`): the thread runs, and frees its slot itself. Freeing
+    it again raised ValueError instead, which the server took for that request's error:
+    the SystemExit was lost and the receiver went on serving (seen in a full run)."""
+    with running_receiver(max_connections=2) as (server, _, _):
+        started, serving = threading.Thread.start, threading.current_thread()
+
+        def start_then_sigterm(thread: threading.Thread) -> None:
+            started(thread)
+            if threading.current_thread() is serving:  # not the connection's own threads
+                thread.join()  # the connection's thread done first: the order seen
+                raise SystemExit(143)
+
+        request, peer = socket.socketpair()
+        peer.close()  # a client gone at once: its thread ends by itself
+        with monkeypatch.context() as patch:
+            patch.setattr(threading.Thread, "start", start_then_sigterm)
+            with pytest.raises(SystemExit):
+                server.process_request(request, ("127.0.0.1", 0))
+        request.close()
+        assert server._slots._value == 2  # type: ignore[attr-defined]
