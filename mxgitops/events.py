@@ -8,26 +8,50 @@ written (the API's message), and a job seen succeeded or failed for the first ti
 (the ledger's record of it). Unchanged jobs get none, so a sync that changes nothing
 writes nothing.
 
-An Event's name is a digest of what it says: a sync that says it again (a hold that
-lasts, a write that fails again) creates an Event that exists already, which the
-cluster counts as done without a read: mxgitops may create Events, nothing more.
+An Event's name is a digest of what it says. A condition that lasts (a hold, a write
+that fails again) is said by every sync that sees it, but written once: as the
+recorder of Kubernetes' own controllers does (client-go's `tools/events`), the sync
+reads the Event of that name first, and says it again only as a series update of it
+(`series.count`, `series.lastObservedTime`, a PATCH) once `SERIES_INTERVAL` has passed
+since it was last said; the update also keeps the Event from the API server's event
+TTL while the condition lasts. So a sync that changes nothing writes nothing, however
+long a job stays held. Where the Event cannot be read (a ClusterRole granting only
+`create`), it is created, as the one said before, and the cluster refuses the copy.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from mxgitops import cluster as kube
 from mxgitops import policy
-from mxgitops.errors import OutputError
-from mxgitops.objects import Create, KubeObject, ownership_labels
+from mxgitops.errors import ClusterError, ClusterForbidden, MxGitOpsError, OutputError
+from mxgitops.objects import (
+    Create,
+    KubeObject,
+    ObjectRef,
+    Patch,
+    Write,
+    ownership_labels,
+    same_owner,
+)
 from mxgitops.runtime.failure import Failure
 from mxgitops.summary import JobSummary, Summary
 
 REPORTING_CONTROLLER = "mxgitops.io/sync"
 MAX_NOTE = 1024  # bytes the API server allows an Event's note
+# How often a lasting condition is said again, as a series update: client-go's event
+# recorder refreshes its series as often (its `refreshTime`).
+SERIES_INTERVAL = timedelta(minutes=30)
+# The reasons of conditions that last from sync to sync (the others go with a write, or
+# with a state seen for the first time).
+LASTING = frozenset({"Held", "WriteFailed"})
+_MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+log = logging.getLogger("mxgitops")
 # Action of a job row -> (the Event's reason, its action).
 _REASONS = {
     "create": ("Created", "Create"),
@@ -67,15 +91,59 @@ def for_summary(
     return made
 
 
-def write(cluster: kube.Cluster, events: Sequence[KubeObject]) -> int:
-    """Create the Events; raise an OutputError naming the first that was refused."""
-    if not events:
-        return 0
-    results = cluster.write([Create(e) for e in events])
-    failed = [r for r in results if r.error is not None]
+def write(
+    cluster: kube.Cluster, events: Sequence[KubeObject], *, now: datetime | None = None
+) -> int:
+    """Create the Events, a lasting condition's only if not said already, or update its
+    series (`series_update`); raise an OutputError naming the first that was refused.
+    The number of Events written."""
+    moment = now or datetime.now(UTC)
+    writes: list[Write] = []
+    failed: list[MxGitOpsError] = []
+    readable = True
+    for event in events:
+        if event["reason"] not in LASTING or not readable:
+            writes.append(Create(event))
+            continue
+        try:
+            said = cluster.get(ObjectRef.of(event))
+        except ClusterForbidden as exc:  # granted create only: the cluster refuses a copy
+            log.warning("Events said before cannot be read, so are created again: %s", exc)
+            readable = False
+            writes.append(Create(event))
+            continue
+        except ClusterError as exc:
+            failed.append(exc)
+            continue
+        if said is None:
+            writes.append(Create(event))
+        elif same_owner(said, event) and (update := series_update(said, moment)) is not None:
+            writes.append(Patch(ObjectRef.of(event), update))
+    results = cluster.write(writes) if writes else []
+    failed += [r.error for r in results if r.error is not None]
     if failed:
-        raise OutputError(f"{len(failed)} of {len(events)} Events not written: {failed[0].error}")
-    return len(events)
+        raise OutputError(f"{len(failed)} of {len(events)} Events not written: {failed[0]}")
+    return len(writes)
+
+
+def series_update(said: Mapping[str, Any], now: datetime) -> KubeObject | None:
+    """The merge patch that says an Event again (its series counted one more, observed
+    `now`), or None while it was said less than `SERIES_INTERVAL` ago."""
+    found = said.get("series")
+    series: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    last = _parsed(series.get("lastObservedTime")) or _parsed(said.get("eventTime"))
+    if last is not None and timedelta(0) <= now - last < SERIES_INTERVAL:
+        return None
+    count = series.get("count")
+    times = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
+    return {"series": {"count": times + 1, "lastObservedTime": _micro_time(now)}}
+
+
+def _parsed(value: object) -> datetime | None:
+    try:
+        return datetime.strptime(str(value), _MICRO_TIME).replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def _event(
@@ -153,4 +221,4 @@ def _fit(note: str) -> str:
 
 def _micro_time(moment: datetime) -> str:
     """A MicroTime, as the API server wants `eventTime`."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).strftime(_MICRO_TIME)

@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Protocol
 
 from mxgitops import cluster as kube
@@ -104,7 +105,9 @@ class Events:
     def deliver(self, record: Record) -> None:
         if record.summary is None or record.cluster is None or record.summary.dry_run:
             return
-        events.write(record.cluster, events.for_summary(record.summary, record.finished))
+        now = datetime.now(UTC)  # one moment: what each Event says and when it was said
+        told = events.for_summary(record.summary, record.finished, now=now)
+        events.write(record.cluster, told, now=now)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ CLUSTER_WIDE = {
     ("", "services"): {"list", "get", "create", "patch", "delete"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
-    ("events.k8s.io", "events"): {"create"},  # events.py: what a sync did, on each job
+    # events.py: what a sync did, on each job; a lasting hold read back, then a series
+    ("events.k8s.io", "events"): {"get", "create", "patch"},
     ("", "events"): {"list"},  # kubereads.py: how a gone pod was disrupted
     # Listed where the ledger does not say this instance has none (404 without JobSet).
     ("jobset.x-k8s.io", "jobsets"): {"list"},
@@ -253,7 +254,7 @@ def test_the_jobset_component_grants_what_the_jobset_runtime_writes(tmp_path: Pa
         ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list", "watch"},
         ("kueue.x-k8s.io", "multikueueclusters"): {"list", "watch"},
         ("", "serviceaccounts"): {"impersonate"},
-        ("events.k8s.io", "events"): {"create"},
+        ("events.k8s.io", "events"): {"get", "create", "patch"},
     }
     for name, components in (
         ("plain", ["jobset"]),

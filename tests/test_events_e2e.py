@@ -5,23 +5,30 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from mxgitops.events import REPORTING_CONTROLLER
+from mxgitops import cluster, events
+from mxgitops.events import REPORTING_CONTROLLER, SERIES_INTERVAL
+from mxgitops.objects import JOB_NAME_LABEL
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
+    RETRY,
+    WRITE_METHODS,
     Syncer,
     batch_job,
     mxjob,
     repo,
     run,
+    summary_of,
     write,
 )
+from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 
 __all__ = ["repo", "run"]  # fixtures from tests/helpers, used here
@@ -43,6 +50,16 @@ def said(api: KubeAPI) -> list[tuple[str, str, str]]:
 
 def event_posts(api: KubeAPI) -> list[dict[str, Any]]:
     return [e for e in api.request_log if e["resource"] == "events" and e["method"] == "POST"]
+
+
+def event_writes(api: KubeAPI) -> list[tuple[str, str]]:
+    """(method, the Event's name; "" for a POST) of each write of an Event since the log
+    was cleared."""
+    return [
+        (e["method"], "" if e["method"] == "POST" else e["path"].rsplit("/", 1)[-1])
+        for e in api.request_log
+        if e["resource"] == "events" and e["method"] in WRITE_METHODS
+    ]
 
 
 def test_events_say_what_each_sync_did_once(kubeapi: KubeAPI, repo: Path, run: Syncer) -> None:
@@ -100,6 +117,59 @@ def test_a_held_job_is_told_once_per_reason(kubeapi: KubeAPI, repo: Path, run: S
     assert "invalid" in held[0]["note"]
     run(events=True)  # the same hold again: the Event of that name is there already
     assert len([e for e in ours(kubeapi) if e["reason"] == "Held"]) == 1
+
+
+def test_a_hold_that_lasts_is_said_once_then_as_a_series_at_a_bounded_rate(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """A batch Job's label changed by hand holds its job, sync after sync: one Warning,
+    then nothing written while syncs see the same hold; the Event is kept alive by a
+    series update (count, lastObservedTime) at most once per SERIES_INTERVAL, which the
+    API server accepts."""
+    write(repo, mxjob("train"))
+    run(events=True)
+    kubeapi.run_job_controller(NS)
+    edited = batch_job(kubeapi, "train", "worker", 1)
+    status, _, body = raw(
+        kubeapi,
+        "PATCH",
+        f"/apis/batch/v1/namespaces/{NS}/jobs/{edited}",
+        {"metadata": {"labels": {JOB_NAME_LABEL: "other"}}},
+        "application/merge-patch+json",
+    )
+    assert status == 200, body
+
+    said_writes = []
+    for _ in range(3):
+        kubeapi.clear_log()
+        outcome = run(events=True)
+        assert outcome.undelivered == ()
+        assert summary_of(outcome, "train").action == "hold"
+        said_writes.append(event_writes(kubeapi))
+    [held] = [e for e in ours(kubeapi) if e["reason"] == "Held"]
+    assert said_writes == [[("POST", "")], [], []], said_writes
+    assert held["type"] == "Warning" and edited in held["note"]
+
+    # The same hold said by later syncs, their clock driven: a series update at most once
+    # per interval, counted, on the Event said first.
+    connected = cluster.connect(kubeconfig=kubeapi.kubeconfig, retry=RETRY)
+    first = datetime.now(UTC)
+    patched = []
+    interval = SERIES_INTERVAL.total_seconds() / 60
+    for minutes in (5, interval + 1, interval + 20, 2 * interval + 2):
+        kubeapi.clear_log()
+        moment = first + timedelta(minutes=minutes)
+        told = events.for_summary(outcome.summary, (), now=moment)
+        events.write(connected, told, now=moment)
+        patched.append(event_writes(kubeapi))
+    name = held["metadata"]["name"]
+    assert patched == [[], [("PATCH", name)], [], [("PATCH", name)]], patched
+    [kept] = [e for e in ours(kubeapi) if e["reason"] == "Held"]
+    assert kept["series"]["count"] == 3
+    assert kept["series"]["lastObservedTime"].startswith(
+        (first + timedelta(minutes=2 * interval + 2)).strftime("%Y-%m-%dT%H:%M")
+    )
+    assert kept["eventTime"] == held["eventTime"] and kept["note"] == held["note"]
 
 
 def test_kubectl_events_for_the_job_shows_them(control_plane: Any, repo: Path) -> None:

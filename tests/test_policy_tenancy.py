@@ -50,9 +50,13 @@ def test_the_teams_overlay_shrinks_mxgitops_rights() -> None:
     docs = kustomize(TEAMS)
     (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
     verbs = {v for rule in role["rules"] for v in rule["verbs"]}
-    assert verbs == {"list", "watch", "impersonate", "create"}
+    assert verbs == {"list", "watch", "impersonate", "get", "create", "patch"}
     (creates,) = [r for r in role["rules"] if "create" in r["verbs"]]
-    assert creates == {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}
+    assert creates == {
+        "apiGroups": ["events.k8s.io"],
+        "resources": ["events"],
+        "verbs": ["get", "create", "patch"],
+    }
     (impersonate,) = [r for r in role["rules"] if "impersonate" in r["verbs"]]
     assert impersonate["resourceNames"] == ["mxgitops-tenant"]
     config = only(
