@@ -17,6 +17,7 @@ from typing import Protocol
 
 from mxgitops.bookkeeping import LedgerAction
 from mxgitops.changes import Plan
+from mxgitops.clustertext import said
 from mxgitops.errors import ClusterError
 from mxgitops.ledger import JobKey
 from mxgitops.runtime.failure import Failure
@@ -58,7 +59,8 @@ def _tail(api: LogAPI, namespace: str, failure: Failure, lines: int, max_bytes: 
         )
     except ClusterError as exc:
         return f"log unavailable: {' '.join(str(exc).split())[:300]}"
-    return keep_end(text, max_bytes)
+    # Each line as the cluster's other text is kept (`clustertext`): nothing hidden in it.
+    return keep_end("\n".join(said(line, max_bytes) for line in text.split("\n")), max_bytes)
 
 
 def keep_end(text: str, max_bytes: int) -> str:

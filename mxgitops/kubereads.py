@@ -10,6 +10,8 @@ bounded in pages, items, restarts and time, whatever the server sends (`listing.
 A kind the caller knows to hold no object of ours (`LiveObjects.unlisted`: the ledger
 says so, `runtimes.unlisted`) is not listed at all. The Events of a pod a disruption
 took away are read only while its batch Job's condition names it and it is gone.
+What the cluster says in a status or an Event is kept on one line and bounded as it is
+read (`clustertext`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from mxgitops import kubehttp, runtimes
+from mxgitops.clustertext import said_within
 from mxgitops.errors import ClusterClientError, ClusterForbidden
 from mxgitops.kubecalls import Calls, path_of
 from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
@@ -93,7 +96,11 @@ class Reads(Calls):
                 continue
             except ClusterClientError:  # not served: say less
                 continue
-            found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
+            found += [
+                said_within(e)
+                for e in listed.get("items") or ()
+                if e.get("reason") in EVENT_REASONS
+            ]
         return tuple(found)
 
     def _list_allowed(self, listing: Listing, selector: str) -> list[KubeObject] | None:

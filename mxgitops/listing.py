@@ -9,7 +9,8 @@ its bounds are a call's: what it promises, whatever the server answers:
   server could have stored (an object with `metadata` and a `name`; maps of
   strings for labels and annotations): anything else is the server's fault, a
   `ValueError` the transport turns into a one-line `ClusterError`, raised before
-  anything is written;
+  anything is written; the strings of its status are kept on one line and bounded
+  (`clustertext`);
 - a page holds at most the `limit` of items asked for (the API server never
   sends more), so a body whose items never end is refused, not kept;
 - a `continue` token given again, more than `LIST_PAGES` pages, more than
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mxgitops import kubehttp, livecheck
+from mxgitops.clustertext import said_within
 from mxgitops.errors import ClusterError
 from mxgitops.listdecode import decode_list, interned
 from mxgitops.objects import Kind, KubeObject
@@ -104,7 +106,10 @@ def page_reader(
                 item["kind"], item["apiVersion"] = str(kind), api_version
             for section, name in unread:
                 (item.get(section) or {}).pop(name, None)
-            page.append(interned(item))
+            kept = interned(item)
+            if kept.get("status"):  # free text of controllers and programs: `clustertext`
+                kept["status"] = said_within(kept["status"])
+            page.append(kept)
 
         rest = decode_list(lambda: response.read(LIST_READ_SIZE), keep)
         metadata = rest.get("metadata")

@@ -289,7 +289,15 @@ def match_labels(requirements: tuple[Requirement, ...], labels: Mapping[str, str
     return all(r.matches(labels) for r in requirements)
 
 
-FIELD_LABELS = ("metadata.name", "metadata.namespace")
+# Every kind's, and a core Event's about one object (kube-apiserver's event field set),
+# which a sync selects by when it reads how a gone pod was taken away.
+FIELD_LABELS = (
+    "metadata.name",
+    "metadata.namespace",
+    "involvedObject.kind",
+    "involvedObject.name",
+    "involvedObject.namespace",
+)
 
 
 @dataclass(frozen=True)
@@ -299,9 +307,10 @@ class FieldRequirement:
     value: str
 
     def matches(self, obj: Mapping[str, object]) -> bool:
-        meta = obj.get("metadata") or {}
-        assert isinstance(meta, dict)
-        have = meta.get(self.field.split(".", 1)[1], "")
+        section, name = self.field.split(".", 1)
+        found = obj.get(section) or {}
+        assert isinstance(found, dict)
+        have = found.get(name, "")
         return bool(have == self.value) == self.equal
 
 
