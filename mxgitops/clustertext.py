@@ -37,14 +37,21 @@ def said(value: str, limit: int = MAX_SAID) -> str:
 
 
 def said_within(value: Any, depth: int = 0) -> Any:
-    """`value` (what a JSON object holds) with each of its strings `said`; what lies
-    deeper than `MAX_DEPTH` levels is dropped (no reader goes there)."""
+    """`value` (what a JSON object holds, changed in place: it is the reader's own) with
+    each of its strings `said`; what lies deeper than `MAX_DEPTH` levels is dropped (no
+    reader goes there). Most strings are left as they are, without a copy."""
     if isinstance(value, str):
         return said(value)
+    if not isinstance(value, dict | list):
+        return value
     if depth >= MAX_DEPTH:
         return None
-    if isinstance(value, dict):
-        return {key: said_within(inner, depth + 1) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [said_within(inner, depth + 1) for inner in value]
+    keys = list(value) if isinstance(value, dict) else range(len(value))
+    for key in keys:
+        inner = value[key]
+        if type(inner) is str:
+            if len(inner) > MAX_SAID or not inner.isprintable():
+                value[key] = said(inner)
+        elif isinstance(inner, dict | list):
+            value[key] = said_within(inner, depth + 1)
     return value
