@@ -106,7 +106,9 @@ def connect(
 
     configuration = kubernetes.client.Configuration()
     try:
-        source = load_configuration(configuration, kubeconfig, context)
+        source = load_configuration(
+            configuration, kubeconfig, context, plugin_timeout=request_timeout
+        )
     except (kubernetes.config.ConfigException, yaml.YAMLError, OSError, ValueError) as exc:
         # A kubeconfig that is not YAML, or not readable, is the user's to fix: no traceback.
         detail = " ".join(str(exc).split())

@@ -31,7 +31,12 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None,
             f"--repo {config.repo} is a plain directory; status notes live in a Git repository"
         )
     credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
-    repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
+    repository = source.Repository(
+        config.repo,
+        cache_dir=config.cache_dir,
+        credentials=credentials,
+        timeout=config.request_timeout,
+    )
     with repository.locked():  # a sync sharing the cache must not see it fetched under it
         checkout = repository.sync(config.ref)
         sha = gittree.resolve(checkout.root, commit) if commit else checkout.commit

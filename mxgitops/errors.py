@@ -54,6 +54,11 @@ class ClusterServerError(ClusterError):
         self.status = status
 
 
+class CredentialPluginFailed(ClusterError):
+    """The kubeconfig's exec credential plugin gave no credential: it failed, printed
+    none, or did not answer within its deadline (the request timeout)."""
+
+
 class LeaseLostError(ClusterError):
     """The Lease this sync held could not be renewed in time: it sent no further write,
     since another sync may take the Lease over (exit 4, a cluster error)."""

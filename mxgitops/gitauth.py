@@ -110,11 +110,22 @@ def _basic_auth(user: str, password: str, token: str | None) -> str | None:
     return "Authorization: Basic " + base64.b64encode(pair.encode()).decode()
 
 
-def git_environment(remote: Remote, credentials: Credentials) -> dict[str, str]:
-    """Everything git needs, passed by environment so nothing secret is written or listed."""
+# Below this many bytes a second for the timeout's length, an HTTP transfer is given up.
+LOW_SPEED_LIMIT = 1000
+
+
+def git_environment(
+    remote: Remote, credentials: Credentials, *, timeout: float = 30.0
+) -> dict[str, str]:
+    """Everything git needs, passed by environment so nothing secret is written or listed.
+    `timeout` (seconds) bounds a silent connection: HTTP's low-speed limit, ssh's connect
+    timeout and keep-alives; the whole command's deadline is `gitcommand`'s."""
+    seconds = max(1, round(timeout))
     config = [
         ("core.hooksPath", os.devnull),  # the cache is a mirror: no user hooks run in it
         ("advice.detachedHead", "false"),
+        ("http.lowSpeedLimit", str(LOW_SPEED_LIMIT)),
+        ("http.lowSpeedTime", str(seconds)),
     ]
     if remote.auth_header and remote.auth_scope:
         config.append((f"http.{remote.auth_scope}.extraHeader", remote.auth_header))
@@ -122,19 +133,24 @@ def git_environment(remote: Remote, credentials: Credentials) -> dict[str, str]:
     for index, (key, value) in enumerate(config):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
-    ssh = _ssh_command(credentials)
+    ssh = _ssh_command(credentials, seconds)
     if ssh:
         env["GIT_SSH_COMMAND"] = ssh
     return env
 
 
-def _ssh_command(credentials: Credentials) -> str | None:
+def _ssh_command(credentials: Credentials, seconds: int) -> str | None:
+    """ssh with the credentials and a bounded wait for a silent server (connecting, and
+    three unanswered keep-alives a third of the timeout apart); None when there are no
+    credentials to give and the user's environment names an ssh command of its own."""
     options = []
     if credentials.ssh_key:
         options += ["-i", str(credentials.ssh_key), "-o", "IdentitiesOnly=yes"]
     if credentials.known_hosts:
         options += ["-o", f"UserKnownHostsFile={credentials.known_hosts}"]
         options += ["-o", "StrictHostKeyChecking=yes"]
-    if not options:
+    if not options and ("GIT_SSH_COMMAND" in os.environ or "GIT_SSH" in os.environ):
         return None
+    options += ["-o", f"ConnectTimeout={seconds}"]
+    options += ["-o", f"ServerAliveInterval={max(1, seconds // 3)}", "-o", "ServerAliveCountMax=3"]
     return shlex.join(["ssh", *options, "-o", "BatchMode=yes"])

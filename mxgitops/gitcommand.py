@@ -6,23 +6,35 @@ run every git command through a :class:`Runner`. GitPython is imported on first 
 (:func:`gitpython`): validate and convert of a plain directory never run git, and should
 not pay for loading it. This is the only module that imports GitPython (an
 import-linter contract keeps it so).
+
+Every command has a deadline (`timeout`: `--request-timeout`, 30 s by default, the one
+that bounds each Kubernetes call): git runs in a process group of its own, which is
+killed at the deadline (git and its helpers: git-remote-http, ssh), and the command
+fails with `GitTimeout`. A remote that accepts the connection and never answers would
+otherwise hold a sync, and the cache's lock, for ever.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, BinaryIO
+from typing import IO, BinaryIO
 
 from mxgitops.errors import GitError
 from mxgitops.gitauth import GIT_IDENTITY, redact
 
-if TYPE_CHECKING:
-    import git
+DEFAULT_TIMEOUT = 30.0  # seconds a git command may take: the default --request-timeout
+
+
+class GitTimeout(GitError):
+    """A git command did not end within its deadline, and was killed."""
 
 
 class CommandFailed(GitError):
@@ -35,29 +47,39 @@ class CommandFailed(GitError):
 
 
 class Runner:
-    """Runs git in one repository with our environment; failures become redacted errors."""
+    """Runs git in one repository with our environment, each command within `timeout`
+    seconds; failures become redacted errors. `remote` (safe to print) names the
+    remote in a timeout's message."""
 
-    def __init__(self, cwd: Path, env: Mapping[str, str], secrets: tuple[str, ...] = ()) -> None:
-        self._git: git.Git = gitpython().Git(cwd)
-        self._git.update_environment(**env)
+    def __init__(
+        self,
+        cwd: Path,
+        env: Mapping[str, str],
+        secrets: tuple[str, ...] = (),
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        remote: str = "",
+    ) -> None:
+        self._cwd = cwd
+        # As GitPython ran git: messages in English, whatever the locale.
+        self._env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
         self._secrets = secrets
+        self._timeout = timeout
+        self._remote = remote
 
     def __call__(self, *args: str, stdin: BinaryIO | None = None) -> str:
-        with self._failures(args):
-            return self._git.execute([_executable(), *args], istream=stdin)
+        out = self._run(args, stdin)
+        text = out.decode("utf-8", errors="surrogateescape")
+        return text[:-1] if text.endswith("\n") else text
 
     def raw(self, *args: str, stdin: bytes | None = None) -> bytes:
         """Stdout as bytes, exactly as git wrote it."""
-        with tempfile.TemporaryFile() as stream, self._failures(args):
-            if stdin is not None:
-                stream.write(stdin)
-                stream.seek(0)
-            return self._git.execute(
-                [_executable(), *args],
-                istream=stream if stdin is not None else None,
-                stdout_as_string=False,
-                strip_newline_in_stdout=False,
-            )
+        if stdin is None:
+            return self._run(args, None)
+        with tempfile.TemporaryFile() as stream:
+            stream.write(stdin)
+            stream.seek(0)
+            return self._run(args, stream)
 
     def attempt(self, *args: str) -> tuple[int, str]:
         """(exit status, stdout on success else stderr), never raising for git's exit."""
@@ -80,15 +102,45 @@ class Runner:
             stdin.seek(0)
             return self("hash-object", "-w", "--stdin", stdin=stdin)
 
-    @contextmanager
-    def _failures(self, args: tuple[str, ...]) -> Iterator[None]:
+    def _run(self, args: tuple[str, ...], stdin: IO[bytes] | None) -> bytes:
+        """git's stdout; a non-zero exit is `CommandFailed`, the deadline `GitTimeout`."""
         try:
-            yield
-        except gitpython().CommandError as exc:
-            stderr = redact(_stderr_text(exc), self._secrets)
-            status = exc.status if isinstance(exc.status, int) else -1
+            process = subprocess.Popen(
+                [_executable(), *args],
+                cwd=self._cwd,
+                env=self._env,
+                stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # a process group: its helpers die with it
+            )
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
+        try:
+            out, err = process.communicate(timeout=self._timeout)
+        except subprocess.TimeoutExpired as exc:
+            _kill(process)
+            where = f" ({self._remote})" if self._remote else ""
+            raise GitTimeout(
+                f"git {args[0]}{where} gave no answer within {self._timeout:g} s "
+                "(--request-timeout); it was stopped"
+            ) from exc
+        except BaseException:  # SIGTERM, Ctrl-C: git goes with the command
+            _kill(process)
+            raise
+        if process.returncode != 0:
+            stderr = redact(err.decode("utf-8", errors="replace").strip(), self._secrets)
+            status = process.returncode
             message = f"git {args[0]} failed: {meaningful_line(stderr) or f'exit status {status}'}"
-            raise CommandFailed(message, status=status, stderr=stderr) from exc
+            raise CommandFailed(message, status=status, stderr=stderr)
+        return out
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """git's process group killed, and git waited for."""
+    with suppress(ProcessLookupError):  # ended by itself meanwhile
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
 
 
 def _executable() -> str:
@@ -127,12 +179,6 @@ def push_refusal(stderr: str) -> str:
     refused = [line.removeprefix("! ") for line in lines if "rejected]" in line]
     remote = [line for line in lines if line.startswith("remote:")]
     return "; ".join(refused + remote) or meaningful_line(stderr)
-
-
-def _stderr_text(exc: git.CommandError) -> str:
-    # GitPython stores stderr pre-formatted as "\n  stderr: '...'"; keep the message only.
-    text = str(exc.stderr).strip()
-    return text.removeprefix("stderr: '").removesuffix("'").strip()
 
 
 def _locate(path: Path) -> dict[str, str] | None:

@@ -4,7 +4,10 @@ Each call is retried while its timeout allows (429s, 5xx and dropped connections
 capped exponential backoff; Retry-After wins), bounded in time whatever the server
 does, made as the tenant's service account where tenancy asks, and cut short once the
 sync is stopping. A write is also cut short at the Lease's renew deadline
-(`lease.Fence`): none is sent, or waited for, once another sync may hold the Lease.
+(`lease.Fence`): none is sent, or waited for, once another sync may hold the Lease;
+the fence is looked at again right before a write goes out, once its credentials came
+(a refresh of an exec plugin's token, which every writer and the Lease's renewal wait
+for, may have taken past the deadline).
 The read path (`kubereads.py`) and the write path (`kubewrites.py`) are built on it;
 `cluster.py` joins them and connects.
 """
@@ -139,6 +142,14 @@ class Calls:
             sent["Accept"] = accept
         server = self.server or "the cluster"
         failure = f"no answer to {method} {path} by then"  # the last attempt's, in words
+
+        def fence_check() -> None:
+            """Checked again once the request is ready to go: getting its credentials
+            may have taken past the renew deadline (another writer's refresh stalled)."""
+            left = self.fence.left() if method != "GET" else None
+            if left is not None and left <= 0:
+                raise self._lease_lost(f"{method} {path} was ready only after the deadline")
+
         try:
             for attempt in range(self.retry.attempts):
                 last = attempt == self.retry.attempts - 1
@@ -147,7 +158,14 @@ class Calls:
                     raise self._lease_lost(failure)
                 try:
                     return self.api_client.request(
-                        method, url, data, sent, timeout=remaining, read=read, warnings=warnings
+                        method,
+                        url,
+                        data,
+                        sent,
+                        timeout=remaining,
+                        read=read,
+                        warnings=warnings,
+                        before_send=fence_check,
                     )
                 except kubehttp.Refused as exc:
                     delay = self.retry.delay(attempt, exc.retry_after)

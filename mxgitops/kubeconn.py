@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +58,7 @@ class Direct:
         headers: dict[str, str],
         timeouts: tuple[float, float],
         deadline: float,
+        before_send: Callable[[], None],
     ) -> Iterator[Answer]:
         with self._lock:
             connection = self._idle.pop() if self._idle else Connection(self.pool)
@@ -65,6 +66,7 @@ class Direct:
         try:
             connection.prepare(*timeouts)
             head = _head(method, self.prefix + url, {"Host": self.host, **headers}, body)
+            before_send()
             connection.sock.sendall(head + body if body is not None else head)
             answer = Answer(connection.sock, deadline)
             yield answer
@@ -222,7 +224,9 @@ class ThroughProxy:
         headers: dict[str, str],
         timeouts: tuple[float, float],
         deadline: float,
+        before_send: Callable[[], None],
     ) -> Iterator[Response]:
+        before_send()  # urllib3 connects and sends in one call
         response = self.manager.urlopen(
             method,
             self.host + url,

@@ -125,21 +125,26 @@ class Transport:
         timeout: float,
         read: Callable[[Response], T],
         warnings: list[str] | None = None,
+        before_send: Callable[[], None] = lambda: None,
     ) -> T:
-        """What `read` makes of a 2xx response, within `timeout` seconds: connecting,
-        sending and the whole answer, however slowly it comes (a LIST body that never
-        ends is no answer: `Unanswered`, timed out). Raises `Refused` for any other
-        answer, `Unanswered` for none, and a `ClusterError` for a body `read` cannot
-        read."""
-        token = self.authorization()
+        """What `read` makes of a 2xx response, within `timeout` seconds: the
+        credentials, connecting, sending and the whole answer, however slowly it comes
+        (a LIST body that never ends is no answer: `Unanswered`, timed out). Raises
+        `Refused` for any other answer, `Unanswered` for none, and a `ClusterError` for
+        a body `read` cannot read. `before_send` is called once the request is ready to
+        go (its credentials obtained, its connection made), right before it is sent:
+        what it raises, the request is not sent."""
+        deadline = time.monotonic() + max(0.001, timeout)
+        token = self.authorization()  # may wait for another writer's refresh
         if token:
             headers = {**headers, "Authorization": token}
         # Connect and read timeouts: a read timeout bounds each wait for data, the
         # deadline the whole answer.
-        timeouts = (max(0.001, min(CONNECT_TIMEOUT, timeout)), max(0.001, timeout))
-        deadline = time.monotonic() + max(0.001, timeout)
+        left = max(0.001, deadline - time.monotonic())
+        timeouts = (min(CONNECT_TIMEOUT, left), left)
+        exchange = self.way.exchange(method, url, body, headers, timeouts, deadline, before_send)
         try:
-            with self.way.exchange(method, url, body, headers, timeouts, deadline) as response:
+            with exchange as response:
                 if not 200 <= response.status <= 299:
                     raise Refused(response)  # its body read whole: the connection is reusable
                 if warnings is not None:

@@ -92,6 +92,7 @@ class Fence:
         self._until: float | None = None
         self._within = 0.0
         self._what = ""
+        self._releaser: int | None = None  # the thread sending the release
         self.why = ""  # the last renewal's failure
 
     def hold(self, since: float, within: float, what: str) -> None:
@@ -108,12 +109,25 @@ class Fence:
         if self._until is not None:
             self._until, self.why = -math.inf, why
 
-    def lift(self) -> None:
-        self._until = None
+    @contextmanager
+    def releasing(self) -> Iterator[None]:
+        """The release, the one write a holder past its deadline still sends: no limit
+        on this thread in the `with`. Then the fence is lifted, unless the deadline
+        passed: a write of another thread that waited past it (a renewal whose
+        credentials came late) stays cut off, and the sync ends."""
+        self._releaser = threading.get_ident()
+        try:
+            yield
+        finally:
+            self._releaser = None
+            if self._until is not None and self._until > self.clock():
+                self._until = None
 
     def left(self) -> float | None:
         """Seconds left for writes, None when no Lease is held (no limit)."""
-        return None if self._until is None else self._until - self.clock()
+        if self._until is None or self._releaser == threading.get_ident():
+            return None
+        return self._until - self.clock()
 
     def lost(self) -> LeaseLostError:
         why = f" ({self.why})" if self.why else ""
@@ -208,13 +222,15 @@ class HeldLease:
 
     def release(self) -> None:
         """Not under the lock: a renewal stuck in a request must not hold up a SIGTERM;
-        `release` settles a race with it through the 409. The fence is lifted first:
-        the release is the one write a holder past its deadline still sends."""
+        `release` settles a race with it through the 409. The release is the one write
+        a holder past its deadline still sends (`Fence.releasing`)."""
         self.released = True
         self._done.set()
-        if self._fence is not None:
-            self._fence.lift()
-        release(self._api, self.lease, unrecorded=self.writes_unrecorded)
+        if self._fence is None:
+            release(self._api, self.lease, unrecorded=self.writes_unrecorded)
+            return
+        with self._fence.releasing():
+            release(self._api, self.lease, unrecorded=self.writes_unrecorded)
 
 
 @contextmanager
@@ -224,13 +240,16 @@ def held(
     instance: str,
     namespace: str,
     holder: str,
-    duration_seconds: int = DEFAULT_DURATION_SECONDS,
+    duration_seconds: int | None = None,
     now: datetime | None = None,
     clock: Callable[[], datetime] | None = None,
     fence: Fence | None = None,
 ) -> Iterator[HeldLease]:
-    """Hold the instance's Lease for the body of the `with`, then release it. With a
-    `fence` (the cluster's), the writes stop at the renew deadline."""
+    """Hold the instance's Lease (for `duration_seconds`, else `DEFAULT_DURATION_SECONDS`
+    as it is when called) for the body of the `with`, then release it. With a `fence`
+    (the cluster's), the writes stop at the renew deadline."""
+    if duration_seconds is None:
+        duration_seconds = DEFAULT_DURATION_SECONDS
     sent = fence.clock() if fence is not None else 0.0
     ref = lease_ref(instance, namespace)
     try:

@@ -19,6 +19,10 @@ What callers can rely on:
 - A cache that cannot be trusted (not a repository, another remote, broken ``.git``, an
   interrupted clone, a fetch or checkout that fails while the remote is fine) is thrown
   away and cloned again, and the result says why.
+- No git command outlasts its deadline (`timeout`, the `--request-timeout`): git is
+  killed with its process group (`gitcommand.GitTimeout`), and the lock files a killed
+  git leaves in the cache are removed by the next run that holds the cache's lock
+  (no other git can be using it then), so the cache is used again as it is.
 - Notes are never lost: a rejected push fetches the remote's notes, merges them with
   ``git notes merge -s ours`` (notes on other commits are kept; for the same commit
   this writer wins) and retries.
@@ -33,8 +37,8 @@ import hashlib
 import re
 import secrets
 import shutil
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +47,7 @@ from mxgitops.errors import GitError
 from mxgitops.gitauth import Credentials as Credentials  # re-exported: part of this API
 from mxgitops.gitauth import Remote, git_environment
 from mxgitops.gitauth import redact as redact
-from mxgitops.gitcommand import CommandFailed, Runner, push_refusal
+from mxgitops.gitcommand import DEFAULT_TIMEOUT, CommandFailed, GitTimeout, Runner, push_refusal
 from mxgitops.gittree import clean_subpath, follow_links, require_directory
 from mxgitops.objects import FULL_COMMIT_ID
 
@@ -100,24 +104,37 @@ class Repository:
     """The cache of one remote: a non-bare clone under `cache_dir`, reused across runs."""
 
     def __init__(
-        self, url: str, *, cache_dir: Path, credentials: Credentials | None = None
+        self,
+        url: str,
+        *,
+        cache_dir: Path,
+        credentials: Credentials | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         credentials = credentials or Credentials()
         self._remote = Remote.parse(url, credentials)
         self.path = Path(cache_dir) / _cache_name(self._remote.url)
-        self._env = git_environment(self._remote, credentials)
+        self._timeout = timeout  # of each git command
+        self._env = git_environment(self._remote, credentials, timeout=timeout)
+        self._locked = False
 
     @property
     def url(self) -> str:
         """The remote's URL, safe to print."""
         return self._remote.display
 
+    @contextmanager
     def locked(
         self, *, timeout: float | None = None, on_wait: Callable[[str], None] | None = None
-    ) -> AbstractContextManager[None]:
+    ) -> Iterator[None]:
         """This process alone uses the cache in the `with` (see `cachelock`): the lock is
         on the cache directory, which a re-clone of this clone never replaces."""
-        return cachelock.held(self.path.parent, timeout=timeout, on_wait=on_wait)
+        with cachelock.held(self.path.parent, timeout=timeout, on_wait=on_wait):
+            self._locked = True
+            try:
+                yield
+            finally:
+                self._locked = False
 
     def sync(self, ref: str | None = None, *, subpath: str = "") -> Checkout:
         """Bring the cache to the remote's `ref` (None: its default branch) and check it out.
@@ -126,6 +143,8 @@ class Repository:
         a directory of that commit. Clones when there is no usable cache, fetches otherwise.
         """
         sub = clean_subpath(subpath)
+        if self._locked:
+            _remove_stale_locks(self.path / ".git")
         reason = self._cache_problem() if self.path.exists() else None
         if self.path.exists() and reason is None:
             try:
@@ -244,7 +263,13 @@ class Repository:
     def _git(self, path: Path | None = None) -> Runner:
         work_tree = path or self.path
         located = {"GIT_DIR": str(work_tree / ".git"), "GIT_WORK_TREE": str(work_tree)}
-        return Runner(work_tree, {**self._env, **located}, self._remote.secrets)
+        return Runner(
+            work_tree,
+            {**self._env, **located},
+            self._remote.secrets,
+            timeout=self._timeout,
+            remote=self.url,
+        )
 
     def _synced_git(self) -> Runner:
         if not (self.path / ".git").is_dir():
@@ -294,6 +319,8 @@ class Repository:
         args = ("fetch", "--quiet", "--prune", "--no-tags", _REMOTE, _BRANCHES, _TAGS, _NOTES)
         try:
             runner(*args)
+        except GitTimeout:
+            raise  # the remote does not answer: asking it again would wait as long
         except GitError as exc:
             if fresh or runner.attempt("ls-remote", _REMOTE, "HEAD")[0] != 0:
                 raise GitError(f"cannot fetch from {self.url}: {exc}") from exc
@@ -438,6 +465,23 @@ def _read_file(path: Path) -> str | None:
 def _check_rev(rev: str) -> None:
     if not rev or _BAD_REV.search(rev):
         raise GitError(f"{rev!r} is not a valid branch, tag or commit name")
+
+
+# Lock files git takes in a repository (the index, HEAD, config, packed-refs, shallow,
+# each ref), named `<file>.lock`; none under objects/ (its temporary files are not locks).
+_LOCKED_FILES = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock")
+
+
+def _remove_stale_locks(git_dir: Path) -> None:
+    """The lock files a git killed at its deadline (or with mxgitops) left: only called
+    under the cache's lock, when no other git can be using the repository."""
+    if not git_dir.is_dir():
+        return
+    found = [git_dir / name for name in _LOCKED_FILES]
+    found += (git_dir / "refs").rglob("*.lock") if (git_dir / "refs").is_dir() else []
+    for path in found:
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
 
 
 def _remove(path: Path) -> None:

@@ -240,7 +240,12 @@ def open_workspace(
             )
         return Workspace(Path(config.repo).expanduser().resolve())
     credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
-    repository = source.Repository(config.repo, cache_dir=config.cache_dir, credentials=credentials)
+    repository = source.Repository(
+        config.repo,
+        cache_dir=config.cache_dir,
+        credentials=credentials,
+        timeout=config.request_timeout,
+    )
     if cache is not None:
         waiting = (progress or Progress()).phase
         cache.enter_context(repository.locked(on_wait=lambda who: waiting(f"waiting for {who}")))

@@ -142,7 +142,9 @@ request_timeout_setting = setting(
     type=click.FloatRange(0, MAX_REQUEST_TIMEOUT, min_open=True),
     metavar="SECONDS",
     help="Longest one Kubernetes API call may take, retries included; an API server "
-    "that does not answer in time is unreachable (exit 4).  [default: 30]",
+    "that does not answer in time is unreachable (exit 4). Also the deadline of each git "
+    "command (exit 3) and of each run of a kubeconfig's exec credential plugin (exit 4).  "
+    "[default: 30]",
 )
 
 
