@@ -220,3 +220,28 @@ def test_a_kubelet_eviction_is_the_jobs_failure_only_with_kubernetes_evidence(
     assert own.failure is not None and "using 3Gi, request is 1Gi" in own.failure["message"]
     assert (node.state, node.action) == ("Pending", "replace"), node.reason
     assert "WORKER 1 evicted by the kubelet of node" in node.reason
+
+
+@pytest.mark.double_only(DOUBLE_EVICTS)
+def test_consecutive_disruptions_past_the_bound_fail_the_job_listing_them(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """--max-disruption-runs 1: one re-run; the second disruption in a row fails it."""
+    start(kubeapi, run, repo, mxjob("node", restart="Never"))
+    taint = disruption("DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+    reasons = []
+    for index in (0, 1):
+        kubeapi.evict(only_pod(kubeapi, "node", index=index), NS, message="", condition=taint)
+        kubeapi.run_job_controller(NS)
+        job = summary_of(run(max_disruption_runs=1), "node")
+        reasons.append(job.reason)
+        kubeapi.run_job_controller(NS)
+        for obj in job_objects(kubeapi, "node"):
+            kubeapi.kubelet(job=obj["metadata"]["name"], namespace=NS, phase="Running")
+    assert reasons[0].startswith("disrupted, not failed: WORKER 0 evicted"), reasons
+    assert (job.state, job.action) == ("Failed", "stop"), job.reason
+    assert job.failure is not None and job.failure["reason"] == "DisruptionRunsExceeded"
+    message = job.failure["message"]
+    assert message.startswith("disrupted 2 times in a row, past --max-disruption-runs 1:")
+    assert "WORKER 0 evicted" in message and "WORKER 1 evicted" in message
+    assert summary_of(run(max_disruption_runs=1), "node").state == "Failed"

@@ -59,6 +59,7 @@ from mxgitops.runtime.disruption import (
     BATCH_JOB_NAME_LABEL,
     Disruption,
     first_disruption,
+    replaced,
 )
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
@@ -71,6 +72,7 @@ from mxgitops.runtime.labels import (
     TASK_INDEX_LABEL,
     parse_replicas_annotation,
 )
+from mxgitops.runtime.reruns import recorded
 from mxgitops.runtime.state import MxReplicaStatus, State
 
 _JOB_TYPES = {t.role: t.value for t in ReplicaType}  # the job_type label of each role
@@ -267,6 +269,19 @@ class LiveJob:
             for replica_type, index, batch_job, pods, events in replicas_of(
                 self._shape, self._objects()
             )
+        )
+
+    def disruptions(self) -> tuple[str, ...]:
+        """The disruptions this spec met in a row, each run again since (`reruns.py`): as
+        its objects record them, and a local job's disrupted pods that its batch Job
+        replaced (a dist job's are the disruption the planner runs it again for)."""
+        earlier = recorded(self._owned())
+        if self._shape.mode is JobMode.DIST:
+            return earlier
+        return earlier + tuple(
+            said
+            for replica_type, index, _, pods, _ in replicas_of(self._shape, self._objects())
+            for said in replaced(f"{replica_type.value} {index}", pods)
         )
 
     def _objects(self) -> LiveObjects:

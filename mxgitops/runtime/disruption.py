@@ -245,6 +245,17 @@ def counted_and_gone(batch_job: Mapping[str, Any], pods: Iterable[Mapping[str, A
     return counted > kept
 
 
+def replaced(replica: str, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The disruptions of this replica's failed pods kept, oldest first: those a local
+    job's batch Job ignored and replaced with a new pod (`pod_failure_rule`)."""
+    return [
+        Disruption(replica, what).describe()
+        for pod in reversed(_newest_first(pods))
+        if (pod.get("status") or {}).get("phase") == "Failed"
+        and (what := pod_disruption(pod)) is not None
+    ]
+
+
 def is_disrupted(pod: Mapping[str, Any]) -> bool:
     return pod_disruption(pod) is not None
 
