@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from mxgitops import cluster
 from tests.helpers.reconcile_e2e import (
     NS,
     Syncer,
@@ -245,3 +246,28 @@ def test_consecutive_disruptions_past_the_bound_fail_the_job_listing_them(
     assert message.startswith("disrupted 2 times in a row, past --max-disruption-runs 1:")
     assert "WORKER 0 evicted" in message and "WORKER 1 evicted" in message
     assert summary_of(run(max_disruption_runs=1), "node").state == "Failed"
+
+
+def test_the_server_selects_the_events_of_counted_pods_gone_by_reason(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """The Events of an OnFailure batch Job's gone pods are listed by reason, with a
+    field selector only the server's Event strategy knows (`involvedObject.kind`,
+    `reason`): the real server judges it."""
+    start(kubeapi, run, repo, mxjob("sel", restart="OnFailure"))
+    worker = batch_job(kubeapi, "sel", "worker", 1)
+    event_about(kubeapi, f"{worker}-gone1", "Preempted", "Preempted by pod 0f3c on node n2")
+    event_about(kubeapi, f"{worker}-gone2", "Scheduled", "Successfully assigned")
+    event_about(kubeapi, "someone-else-x1", "Preempted", "Preempted by pod 0f3c on node n2")
+    counted = {
+        "metadata": {
+            "name": worker,
+            "namespace": NS,
+            "annotations": {"mxgitops.io/restart-policy": "OnFailure"},
+        },
+        "status": {"failed": 1},
+    }
+    found = cluster.connect(kubeconfig=kubeapi.kubeconfig)._counted_pod_events([counted], [])
+    assert [(e["involvedObject"]["name"], e["reason"]) for e in found] == [
+        (f"{worker}-gone1", "Preempted")
+    ]
