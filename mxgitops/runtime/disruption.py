@@ -231,9 +231,9 @@ def counted_and_gone(batch_job: Mapping[str, Any], pods: Iterable[Mapping[str, A
     metadata = batch_job.get("metadata") or {}
     recorded = (metadata.get("annotations") or {}).get(RESTART_POLICY_ANNOTATION)
     template = ((batch_job.get("spec") or {}).get("template") or {}).get("spec") or {}
-    if (recorded or template.get("restartPolicy")) != "OnFailure":
-        return False
     counted = int((batch_job.get("status") or {}).get("failed") or 0)
+    if counted == 0 or (recorded or template.get("restartPolicy")) != "OnFailure":
+        return False
     name, namespace = metadata.get("name"), metadata.get("namespace")
     kept = sum(
         1
