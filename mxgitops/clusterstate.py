@@ -25,7 +25,6 @@ from mxgitops import cluster as kube
 from mxgitops import handoff, ledger, runtimes
 from mxgitops.apply import ChangeSet
 from mxgitops.changes import Plan
-from mxgitops.config import SyncConfig
 from mxgitops.errors import ClusterError
 from mxgitops.ledger import JobKey
 from mxgitops.model import MxJob
@@ -33,6 +32,16 @@ from mxgitops.objects import Kind, LiveObjects, ownership_selector
 from mxgitops.runtimes import unlisted
 
 log = logging.getLogger("mxgitops")
+
+
+@dataclass(frozen=True)
+class Home:
+    """Where an instance keeps its books: the instance whose objects a sync reads, and
+    the namespace of its ledger and hand-off record. All this module needs of the
+    settings, so that the state sits below them."""
+
+    instance: str
+    namespace: str
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,7 @@ def names_needed(cluster: kube.Cluster | None, jobs: Sequence[MxJob]) -> dict[Ki
 
 def read(
     cluster: kube.Cluster | None,
-    config: SyncConfig,
+    home: Home,
     desired: Sequence[MxJob],
     notices: list[str],
 ) -> ClusterState:
@@ -70,44 +79,42 @@ def read(
     if cluster is None:
         return ClusterState(LiveObjects(), ledger.Ledger(), desired=tuple(desired))
     # The ConfigMaps first: a sync that wrote after this read changes the record after it.
-    known, record = _read_books(cluster, config)
+    known, record = _read_books(cluster, home)
     if known.unreadable:
         notices.append(known.unreadable)
         log.warning(known.unreadable)
-    return _read_live(cluster, config, known, record, tuple(desired))
+    return _read_live(cluster, home, known, record, tuple(desired))
 
 
 def _read_live(
     cluster: kube.Cluster,
-    config: SyncConfig,
+    home: Home,
     known: ledger.Ledger,
     record: str,
     desired: tuple[MxJob, ...],
 ) -> ClusterState:
     """The jobs' objects, read after the ConfigMaps that gave `known` and `record`."""
-    selector = ownership_selector(config.instance)
+    selector = ownership_selector(home.instance)
     live = cluster.list_live(selector, unlisted(known.runtimes, desired))
     return ClusterState(live, known, record, desired)
 
 
-def _read_books(cluster: kube.Cluster, config: SyncConfig) -> tuple[ledger.Ledger, str]:
+def _read_books(cluster: kube.Cluster, home: Home) -> tuple[ledger.Ledger, str]:
     """The ledger and the hand-off record's version: all shards in one LIST, however many."""
-    found = cluster.list_all(
-        Kind.CONFIG_MAP, ownership_selector(config.instance), config.state_namespace
-    )
-    shards = [o for o in found if ledger.is_shard(o["metadata"]["name"], config.instance)]
-    return ledger.from_config_maps(shards), handoff.version(found, config.instance)
+    found = cluster.list_all(Kind.CONFIG_MAP, ownership_selector(home.instance), home.namespace)
+    shards = [o for o in found if ledger.is_shard(o["metadata"]["name"], home.instance)]
+    return ledger.from_config_maps(shards), handoff.version(found, home.instance)
 
 
 def read_again(
-    cluster: kube.Cluster, config: SyncConfig, before: ClusterState, handed_over: bool
+    cluster: kube.Cluster, home: Home, before: ClusterState, handed_over: bool
 ) -> ClusterState:
     """The state under the Lease. The ledger is read again; the objects only if another
     sync may have written since `before` was read (the Lease was not handed over
     cleanly, or the hand-off record moved), or if the ledger now asks for a kind
     `before` did not list. A change costs what it writes, not a second read of every
     job."""
-    known, record = _read_books(cluster, config)
+    known, record = _read_books(cluster, home)
     skipped_before = before.live.unlisted - unlisted(known.runtimes, before.desired)
     if handed_over and record == before.record and not skipped_before:
         return ClusterState(before.live, known, record, before.desired)
@@ -116,11 +123,11 @@ def read_again(
         log.info("the ledger now says %s objects of this instance may exist: reading again", kinds)
     else:
         log.info("another sync wrote since this one read the cluster: reading it again")
-    return _read_live(cluster, config, known, record, before.desired)
+    return _read_live(cluster, home, known, record, before.desired)
 
 
 def record_first(
-    cluster: kube.Cluster, config: SyncConfig, done: Plan
+    cluster: kube.Cluster, home: Home, done: Plan
 ) -> tuple[ledger.Ledger | None, Mapping[JobKey, str]]:
     """Before anything of `done` is applied: the ledger records the runtimes whose
     objects it creates (`Plan.recorded_first`), or no sync after it would list them.
@@ -130,7 +137,7 @@ def record_first(
         return None, {}
     try:
         stored = ledger.save(
-            cluster, done.recorded_first, instance=config.instance, namespace=config.state_namespace
+            cluster, done.recorded_first, instance=home.instance, namespace=home.namespace
         )
     except ClusterError as exc:
         runtimes = ",".join(sorted(done.recorded_first.runtimes or ()))
@@ -146,7 +153,7 @@ def record_first(
 
 def write_ledger(
     cluster: kube.Cluster,
-    config: SyncConfig,
+    home: Home,
     done: Plan,
     changeset: ChangeSet,
     stored_first: ledger.Ledger | None,
@@ -157,7 +164,7 @@ def write_ledger(
     if stored_first is not None:
         book = book.with_stored(stored_first)
     try:
-        ledger.save(cluster, book, instance=config.instance, namespace=config.state_namespace)
+        ledger.save(cluster, book, instance=home.instance, namespace=home.namespace)
     except ClusterError as exc:
         return replace(changeset, ledger_error=f"recording finished jobs failed: {exc}")
     return changeset

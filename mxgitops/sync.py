@@ -123,7 +123,7 @@ def sync(
         )
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)
-        state = clusterstate.read(cluster, config, loaded.jobs, notices)
+        state = clusterstate.read(cluster, _home(config), loaded.jobs, notices)
         options = replace(options, names=clusterstate.names_needed(cluster, loaded.jobs))
 
         def planned(state: ClusterState) -> Plan:
@@ -381,7 +381,7 @@ def _apply_under_lease(
     ) as holding:
         holding.renew_in_background()
         before, fresh = planned
-        state = clusterstate.read_again(cluster, config, before, holding.handed_over)
+        state = clusterstate.read_again(cluster, _home(config), before, holding.handed_over)
         if state.moved_from(before):
             fresh = replan(state)
         progress.phase(
@@ -389,7 +389,7 @@ def _apply_under_lease(
         )
         holding.writes_unrecorded = True
         try:
-            stored, refused = clusterstate.record_first(cluster, config, fresh)
+            stored, refused = clusterstate.record_first(cluster, _home(config), fresh)
             changeset = apply(
                 fresh,
                 cluster,
@@ -398,13 +398,19 @@ def _apply_under_lease(
                 refused=refused,
             )
             if fresh.ledger_changed:
-                changeset = clusterstate.write_ledger(cluster, config, fresh, changeset, stored)
+                changeset = clusterstate.write_ledger(
+                    cluster, _home(config), fresh, changeset, stored
+                )
             holding.raise_if_lost()  # its writes were cut off: the sync ends on that
         except (SystemExit, KeyboardInterrupt, LeaseLostError):
             cluster.stop()  # SIGTERM, or the Lease lost: no further write; released at once
             raise
         holding.writes_unrecorded = not _record_writes(cluster, config, holder, commit)
     return fresh, changeset
+
+
+def _home(config: SyncConfig) -> clusterstate.Home:
+    return clusterstate.Home(instance=config.instance, namespace=config.state_namespace)
 
 
 def _record_writes(cluster: kube.Cluster, config: SyncConfig, holder: str, commit: str) -> bool:
