@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mxgitops.source import Credentials, Repository
+from mxgitops.gitauth import Credentials
+from mxgitops.source import Repository
 
 _IDENTITY = "Bench <bench@example.com>"
 

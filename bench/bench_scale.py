@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from bench.bench_sync import NS, ROOT, double, manifest, write_repo
-from mxgitops.cluster import METADATA_ONLY
+from mxgitops.listing import METADATA_ONLY
 
 _CHILD = """
 import json, resource, sys, time

@@ -165,7 +165,8 @@ def rendered_objects(repo: Path, namespace: str) -> list[dict[str, Any]]:
     """What mxgitops creates, for kubectl to apply: under another instance label, so that
     the benchmarked instance never sees these copies as its own."""
     from mxgitops import manifests
-    from mxgitops.batch import RenderContext, render_job
+    from mxgitops.batch.render import render_job
+    from mxgitops.runtime.rendering import RenderContext
 
     loaded = manifests.load([repo], default_namespace=NS)
     context = RenderContext(instance="kubectl-copy")

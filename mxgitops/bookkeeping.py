@@ -30,9 +30,9 @@ from enum import StrEnum
 from typing import Protocol
 
 from mxgitops.ledger import STATES, Finished, JobKey, Ledger
+from mxgitops.runtime.base import Live
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.state import State
-from mxgitops.runtimes import Live
 
 DEFAULT_LEDGER_RETENTION = timedelta(days=90)
 

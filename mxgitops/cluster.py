@@ -43,41 +43,16 @@ from pathlib import Path
 import yaml
 
 from mxgitops import kubehttp
-from mxgitops.errors import ClusterServerError as ClusterServerError  # callers catch it here
 from mxgitops.errors import ConfigError
 from mxgitops.kubecalls import (
     DEFAULT_PARALLELISM,
     DEFAULT_REQUEST_TIMEOUT,
-    MAX_REQUEST_TIMEOUT,
-    RETRYABLE_STATUS,
-    STOP_GRACE,
     RetryPolicy,
 )
-from mxgitops.kubeconfig import NoClusterConfigured, cluster_configured, load_configuration
+from mxgitops.kubeconfig import NoClusterConfigured, load_configuration
 from mxgitops.kubecronjobs import CronJobRuns
 from mxgitops.kubereads import Reads
 from mxgitops.kubewrites import Writes
-from mxgitops.listing import LIST_PAGE_SIZE, LIST_READ_SIZE, LIST_RESTARTS, METADATA_ONLY
-from mxgitops.objects import Kind, ObjectRef
-
-# Where they were defined before the split: callers and tests read them here.
-__all__ = [
-    "DEFAULT_PARALLELISM",
-    "DEFAULT_REQUEST_TIMEOUT",
-    "LIST_PAGE_SIZE",
-    "LIST_READ_SIZE",
-    "LIST_RESTARTS",
-    "MAX_REQUEST_TIMEOUT",
-    "METADATA_ONLY",
-    "RETRYABLE_STATUS",
-    "STOP_GRACE",
-    "ClusterServerError",
-    "Kind",
-    "NoClusterConfigured",
-    "ObjectRef",
-    "RetryPolicy",
-    "cluster_configured",
-]
 
 
 class Cluster(Reads, Writes, CronJobRuns):

@@ -12,13 +12,12 @@ import tempfile
 from pathlib import Path
 
 from mxgitops import config as settings
-from mxgitops import gittree, manifests, report, source
+from mxgitops import gitauth, gittree, manifests, report, source
 from mxgitops.config import SyncConfig
 from mxgitops.errors import ConfigError
 from mxgitops.gitcommand import local_git
-from mxgitops.model import DEFAULT_RUNTIME
+from mxgitops.model import DEFAULT_RUNTIME, NAMESPACE
 from mxgitops.review import Review, review
-from mxgitops.spec import NAMESPACE
 from mxgitops.summary import Summary
 from mxgitops.sync import repository_kind
 
@@ -30,7 +29,7 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None,
         raise ConfigError(
             f"--repo {config.repo} is a plain directory; status notes live in a Git repository"
         )
-    credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
+    credentials = gitauth.Credentials(config.git_token, config.ssh_key, config.known_hosts)
     repository = source.Repository(
         config.repo,
         cache_dir=config.cache_dir,

@@ -25,13 +25,14 @@ from typing import Any
 
 from mxgitops import policy, repofile, runtimes
 from mxgitops.changes import DEFAULT_MAX_PRUNE_SHARE
-from mxgitops.cluster import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.errors import ConfigError
-from mxgitops.manifestfiles import read_section
-from mxgitops.manifests import LoadResult, Problem
+from mxgitops.kubecalls import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
+from mxgitops.manifestfiles import Problem, read_section
+from mxgitops.manifests import LoadResult
+from mxgitops.model import MAX_NAME_LENGTH, NAMESPACE
 from mxgitops.runtime.accelerators import parse_accelerators
 from mxgitops.runtime.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
-from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
+from mxgitops.spec import is_dns1123_label
 
 # Where Kubernetes mounts the namespace of a pod's service account.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

@@ -48,7 +48,7 @@ from mxgitops.convertcheck import as_validate_reads, cleaned, job_of, prove
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.errors import ManifestError
 from mxgitops.manifestfiles import manifest_files
-from mxgitops.spec import (
+from mxgitops.model import (
     DEFAULT_PS_ROOT_PORT,
     KUBEFLOW_PORT_NAME,
     SUCCESS_POLICY_ANNOTATION,
@@ -59,8 +59,8 @@ from mxgitops.spec import (
     RestartPolicy,
     RunPolicy,
     SuccessPolicy,
-    dump_fields,
 )
+from mxgitops.spec import dump_fields
 from mxgitops.yamlcomments import Comments, plain, written_key
 
 TARGETS = {"kubeflow": Dialect.KUBEFLOW, "seed": Dialect.SEED}

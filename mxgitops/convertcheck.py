@@ -15,11 +15,11 @@ from typing import Any
 
 from mxgitops.dialects import version_of
 from mxgitops.errors import ManifestError
-from mxgitops.model import DEFAULT_RUNTIME
+from mxgitops.model import DEFAULT_RUNTIME, MxJob, SpecError, format_path
 from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtimes import RUNTIMES
 from mxgitops.schema import schema_problems
-from mxgitops.spec import MxJob, SpecError, dump_fields, format_path, from_manifest
+from mxgitops.spec import dump_fields, from_manifest
 from mxgitops.yamldoc import YamlError, documents
 
 

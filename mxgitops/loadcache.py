@@ -21,9 +21,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from mxgitops.manifests import FileVerdict, Ignored, LoadResult, Named, Problem
-from mxgitops.model import fields_of
-from mxgitops.spec import MxJob
+from mxgitops.manifestfiles import Problem
+from mxgitops.manifests import FileVerdict, Ignored, LoadResult, Named
+from mxgitops.model import MxJob, fields_of
 
 PACKAGE = Path(__file__).resolve().parent
 

@@ -30,12 +30,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from mxgitops import policy as rules
-from mxgitops.dialects import VERSIONS, Version, version_of
-from mxgitops.manifestfiles import MAX_FILE_SIZE, manifest_files, read_text
-from mxgitops.manifestfiles import Problem as Problem  # re-exported: part of LoadResult
-from mxgitops.model import DEFAULT_RUNTIME
-from mxgitops.schema import describe, schema_problems
-from mxgitops.spec import (
+from mxgitops.dialects import VERSIONS, version_of
+from mxgitops.dialects.base import Version
+from mxgitops.manifestfiles import MAX_FILE_SIZE, Problem, manifest_files, read_text
+from mxgitops.model import (
+    DEFAULT_RUNTIME,
     KUBEFLOW_API_VERSION,
     KUBEFLOW_KIND,
     NAMESPACE,
@@ -45,9 +44,9 @@ from mxgitops.spec import (
     MxJob,
     SpecError,
     format_path,
-    read_manifest,
-    refusals,
 )
+from mxgitops.schema import describe, schema_problems
+from mxgitops.spec import read_manifest, refusals
 from mxgitops.words import counted
 from mxgitops.yamldoc import Document, FieldPath, Issue, YamlError, documents
 

@@ -50,6 +50,7 @@ from mxgitops.bookkeeping import (
 )
 from mxgitops.changes import Action, Change, Plan, PlanOptions
 from mxgitops.ledger import Finished, JobKey, Ledger
+from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.planbase import (
     FINISHED,
@@ -67,16 +68,15 @@ from mxgitops.runpolicy import (
     finished_while_suspended,
     ttl_passed,
 )
+from mxgitops.runtime.base import Live as LiveJob
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
 from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtime.reruns import with_disruptions
 from mxgitops.runtime.state import State
-from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.words import counted
 
 

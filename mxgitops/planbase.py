@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from mxgitops.changes import Action, Change
+from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob
 from mxgitops.objects import KubeObject, ObjectRef
+from mxgitops.runtime.base import Live as LiveJob
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
 from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State
-from mxgitops.runtimes import Live as LiveJob
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob
 
 FINISHED = (State.SUCCEEDED, State.FAILED)
 

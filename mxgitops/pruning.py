@@ -14,10 +14,10 @@ from dataclasses import replace
 
 from mxgitops.changes import Action, Change, PlanOptions
 from mxgitops.ledger import JobKey
+from mxgitops.model import OnChange
 from mxgitops.planbase import FINISHED, ChangeBase, left_alone, waiting
+from mxgitops.runtime.base import Live as LiveJob
 from mxgitops.runtime.state import State
-from mxgitops.runtimes import Live as LiveJob
-from mxgitops.spec import OnChange
 from mxgitops.words import counted
 
 

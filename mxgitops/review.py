@@ -17,11 +17,12 @@ import json
 from dataclasses import dataclass, field
 
 from mxgitops import runtimes
-from mxgitops.manifests import LoadResult, Problem
+from mxgitops.manifestfiles import Problem
+from mxgitops.manifests import LoadResult
 from mxgitops.markdown import code, text, visible
+from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.runtime.inplace import Move
 from mxgitops.runtime.rendering import RenderContext
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.words import counted
 
 

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 
 from mxgitops.bookkeeping import stamped_before
 from mxgitops.ledger import Finished
+from mxgitops.model import CleanPodPolicy, JobMode, MxJob
 from mxgitops.objects import ObjectRef
+from mxgitops.runtime.base import Live as LiveJob
 from mxgitops.runtime.disruption import Disruption
 from mxgitops.runtime.failure import MAX_MESSAGE, Failure
 from mxgitops.runtime.reruns import replica_of
-from mxgitops.runtimes import Live as LiveJob
-from mxgitops.spec import CleanPodPolicy, JobMode, MxJob
 
 
 def ttl_passed(job: MxJob, finished: Finished | None, now: datetime) -> str | None:

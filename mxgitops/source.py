@@ -44,9 +44,7 @@ from pathlib import Path
 
 from mxgitops import cachelock
 from mxgitops.errors import GitError
-from mxgitops.gitauth import Credentials as Credentials  # re-exported: part of this API
-from mxgitops.gitauth import Remote, git_environment
-from mxgitops.gitauth import redact as redact
+from mxgitops.gitauth import Credentials, Remote, git_environment, redact
 from mxgitops.gitcommand import DEFAULT_TIMEOUT, CommandFailed, GitTimeout, Runner, push_refusal
 from mxgitops.gittree import clean_subpath, follow_links, require_directory
 from mxgitops.objects import FULL_COMMIT_ID

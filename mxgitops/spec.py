@@ -26,26 +26,18 @@ from dataclasses import replace
 from typing import Any
 
 from mxgitops import runtimes, scheduling
-from mxgitops.dialects import Version, version_of
-from mxgitops.dialects.base import Reading
+from mxgitops.dialects import version_of
+from mxgitops.dialects.base import Reading, Version
 from mxgitops.model import (
     CONTAINER_NAME,
-    DEFAULT_PS_ROOT_PORT,
     DEFAULT_RUNTIME,
     KUBEFLOW_API_VERSION,
-    KUBEFLOW_KIND,
-    KUBEFLOW_PORT_NAME,
-    KUBEFLOW_REPLICA_TYPES,
     MAX_NAME_LENGTH,
     MAX_REPLICAS,
     NAMESPACE,
     ON_CHANGE_ANNOTATION,
     RENDERED_ENV_NAMES,
-    RUNTIME_ID_LENGTH,
-    SEED_API_VERSION,
-    SEED_KIND,
     SUCCESS_POLICY_ANNOTATION,
-    CleanPodPolicy,
     Dialect,
     FieldProblem,
     JobMode,
@@ -54,59 +46,11 @@ from mxgitops.model import (
     Path,
     ReplicaSpec,
     ReplicaType,
-    RestartPolicy,
-    RunPolicy,
     SpecError,
     SuccessPolicy,
-    derived_names,
-    format_path,
-    job_object_name,
-    mxnet_container,
-    scheduler_service_name,
 )
 from mxgitops.podrules import pod_template_problems
 from mxgitops.specwarnings import manifest_warnings
-
-__all__ = [
-    "CONTAINER_NAME",
-    "DEFAULT_PS_ROOT_PORT",
-    "KUBEFLOW_API_VERSION",
-    "KUBEFLOW_KIND",
-    "KUBEFLOW_PORT_NAME",
-    "KUBEFLOW_REPLICA_TYPES",
-    "MAX_NAME_LENGTH",
-    "MAX_REPLICAS",
-    "NAMESPACE",
-    "ON_CHANGE_ANNOTATION",
-    "RUNTIME_ID_LENGTH",
-    "SEED_API_VERSION",
-    "SEED_KIND",
-    "SUCCESS_POLICY_ANNOTATION",
-    "CleanPodPolicy",
-    "Dialect",
-    "FieldProblem",
-    "JobMode",
-    "MxJob",
-    "OnChange",
-    "ReplicaSpec",
-    "ReplicaType",
-    "RestartPolicy",
-    "RunPolicy",
-    "SpecError",
-    "SuccessPolicy",
-    "derived_names",
-    "dialect_of",
-    "dump_fields",
-    "format_path",
-    "from_manifest",
-    "is_dns1123_label",
-    "is_reserved_env",
-    "job_object_name",
-    "mxnet_container",
-    "read_manifest",
-    "refusals",
-    "scheduler_service_name",
-]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxgitops import scheduling
-from mxgitops.dialects import Version
+from mxgitops.dialects.base import Version
 from mxgitops.model import FieldProblem, MxJob, Path, ReplicaSpec
 from mxgitops.podrules import is_reserved_label
 

@@ -23,7 +23,9 @@ from mxgitops import (
     __version__,
     clusterstate,
     failurelog,
+    gitauth,
     handoff,
+    kubeconfig,
     lease,
     ledger,
     loadcache,
@@ -240,7 +242,7 @@ def open_workspace(
                 "included, no status note); pass --ref, or a URL, to sync a commit"
             )
         return Workspace(Path(config.repo).expanduser().resolve())
-    credentials = source.Credentials(config.git_token, config.ssh_key, config.known_hosts)
+    credentials = gitauth.Credentials(config.git_token, config.ssh_key, config.known_hosts)
     repository = source.Repository(
         config.repo,
         cache_dir=config.cache_dir,
@@ -331,7 +333,7 @@ def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadR
 def _cluster(
     config: SyncConfig, connect: Callable[..., kube.Cluster], notices: list[str]
 ) -> kube.Cluster | None:
-    if config.dry_run and not kube.cluster_configured(config.kubeconfig):
+    if config.dry_run and not kubeconfig.cluster_configured(config.kubeconfig):
         # First of all notices: a plan made against nothing must say so before anything.
         notices.insert(0, "no cluster configured: planning against an empty cluster")
         return None

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from mxgitops.dialects import VERSIONS
+from mxgitops.model import MAX_REPLICAS, Dialect
 from mxgitops.schema import KUBERNETES_VERSION
-from mxgitops.spec import MAX_REPLICAS, Dialect
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_DIRS = (ROOT / "schemas", ROOT / "mxgitops" / "schemas")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from mxgitops.manifests import load
-from mxgitops.spec import MAX_REPLICAS, SpecError, from_manifest
+from mxgitops.model import MAX_REPLICAS, SpecError
+from mxgitops.spec import from_manifest
 
 HUGE = 1_000_000_000_000
 

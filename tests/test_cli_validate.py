@@ -15,8 +15,7 @@ from click.testing import CliRunner, Result
 
 from mxgitops import convert, errors, schema
 from mxgitops.cli import CONVERT_TARGETS, ExitCode, exit_code_for, main
-from mxgitops.model import Dialect
-from mxgitops.spec import FieldProblem, SpecError
+from mxgitops.model import Dialect, FieldProblem, SpecError
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "jobs-repo-example"

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from kubernetes.config import incluster_config
 
-from mxgitops import cluster, kubeconfig
+from mxgitops import cluster, kubecalls, kubeconfig, listing
 from mxgitops.errors import (
     ClusterClientError,
     ClusterError,
@@ -34,7 +34,7 @@ NS = "ml"
 def connect(api_kubeconfig: Path, sleeps: list[float] | None = None) -> cluster.Cluster:
     return cluster.connect(
         kubeconfig=api_kubeconfig,
-        retry=cluster.RetryPolicy(attempts=3, base_delay=0.1, max_delay=1),
+        retry=kubecalls.RetryPolicy(attempts=3, base_delay=0.1, max_delay=1),
         sleep=(sleeps if sleeps is not None else []).append,
     )
 
@@ -126,7 +126,7 @@ def test_list_is_one_request_per_kind_with_the_ownership_selector(
     (entry,) = kubeapi.request_log
     assert (entry["path"], entry["query"]) == (
         "/api/v1/configmaps",
-        {"labelSelector": ownership_selector("t1"), "limit": str(cluster.LIST_PAGE_SIZE)},
+        {"labelSelector": ownership_selector("t1"), "limit": str(listing.LIST_PAGE_SIZE)},
     )
 
 
@@ -158,7 +158,7 @@ def test_writes_keep_their_order_under_parallelism(kubeapi: KubeAPI) -> None:
 
 
 def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(cluster.NoClusterConfigured):
+    with pytest.raises(kubeconfig.NoClusterConfigured):
         cluster.connect(kubeconfig=tmp_path / "none")
 
 
@@ -218,7 +218,7 @@ def test_kubeconfig_env_then_in_cluster_service_account(
         cluster.connect(context="prod")
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
-    with pytest.raises(cluster.NoClusterConfigured, match="no cluster configured"):
+    with pytest.raises(kubeconfig.NoClusterConfigured, match="no cluster configured"):
         cluster.connect()
 
 

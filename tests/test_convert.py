@@ -14,7 +14,7 @@ from mxgitops.cli import main
 from mxgitops.convert import convert_text
 from mxgitops.errors import ManifestError
 from mxgitops.manifests import load
-from mxgitops.spec import Dialect
+from mxgitops.model import Dialect
 
 CORPUS = Path(__file__).parent / "data" / "published"
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mxgitops import convert
+from mxgitops import convert, convertcheck
 from mxgitops.errors import ManifestError
 from mxgitops.manifests import load
-from mxgitops.spec import Dialect, ReplicaType, RestartPolicy
+from mxgitops.model import Dialect, ReplicaType, RestartPolicy
 
 SEED_ALIASED = """\
 apiVersion: mxnet.mlkube.io/v1beta1
@@ -168,8 +168,8 @@ def test_a_result_that_reads_back_otherwise_is_never_written(tmp_path: Path) -> 
         }
     )
     with pytest.raises(ManifestError, match=r"job flowed: the converted manifest would run .*"):
-        convert.prove(original, wrong, name="flowed.yaml")
-    convert.prove(original, convert.convert_text(original, Dialect.KUBEFLOW).text, name="x")
+        convertcheck.prove(original, wrong, name="flowed.yaml")
+    convertcheck.prove(original, convert.convert_text(original, Dialect.KUBEFLOW).text, name="x")
 
 
 def test_convert_w_does_not_write_through_a_symlink_out_of_the_checkout(

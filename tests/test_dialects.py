@@ -14,19 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.batch import RenderContext, render_job
+from mxgitops.batch.render import render_job
 from mxgitops.dialects import VERSIONS, version_of
 from mxgitops.manifests import load
+from mxgitops.model import CleanPodPolicy, Dialect, FieldProblem, MxJob, RestartPolicy, SpecError
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.schema import schema_problems
-from mxgitops.spec import (
-    CleanPodPolicy,
-    Dialect,
-    FieldProblem,
-    MxJob,
-    RestartPolicy,
-    SpecError,
-    from_manifest,
-)
+from mxgitops.spec import from_manifest
 
 
 def pod(**extra: Any) -> dict[str, Any]:

@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
-from mxgitops import spec
-from mxgitops.batch import ReplicaState, State, group_live, render_job, replica_state
+from mxgitops import model
+from mxgitops.batch.live import group_live
+from mxgitops.batch.render import render_job
+from mxgitops.batch.status import replica_state
 from mxgitops.changes import Action
 from mxgitops.errors import ClusterForbidden
 from mxgitops.kubereads import Reads
@@ -27,6 +29,7 @@ from mxgitops.runtime.disruption import (
     failed_by_disruption,
     pod_disruption,
 )
+from mxgitops.runtime.state import ReplicaState, State
 from tests.helpers.plan import BATCH_ONLY, CTX, NS, OPTIONS, job
 from tests.helpers.trainer_status import (
     EXIT_CODE,
@@ -112,7 +115,7 @@ def test_a_batch_job_failed_by_the_disruption_rule_is_told_from_other_failures()
 
 @pytest.mark.parametrize("restart", [NEVER, ON_FAILURE, EXIT_CODE], ids=str)
 def test_a_disrupted_replica_is_not_failed_under_any_restart_policy(
-    restart: spec.RestartPolicy,
+    restart: model.RestartPolicy,
 ) -> None:
     evicted = disrupted(failed_pod(terminated(143, reason="Error")), KUBELET_EVICTION)
     assert replica_state(batch_job(restart=restart, failed=1), [evicted]) is ReplicaState.RUNNING
@@ -139,7 +142,7 @@ def test_a_failure_of_the_program_after_a_disruption_still_fails() -> None:
 # -- rendering: the podFailurePolicy rule ------------------------------------------------
 
 
-def rules_of(mx: spec.MxJob, role: str) -> list[dict[str, Any]]:
+def rules_of(mx: model.MxJob, role: str) -> list[dict[str, Any]]:
     (batch, *_) = [
         o
         for o in render_job(mx, CTX)
@@ -173,7 +176,7 @@ def test_on_failure_pods_get_no_pod_failure_policy() -> None:
 # -- planning: a disrupted dist job is replaced whole, with the reason -------------------
 
 
-def live_with(mx: spec.MxJob, role: str, index: int, pods: list[dict[str, Any]], **status: Any):
+def live_with(mx: model.MxJob, role: str, index: int, pods: list[dict[str, Any]], **status: Any):
     objs = render_job(mx, CTX)
     jobs = []
     for o in objs:
@@ -349,7 +352,7 @@ def test_the_runtime_reads_the_disruption_back() -> None:
     assert live.status()[0] is State.RUNNING
 
 
-def only_change(mx: spec.MxJob, objects: LiveObjects) -> Any:
+def only_change(mx: model.MxJob, objects: LiveObjects) -> Any:
     (change,) = plan([mx], objects, BATCH_ONLY, OPTIONS).changes
     return change
 
@@ -476,7 +479,7 @@ JOBSET_RULE = {
 
 @pytest.mark.parametrize("restart", ["Never", "OnFailure", "ExitCode"])
 def test_a_jobset_restarts_whole_on_a_disruption_without_counting_it(restart: str) -> None:
-    from mxgitops.jobset import render_jobset
+    from mxgitops.jobset.render import render_jobset
     from tests.helpers.jobset_runtime import job_of
     from tests.helpers.reconcile_e2e import mxjob
 

@@ -17,9 +17,10 @@ import pytest
 
 from mxgitops.changes import Action
 from mxgitops.ledger import Ledger
+from mxgitops.model import RUNTIME_ID_LENGTH, scheduler_service_name
 from mxgitops.objects import JOB_NAME_LABEL, LiveObjects, ObjectRef
 from mxgitops.plan import plan
-from mxgitops.spec import RUNTIME_ID_LENGTH, from_manifest, scheduler_service_name
+from mxgitops.spec import from_manifest
 from tests.helpers.plan import OPTIONS, without
 from tests.helpers.plan import WAIT as PLAN_WAIT
 from tests.helpers.plan import job as plan_job

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from mxgitops import manifests, runtimes
-from mxgitops.batch import RenderContext
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.sync import SyncOutcome
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem

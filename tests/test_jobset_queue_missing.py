@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from mxgitops import runtimes
-from mxgitops.batch import State
-from mxgitops.jobset import render_jobset
 from mxgitops.jobset.kinds import JOBSET, WORKLOAD
+from mxgitops.jobset.render import render_jobset
 from mxgitops.objects import LiveObjects
+from mxgitops.runtime.state import State
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.helpers.jobset_e2e import only_jobset

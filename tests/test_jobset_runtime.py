@@ -15,16 +15,19 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops import manifests, runtimes
-from mxgitops.batch import State, render_job
+from mxgitops.batch.render import render_job
 from mxgitops.changes import PlanOptions
 from mxgitops.cli import main
-from mxgitops.jobset import LiveJobSet, render_jobset
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.kinds import JOBSET, MULTIKUEUE_CLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS
+from mxgitops.jobset.live import LiveJobSet
+from mxgitops.jobset.render import render_jobset
 from mxgitops.ledger import Ledger
+from mxgitops.model import SpecError
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
-from mxgitops.spec import SpecError
+from mxgitops.runtime import base as runtime_base
+from mxgitops.runtime.state import State
 from tests.helpers.jobset_runtime import CTX, job_of, queued
 from tests.helpers.reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
 
@@ -401,7 +404,7 @@ def dispatched(
     *,
     suspend: bool = False,
     clusters: tuple[dict[str, Any], ...] = (),
-) -> runtimes.Live:
+) -> runtime_base.Live:
     """A queued job's JobSet as a MultiKueue manager holds it: its status mirrored from
     the worker's, no pod here, its Workload naming the worker."""
     (jobset,) = render_jobset(job_of(queued()), CTX)

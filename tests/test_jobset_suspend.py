@@ -12,19 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mxgitops.batch import RenderContext, State
-from mxgitops.changes import Action
-from mxgitops.jobset import render_jobset
+from mxgitops.changes import Action, Change, PlanOptions
 from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
 from mxgitops.jobset.inplace import compare
 from mxgitops.jobset.kinds import JOBSET, WORKLOAD
-from mxgitops.jobset.render import HOLD_LABEL
+from mxgitops.jobset.render import HOLD_LABEL, render_jobset
 from mxgitops.jobset.stopped import RESTART_ATTEMPT_LABEL
 from mxgitops.ledger import Ledger
 from mxgitops.objects import LiveObjects, ObjectRef
-from mxgitops.plan import Change, PlanOptions, plan
+from mxgitops.plan import plan
 from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
 from mxgitops.runtime.labels import JOB_TYPE_LABEL
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import State
 from mxgitops.spec import from_manifest
 from tests.helpers.reconcile_e2e import mxjob
 

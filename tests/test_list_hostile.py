@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import cluster
+from mxgitops import cluster, listing
 from mxgitops.cli import ExitCode, main
 from mxgitops.errors import ClusterError, ClusterUnreachable
 from tests.helpers.reconcile_e2e import mxjob, write
@@ -67,7 +67,7 @@ def test_a_continuation_expiring_every_time_is_given_up(kubeapi: KubeAPI) -> Non
     api = cluster.connect(kubeconfig=kubeapi.kubeconfig, request_timeout=TIMEOUT)
     with pytest.raises(ClusterError, match=r"expired .* times"):
         api.list_live("a=b")
-    assert len(lists(kubeapi)) == 2 * (cluster.LIST_RESTARTS + 1)
+    assert len(lists(kubeapi)) == 2 * (listing.LIST_RESTARTS + 1)
 
 
 @pytest.mark.parametrize(

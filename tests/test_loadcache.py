@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops import loadcache, manifestfiles, manifests
+from mxgitops import loadcache, manifestfiles, manifests, yamldoc
 from mxgitops.config import SyncConfig
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
@@ -27,7 +27,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "jobs-repo-example"
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per file whose YAML is parsed, i.e. validated."""
     calls: list[int] = []
-    real = manifests.documents
+    real = yamldoc.documents
 
     def counting(text: str) -> Any:
         calls.append(1)

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import LoadResult, Problem, load
+from mxgitops.manifestfiles import Problem
+from mxgitops.manifests import LoadResult, load
+from mxgitops.model import Dialect, JobMode
 from mxgitops.schema import SCHEMA_FILES, schema
-from mxgitops.spec import Dialect, JobMode
 from mxgitops.yamldoc import documents
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops.jobset import scheduler_address
+from mxgitops.jobset.render import scheduler_address
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.gitfixtures import GitRemote

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from mxgitops import spec
-from mxgitops.batch import group_live, job_refs
+from mxgitops import model
 from mxgitops.batch import live as live_module
 from mxgitops.batch import status as status_module
+from mxgitops.batch.live import group_live
+from mxgitops.batch.render import job_refs
 from mxgitops.changes import Action, Plan
 from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
@@ -25,16 +26,16 @@ from mxgitops.plan import plan
 from tests.helpers.plan import COMPLETE, OPTIONS, job, live
 
 
-def jobs(count: int, **kwargs: Any) -> list[spec.MxJob]:
+def jobs(count: int, **kwargs: Any) -> list[model.MxJob]:
     return [job(f"job-{i:04d}", **kwargs) for i in range(count)]
 
 
-def no_op(count: int, **kwargs: Any) -> tuple[list[spec.MxJob], LiveObjects]:
+def no_op(count: int, **kwargs: Any) -> tuple[list[model.MxJob], LiveObjects]:
     desired = jobs(count, **kwargs)
     return desired, live(*desired)
 
 
-def plan_all(desired: list[spec.MxJob], objects: LiveObjects) -> Plan:
+def plan_all(desired: list[model.MxJob], objects: LiveObjects) -> Plan:
     """Planned against the ledger of an instance that runs batch Jobs only (it says so)."""
     return plan(desired, objects, Ledger(runtimes=frozenset({"batch"})), OPTIONS)
 

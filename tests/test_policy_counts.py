@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from mxgitops.batch import RenderContext, parse_accelerators, render_job
+from mxgitops.batch.render import render_job
+from mxgitops.runtime.accelerators import parse_accelerators
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.sync import sync
 from tests.gitfixtures import GitRemote
 from tests.helpers.policy import checked, gpus, manifest, policy_messages

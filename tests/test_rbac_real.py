@@ -21,8 +21,9 @@ import pytest
 import yaml
 
 from mxgitops import spec
-from mxgitops.batch import RenderContext, render_job
+from mxgitops.batch.render import render_job
 from mxgitops.runtime.disruption import departed_pod
+from mxgitops.runtime.rendering import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitfixtures import GitRemote
 from tests.helpers.cronjob import Docs

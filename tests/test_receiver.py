@@ -19,8 +19,7 @@ from mxgitops.coalesce import Decision
 from mxgitops.metrics import ReceiverCounters
 from mxgitops.objects import KubeObject
 from mxgitops.pushsync import SyncStarter
-from mxgitops.receiver import MAX_BODY
-from mxgitops.webhook import Forge, Push
+from mxgitops.webhook import MAX_BODY, Forge, Push
 from tests.controlplane.harness import wait_for
 from tests.webhookfixtures import (
     CRONJOB,

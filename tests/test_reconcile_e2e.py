@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from mxgitops import cluster, lease, ledger, manifests
-from mxgitops.batch import RenderContext, render_job
+from mxgitops import cluster, kubecalls, lease, ledger, manifests
+from mxgitops.batch.render import render_job
 from mxgitops.config import read_repo_config
 from mxgitops.errors import ClusterError, LeaseHeldError
 from mxgitops.objects import (
@@ -31,6 +31,7 @@ from mxgitops.objects import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
 )
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.sync import SyncOutcome
 from tests.helpers.reconcile_e2e import (
     EXAMPLE_REPO,
@@ -802,7 +803,7 @@ def test_syncs_converge_through_failing_writes(kubeapi: KubeAPI, repo: Path, see
     run = Syncer(
         kubeapi,
         repo,
-        retry=cluster.RetryPolicy(attempts=2, base_delay=0.01, max_delay=5),
+        retry=kubecalls.RetryPolicy(attempts=2, base_delay=0.01, max_delay=5),
         parallelism=1,
     )
     aliens = [
@@ -860,7 +861,7 @@ def test_retry_after_is_honoured_and_capped(
     kubeapi: KubeAPI, repo: Path, retry_after: int, max_delay: float, slept: float
 ) -> None:
     run = Syncer(
-        kubeapi, repo, retry=cluster.RetryPolicy(attempts=3, base_delay=0.01, max_delay=max_delay)
+        kubeapi, repo, retry=kubecalls.RetryPolicy(attempts=3, base_delay=0.01, max_delay=max_delay)
     )
     write(repo, mxjob("a", servers=0))
     kubeapi.faults("create/jobs:429=1", retry_after=retry_after)

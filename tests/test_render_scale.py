@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from mxgitops.batch import RenderContext, dmlc_env, render_job
-from mxgitops.runtime.mxconfig import MAX_LISTED_REPLICAS
-from mxgitops.spec import MxJob, ReplicaType, from_manifest, scheduler_service_name
+from mxgitops.batch.render import render_job
+from mxgitops.model import MxJob, ReplicaType, scheduler_service_name
+from mxgitops.runtime.mxconfig import MAX_LISTED_REPLICAS, dmlc_env
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.spec import from_manifest
 
 CTX = RenderContext(instance="scale")
 

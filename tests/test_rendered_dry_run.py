@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.batch import RenderContext, render_job
+from mxgitops.batch.render import render_job
 from mxgitops.manifests import load
+from mxgitops.runtime.rendering import RenderContext
 from tests.helpers.published import FILES, header
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI

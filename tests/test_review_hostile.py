@@ -23,10 +23,11 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from mxgitops import report
+from mxgitops import summary as mxgitops_summary
 from mxgitops.cli import main
 from mxgitops.commands import diff_commits
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import Problem
+from mxgitops.manifestfiles import Problem
 from mxgitops.markdown import code, visible
 from mxgitops.review import JobChange, Review, render_markdown, render_text
 from mxgitops.sync import sync
@@ -253,8 +254,8 @@ def test_diff_markdown_of_a_hostile_pull_request_end_to_end(remote: GitRemote) -
     assert_inert(result.stdout, headings=1)
 
 
-def hostile_summary() -> report.Summary:
-    job = report.JobSummary(
+def hostile_summary() -> mxgitops_summary.Summary:
+    job = mxgitops_summary.JobSummary(
         namespace="ml",
         name="alpha",
         action="create",
@@ -263,7 +264,7 @@ def hostile_summary() -> report.Summary:
         spec_hash="h",
         errors=(f"field {HOSTILE} {report.NOTE_MARKER}",),
     )
-    return report.Summary(
+    return mxgitops_summary.Summary(
         commit="0123456789abcdef",
         instance="prod",
         jobs=(job,),

@@ -138,7 +138,7 @@ def test_diff_plans_each_job_on_the_runtime_the_sync_runs_it_on(
 
 def test_one_problem_is_counted_in_the_singular() -> None:
     """ "1 new problem", "**1 problem**", "1 policy violation": never "1 problems"."""
-    from mxgitops.manifests import Problem
+    from mxgitops.manifestfiles import Problem
     from mxgitops.review import Review, render_markdown, render_text
 
     broken = Problem("jobs/a.yaml", 3, "a", "spec", "policy: hostPID is not allowed")

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from mxgitops import cluster, listdecode
+from mxgitops import cluster, kubecalls, listdecode, listing
 from mxgitops.errors import ClusterClientError
 from mxgitops.objects import Kind, ownership_labels, ownership_selector
 from tests.kubeapi import store as store_module
@@ -70,7 +70,7 @@ def test_live_state_of_many_objects_in_few_requests(populated: KubeAPI) -> None:
 
 @pytest.mark.double_only("a continuation the server has forgotten (410) is made up here")
 def test_an_expired_continuation_starts_the_list_over(populated: KubeAPI) -> None:
-    kube = cluster.connect(kubeconfig=populated.kubeconfig, retry=cluster.RetryPolicy(attempts=1))
+    kube = cluster.connect(kubeconfig=populated.kubeconfig, retry=kubecalls.RetryPolicy(attempts=1))
     kube.page_size = 10
     real_page = kube._page
     expired: list[str] = []
@@ -157,9 +157,9 @@ def test_a_list_larger_than_what_is_held_at_once(kubeapi: KubeAPI) -> None:
     jobs = kube.list_live(ownership_selector("t1")).jobs
     assert sorted(j["metadata"]["name"] for j in jobs) == names
     assert all("template" not in j["spec"] and j["spec"]["backoffLimit"] == 2 for j in jobs)
-    assert reads and all(0 < amount <= cluster.LIST_READ_SIZE for amount in reads)
+    assert reads and all(0 < amount <= listing.LIST_READ_SIZE for amount in reads)
     # The Jobs' page alone is more than 24 * 16 kB: read in many chunks, never whole.
-    assert len(reads) >= 24 * 16_000 // cluster.LIST_READ_SIZE
+    assert len(reads) >= 24 * 16_000 // listing.LIST_READ_SIZE
 
 
 # -- the decoder, alone ---------------------------------------------------------------
@@ -246,13 +246,13 @@ def test_a_list_is_never_held_whole() -> None:
     buffer = bytearray()
 
     def read() -> bytes:  # LIST_READ_SIZE at a time, as from the response
-        while len(buffer) < cluster.LIST_READ_SIZE:
+        while len(buffer) < listing.LIST_READ_SIZE:
             piece = next(pieces, b"")
             if not piece:
                 break
             buffer.extend(piece)
-        data = bytes(buffer[: cluster.LIST_READ_SIZE])
-        del buffer[: cluster.LIST_READ_SIZE]
+        data = bytes(buffer[: listing.LIST_READ_SIZE])
+        del buffer[: listing.LIST_READ_SIZE]
         return data
 
     kept: list[Any] = []
@@ -330,7 +330,7 @@ def test_a_metadata_only_list_is_a_partial_object_metadata_list(kubeapi: KubeAPI
             "GET",
             f"/api/v1/namespaces/{NS}/services?" + urlencode(query),
             None,
-            {"Accept": cluster.METADATA_ONLY},
+            {"Accept": listing.METADATA_ONLY},
             timeout=10,
             read=read,
         )

@@ -14,13 +14,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mxgitops.errors import GitError
+from mxgitops.gitauth import Credentials, redact
 from mxgitops.gittree import export_tree, resolve
-from mxgitops.source import (
-    NOTES_REF,
-    Credentials,
-    Repository,
-    redact,
-)
+from mxgitops.source import NOTES_REF, Repository
 
 if TYPE_CHECKING:  # imported for real by pytest_plugins, so that its asserts are rewritten
     from tests.gitfixtures import GitHttpServer, GitRemote

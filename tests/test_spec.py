@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mxgitops.batch import RenderContext, render_job
-from mxgitops.spec import (
+from mxgitops.batch.render import render_job
+from mxgitops.model import (
     DEFAULT_PS_ROOT_PORT,
     CleanPodPolicy,
     Dialect,
@@ -20,11 +20,10 @@ from mxgitops.spec import (
     RestartPolicy,
     SpecError,
     SuccessPolicy,
-    dialect_of,
     format_path,
-    from_manifest,
-    refusals,
 )
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.spec import dialect_of, from_manifest, refusals
 
 
 def template(**container: Any) -> dict[str, Any]:

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops import cluster as kube
-from mxgitops import report, spec
-from mxgitops.batch import render_job
+from mxgitops import report, spec, summary
+from mxgitops.batch.render import render_job
 from mxgitops.changes import PlanOptions
 from mxgitops.cli import ExitCode, main
 from mxgitops.errors import ClusterClientError
@@ -69,7 +69,7 @@ def test_a_note_blob_past_the_bound_is_set_aside_unread(
     is as good as none, said, and written anew by the sync of its commit."""
     remote = make_git_remote("jobs", files=files(mxjob("a", servers=0)))
     sha = remote.rev()
-    forged = report.render_note(report.Summary(commit=sha, instance="x"))
+    forged = report.render_note(summary.Summary(commit=sha, instance="x"))
     padding = "\n" * (FORGED_NOTE_SIZE - len(forged))
     note_file = tmp_path / "note"
     note_file.write_text("forged" + padding + forged)

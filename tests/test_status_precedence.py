@@ -12,17 +12,18 @@ from typing import Any
 
 import pytest
 
-from mxgitops import spec
-from mxgitops.batch import RenderContext, State, job_status
+from mxgitops import model, spec
+from mxgitops.batch.status import job_status
 from mxgitops.objects import LiveObjects
 from mxgitops.runtime.pods import pod_replica_state
-from mxgitops.runtime.state import ReplicaState
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import ReplicaState, State
 
 CTX = RenderContext(instance="prod")
 EARLY, LATE = "2026-01-01T10:00:00Z", "2026-01-01T10:05:00Z"
 
 
-def dist_job(restart: str = "Never") -> spec.MxJob:
+def dist_job(restart: str = "Never") -> model.MxJob:
     def replica(count: int) -> dict[str, Any]:
         container = {"name": "mxnet", "image": "mxnet/python:1.9.1"}
         return {
@@ -67,7 +68,7 @@ RUNNING_POD = {
 }
 
 
-def live(job: spec.MxJob, outcomes: dict[str, tuple[int, str] | None]) -> LiveObjects:
+def live(job: model.MxJob, outcomes: dict[str, tuple[int, str] | None]) -> LiveObjects:
     """Each replica's batch Job and one pod: (exit code, finished at), None running."""
     jobs, pods = [], []
     for obj in render_job_objects(job):
@@ -92,8 +93,8 @@ def live(job: spec.MxJob, outcomes: dict[str, tuple[int, str] | None]) -> LiveOb
     return LiveObjects(tuple(jobs), (), tuple(pods))
 
 
-def render_job_objects(job: spec.MxJob) -> list[dict[str, Any]]:
-    from mxgitops.batch import render_job
+def render_job_objects(job: model.MxJob) -> list[dict[str, Any]]:
+    from mxgitops.batch.render import render_job
 
     return [o for o in render_job(job, CTX) if o["kind"] == "Job"]
 
@@ -128,7 +129,7 @@ def test_a_failure_without_a_time_still_fails_the_job() -> None:
 
 def test_exit_code_fails_a_pod_a_sidecar_failed_while_mxnet_exited_0() -> None:
     pod = finished_pod(0, EARLY, "Failed")
-    assert pod_replica_state(pod, spec.RestartPolicy.EXIT_CODE) is ReplicaState.FAILED
+    assert pod_replica_state(pod, model.RestartPolicy.EXIT_CODE) is ReplicaState.FAILED
     job = dist_job("ExitCode")
     objects = live(job, {"worker": (1, EARLY)})
     worker_pod = next(p for p in objects.pods if "-worker-" in p["metadata"]["name"])

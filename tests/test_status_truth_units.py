@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from mxgitops import report
-from mxgitops.batch import State, compare_in_place, job_refs
+from mxgitops import report, summary
 from mxgitops.batch.failure import replica_failure
+from mxgitops.batch.inplace import compare as compare_in_place
+from mxgitops.batch.render import job_refs
 from mxgitops.changes import Action
 from mxgitops.failurelog import keep_end
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
+from mxgitops.runtime.state import State
 from tests.helpers.plan import NS, OPTIONS, finish, job, live, only
 
 
@@ -92,15 +94,15 @@ def test_a_job_running_before_the_rendering_changed_is_replaced() -> None:
 
 def test_the_note_is_kept_while_only_its_time_moves_and_rewritten_hourly() -> None:
     then = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-    previous = report.Summary(commit="c", synced_at="2026-01-01T12:00:00Z", version="1")
-    soon = report.Summary(commit="c", synced_at="2026-01-01T12:05:00Z", version="1")
-    later = report.Summary(commit="c", synced_at="2026-01-01T13:00:00Z", version="1")
+    previous = summary.Summary(commit="c", synced_at="2026-01-01T12:00:00Z", version="1")
+    soon = summary.Summary(commit="c", synced_at="2026-01-01T12:05:00Z", version="1")
+    later = summary.Summary(commit="c", synced_at="2026-01-01T13:00:00Z", version="1")
     assert report.for_note(soon, previous) is previous
     assert report.for_note(later, previous) == later
-    assert report.for_note(report.Summary(commit="c", problems=("x",)), previous).problems
+    assert report.for_note(summary.Summary(commit="c", problems=("x",)), previous).problems
     assert report.age(previous, then + timedelta(minutes=5)) == "5 minutes ago"
     assert report.age(previous, then + timedelta(hours=2, minutes=1)) == "2 hours ago"
-    assert "unknown age" in report.age(report.Summary(), then)
+    assert "unknown age" in report.age(summary.Summary(), then)
 
 
 def test_a_failure_names_the_container_and_the_batch_jobs_verdict() -> None:

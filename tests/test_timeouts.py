@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import cluster, lease
+from mxgitops import cluster, kubecalls, lease, objects
+from mxgitops import errors as mxgitops_errors
 from mxgitops.cli import main
 from mxgitops.errors import ClusterError, ClusterUnreachable, LeaseLostError
 from mxgitops.objects import Create, KubeObject
@@ -66,13 +67,13 @@ def test_retries_stop_at_the_deadline(kubeapi: KubeAPI) -> None:
 
     api = cluster.connect(
         kubeconfig=kubeapi.kubeconfig,
-        retry=cluster.RetryPolicy(attempts=100, base_delay=1, max_delay=1),
+        retry=kubecalls.RetryPolicy(attempts=100, base_delay=1, max_delay=1),
         sleep=sleep,
         request_timeout=5,
     )
     api.clock = lambda: now[0]
-    with pytest.raises(cluster.ClusterServerError):
-        api.get(cluster.ObjectRef(cluster.Kind.LEASE, NS, "x"))
+    with pytest.raises(mxgitops_errors.ClusterServerError):
+        api.get(objects.ObjectRef(objects.Kind.LEASE, NS, "x"))
     assert sum(sleeps) < 5
     assert len(kubeapi.request_log) == len(sleeps) + 1 == 5
 
@@ -175,14 +176,14 @@ def test_hung_requests_are_released_when_the_faults_change(kubeapi: KubeAPI) -> 
     kubeapi.faults("get:hang=1")
     api = cluster.connect(
         kubeconfig=kubeapi.kubeconfig,
-        retry=cluster.RetryPolicy(attempts=1),
+        retry=kubecalls.RetryPolicy(attempts=1),
         request_timeout=60,
     )
     errors: list[Exception] = []
 
     def call() -> None:
         try:
-            api.get(cluster.ObjectRef(cluster.Kind.LEASE, NS, "x"))
+            api.get(objects.ObjectRef(objects.Kind.LEASE, NS, "x"))
         except Exception as exc:  # the unanswered request's error, checked below
             errors.append(exc)
 
@@ -212,7 +213,7 @@ def test_writes_end_at_the_leases_renew_deadline_whatever_the_request_timeout(
     said = "lost the Lease ml/mxgitops-x: not renewed within 0.5 s (no answer to POST /api/v1/"
     assert str(hung.error).startswith(said), hung.error
     kubeapi.faults("")
-    assert api.get(cluster.ObjectRef(cluster.Kind.CONFIG_MAP, NS, "a")) is None
+    assert api.get(objects.ObjectRef(objects.Kind.CONFIG_MAP, NS, "a")) is None
     assert [(e["method"], e["fault"]) for e in kubeapi.request_log] == [
         ("POST", "hang"),
         ("GET", None),

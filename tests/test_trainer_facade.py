@@ -8,17 +8,13 @@ from typing import Any
 
 import pytest
 
-from mxgitops import spec
-from mxgitops.batch import (
-    MXReplicaSet,
-    MXReplicaSetInterface,
-    RenderContext,
-    ReplicaState,
-    State,
-    TrainingJob,
-    render_job,
-)
+from mxgitops import model, spec
+from mxgitops.batch.job import TrainingJob
+from mxgitops.batch.render import render_job
+from mxgitops.batch.replicaset import MXReplicaSet, MXReplicaSetInterface
 from mxgitops.objects import ClusterAPI, Kind, KubeObject, LiveObjects, ObjectRef
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import ReplicaState, State
 
 CTX = RenderContext(instance="prod", commit="c0ffee")
 
@@ -111,12 +107,12 @@ RUNNING: dict[str, Any] = {"running": {}}
 DONE: dict[str, Any] = {"terminated": {"exitCode": 0}}
 
 
-def dist(workers: int = 2, namespace: str = "ml") -> spec.MxJob:
+def dist(workers: int = 2, namespace: str = "ml") -> model.MxJob:
     template = {"spec": {"containers": [{"name": "mxnet", "image": "mxnet"}]}}
     return spec.from_manifest(
         {
-            "apiVersion": spec.SEED_API_VERSION,
-            "kind": spec.SEED_KIND,
+            "apiVersion": model.SEED_API_VERSION,
+            "kind": model.SEED_KIND,
             "metadata": {"name": "mnist", "namespace": namespace},
             "spec": {
                 "jobMode": "dist",
@@ -152,7 +148,7 @@ def test_create_creates_exactly_the_rendered_objects_and_is_idempotent() -> None
 def test_replica_sets_follow_the_spec_and_label_their_objects() -> None:
     job = dist()
     training = TrainingJob(job, FakeCluster(), CTX)
-    assert [r.spec.type for r in training.replicas] == list(spec.ReplicaType)
+    assert [r.spec.type for r in training.replicas] == list(model.ReplicaType)
     labels = training.replicas[2].labels()
     assert labels == {
         "app.kubernetes.io/managed-by": "mxgitops",
@@ -173,14 +169,14 @@ def test_replica_set_create_and_delete_touch_only_its_objects() -> None:
     job = dist(workers=2)
     scheduler, _, workers = TrainingJob(job, cluster, CTX).replicas
     scheduler.create()
-    name = spec.scheduler_service_name(job)
+    name = model.scheduler_service_name(job)
     assert cluster.names(Kind.JOB) == {name}
     assert cluster.names(Kind.SERVICE) == {name}
     workers.create()
     assert len(cluster.names(Kind.JOB)) == 3
     scheduler.delete()
     assert cluster.names(Kind.JOB) == {
-        spec.job_object_name(job, spec.ReplicaType.WORKER, i) for i in range(2)
+        model.job_object_name(job, model.ReplicaType.WORKER, i) for i in range(2)
     }
     assert cluster.names(Kind.SERVICE) == set()
 
@@ -207,13 +203,13 @@ def test_get_status_lists_with_the_jobs_selector() -> None:
     state, statuses = training.get_status()
     assert state is State.RUNNING
     assert [(s.type, s.state) for s in statuses] == [
-        (t, ReplicaState.RUNNING) for t in spec.ReplicaType
+        (t, ReplicaState.RUNNING) for t in model.ReplicaType
     ]
-    cluster.set_pod(spec.job_object_name(job, spec.ReplicaType.WORKER, 0), DONE)
+    cluster.set_pod(model.job_object_name(job, model.ReplicaType.WORKER, 0), DONE)
     workers = training.replicas[2].get_status()
     assert workers.replicas_states == {ReplicaState.SUCCEEDED: 1, ReplicaState.RUNNING: 1}
     assert cluster.selectors[-1] == training.replicas[2].labels().to_selector()
-    cluster.succeed(spec.scheduler_service_name(job))
+    cluster.succeed(model.scheduler_service_name(job))
     assert training.get_status()[0] is State.SUCCEEDED
 
 

@@ -12,18 +12,14 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from mxgitops import objects, spec
-from mxgitops.batch import (
-    NAMESPACE,
-    AcceleratorConfig,
-    KubernetesLabels,
-    MxConfig,
-    RenderContext,
-    job_refs,
-    parse_accelerators,
-    render_job,
-)
+from mxgitops import model, objects, spec
+from mxgitops.batch.render import job_refs, render_job
 from mxgitops.errors import ConfigError
+from mxgitops.model import NAMESPACE
+from mxgitops.runtime.accelerators import AcceleratorConfig, parse_accelerators
+from mxgitops.runtime.labels import KubernetesLabels
+from mxgitops.runtime.mxconfig import MxConfig
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.schema import KUBERNETES_VERSION
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -70,8 +66,8 @@ def seed_doc(
             worker,
         ]
     return {
-        "apiVersion": spec.SEED_API_VERSION,
-        "kind": spec.SEED_KIND,
+        "apiVersion": model.SEED_API_VERSION,
+        "kind": model.SEED_KIND,
         "metadata": {"name": name, "namespace": "ml"},
         "spec": {"jobMode": mode, "replicaSpecs": replica_specs},
     }
@@ -88,8 +84,8 @@ def kubeflow_doc(
         }
 
     return {
-        "apiVersion": spec.KUBEFLOW_API_VERSION,
-        "kind": spec.KUBEFLOW_KIND,
+        "apiVersion": model.KUBEFLOW_API_VERSION,
+        "kind": model.KUBEFLOW_KIND,
         "metadata": {"name": "kf"},
         "spec": {
             "jobMode": "MXTrain",
@@ -99,7 +95,7 @@ def kubeflow_doc(
     }
 
 
-def job_of(doc: dict[str, Any], source: str = "") -> spec.MxJob:
+def job_of(doc: dict[str, Any], source: str = "") -> model.MxJob:
     job = spec.from_manifest(doc)
     return dataclasses.replace(job, source_path=source)
 
@@ -210,7 +206,7 @@ def test_namespace_defaults_to_the_seeds() -> None:
 def test_labels_on_job_and_pod_template() -> None:
     job = job_of(seed_doc(servers=2))
     obj = by_name(
-        render_job(job, CTX), "Job", spec.job_object_name(job, spec.ReplicaType.SERVER, 1)
+        render_job(job, CTX), "Job", model.job_object_name(job, model.ReplicaType.SERVER, 1)
     )
     expected = {
         "app.kubernetes.io/managed-by": "mxgitops",
@@ -310,7 +306,7 @@ def test_the_jobs_headless_service_gives_every_pod_its_dns_name() -> None:
     to exactly that pod: every MX_CONFIG address and DMLC_PS_ROOT_URI is one."""
     job = job_of(seed_doc(port=9500))
     rendered = render_job(job, CTX)
-    name = spec.scheduler_service_name(job)
+    name = model.scheduler_service_name(job)
     service = by_name(rendered, "Service", name)
     assert service["apiVersion"] == "v1"
     assert service["spec"]["clusterIP"] == "None"
@@ -365,7 +361,7 @@ def test_dmlc_env_of_a_worker() -> None:
         '"labels":{"scheduler":"","server":"","worker":""},'
         '"task":{"index":1,"type":"worker"}}'
     )
-    parsed = MxConfig.for_task(job, spec.ReplicaType.WORKER, 1)
+    parsed = MxConfig.for_task(job, model.ReplicaType.WORKER, 1)
     assert json.loads(mx_config) == parsed.to_dict()
     assert parsed.task == {"type": "worker", "index": 1}
 
@@ -378,15 +374,15 @@ def test_every_mx_config_is_the_json_of_its_task() -> None:
         if obj["kind"] != "Job":
             continue
         labels = obj["metadata"]["labels"]
-        replica_type, index = spec.ReplicaType(labels["job_type"]), int(labels["task_index"])
+        replica_type, index = model.ReplicaType(labels["job_type"]), int(labels["task_index"])
         expected = MxConfig.for_task(job, replica_type, index).to_json()
         assert env_of(obj)["MX_CONFIG"] == expected
 
 
-@pytest.mark.parametrize("replica_type", list(spec.ReplicaType))
-def test_dmlc_role_per_replica_type(replica_type: spec.ReplicaType) -> None:
+@pytest.mark.parametrize("replica_type", list(model.ReplicaType))
+def test_dmlc_role_per_replica_type(replica_type: model.ReplicaType) -> None:
     job = job_of(seed_doc())
-    obj = by_name(render_job(job, CTX), "Job", spec.job_object_name(job, replica_type, 0))
+    obj = by_name(render_job(job, CTX), "Job", model.job_object_name(job, replica_type, 0))
     env = env_of(obj)
     assert env["DMLC_ROLE"] == replica_type.role
     assert json.loads(env["MX_CONFIG"])["task"] == {"type": replica_type.role, "index": 0}
@@ -402,7 +398,7 @@ def test_kubeflow_ports_come_from_each_replicas_mxjob_port() -> None:
     assert env["DMLC_PS_ROOT_PORT"] == "9999"
     cluster = json.loads(env["MX_CONFIG"])["cluster"]
     assert cluster["scheduler"][0]["port"] == 9999
-    assert cluster["worker"][0]["port"] == spec.DEFAULT_PS_ROOT_PORT
+    assert cluster["worker"][0]["port"] == model.DEFAULT_PS_ROOT_PORT
     service = render_job(job, CTX)[-1]
     assert service["spec"]["ports"][0]["targetPort"] == 9999
 
@@ -432,7 +428,7 @@ def test_a_local_job_gets_the_environment_the_operator_gave_it() -> None:
     scheduler (an empty address, port 0); its hostname resolves in its own pod."""
     job = job_of(seed_doc("local", worker_container=mxnet(env=[{"name": "A", "value": "1"}])))
     (obj,) = render_job(job, CTX)
-    host = spec.job_object_name(job, spec.ReplicaType.WORKER, 0)
+    host = model.job_object_name(job, model.ReplicaType.WORKER, 0)
     env = env_of(obj)
     assert json.loads(env.pop("MX_CONFIG")) == {
         "cluster": {"worker": [{"url": host, "port": 9091}]},

@@ -8,21 +8,14 @@ from typing import Any
 
 import pytest
 
-from mxgitops import objects, spec
-from mxgitops.batch import (
-    LiveJob,
-    MxReplicaStatus,
-    RenderContext,
-    ReplicaState,
-    State,
-    group_live,
-    is_retryable_termination,
-    job_status,
-    render_job,
-    replica_state,
-)
+from mxgitops import model, objects, spec
+from mxgitops.batch.live import LiveJob, group_live
+from mxgitops.batch.render import render_job
+from mxgitops.batch.status import job_status, replica_state
 from mxgitops.objects import LiveObjects, ObjectRef
-from mxgitops.runtime.state import aggregate, job_state
+from mxgitops.runtime.pods import is_retryable_termination
+from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State, aggregate, job_state
 from tests.helpers.trainer_status import (
     EXIT_CODE,
     NEVER,
@@ -40,7 +33,7 @@ R, S, F, U = (
     ReplicaState.FAILED,
     ReplicaState.UNKNOWN,
 )
-T = spec.ReplicaType
+T = model.ReplicaType
 CTX = RenderContext(instance="prod", commit="c0ffee")
 
 
@@ -102,7 +95,7 @@ WAITING = {"waiting": {"reason": "ContainerCreating"}}
     ],
 )
 def test_replica_state_from_the_newest_pod_by_restart_policy(
-    restart: spec.RestartPolicy, pods: list[dict[str, Any]], expected: ReplicaState
+    restart: model.RestartPolicy, pods: list[dict[str, Any]], expected: ReplicaState
 ) -> None:
     assert replica_state(batch_job(restart=restart), pods) is expected
 
@@ -206,7 +199,8 @@ def test_replica_set_aggregation(states: list[ReplicaState], expected: ReplicaSt
 
 def sets(**states: ReplicaState) -> list[MxReplicaStatus]:
     return [
-        MxReplicaStatus(spec.ReplicaType[name], state, {state: 1}) for name, state in states.items()
+        MxReplicaStatus(model.ReplicaType[name], state, {state: 1})
+        for name, state in states.items()
     ]
 
 
@@ -229,21 +223,21 @@ def sets(**states: ReplicaState) -> list[MxReplicaStatus]:
 def test_job_state_per_mode_and_success_policy(
     mode: str, policy: str, statuses: list[MxReplicaStatus], expected: State
 ) -> None:
-    assert job_state(spec.JobMode(mode), spec.SuccessPolicy(policy), statuses) is expected
+    assert job_state(model.JobMode(mode), model.SuccessPolicy(policy), statuses) is expected
 
 
 # -- from rendered objects ---------------------------------------------------------------------
 
 
-def dist_job(workers: int = 2, policy: str = "", name: str = "mnist") -> spec.MxJob:
+def dist_job(workers: int = 2, policy: str = "", name: str = "mnist") -> model.MxJob:
     def replica(kind: str, replicas: int) -> dict[str, Any]:
         containers = [{"name": "mxnet", "image": "mxnet"}]
         template = {"spec": {"containers": containers, "restartPolicy": "Never"}}
         return {"replicas": replicas, "mxReplicaType": kind, "template": template}
 
     doc: dict[str, Any] = {
-        "apiVersion": spec.SEED_API_VERSION,
-        "kind": spec.SEED_KIND,
+        "apiVersion": model.SEED_API_VERSION,
+        "kind": model.SEED_KIND,
         "metadata": {"name": name, "namespace": "ml"},
         "spec": {
             "jobMode": "dist",
@@ -260,7 +254,7 @@ def dist_job(workers: int = 2, policy: str = "", name: str = "mnist") -> spec.Mx
 
 
 def live_of(
-    job: spec.MxJob,
+    job: model.MxJob,
     pod_states: dict[str, dict[str, Any]],
     *,
     succeeded: tuple[str, ...] = (),
@@ -289,9 +283,9 @@ def live_of(
     return LiveObjects(tuple(jobs), tuple(services), tuple(pods))
 
 
-def names(job: spec.MxJob) -> dict[str, str]:
+def names(job: model.MxJob) -> dict[str, str]:
     return {
-        f"{t.role}{i}": spec.job_object_name(job, t, i)
+        f"{t.role}{i}": model.job_object_name(job, t, i)
         for r in job.replica_specs
         for t, i in ((r.type, i) for i in range(r.replicas))
     }
@@ -512,7 +506,7 @@ def test_restarts_of_every_replica_count_against_one_backoff_limit() -> None:
     live = LiveObjects(on_failure.jobs, on_failure.services, tuple(pods))
     shape = dataclasses.replace(JobShape.of(doc_job), backoff_limit=3)
     exceeded = backoff_exceeded(shape, live)
-    assert exceeded is not None and exceeded[0] == (spec.ReplicaType.WORKER, 0)
+    assert exceeded is not None and exceeded[0] == (model.ReplicaType.WORKER, 0)
     assert "3 container restarts" in exceeded[1]
     assert job_status(doc_job, live)[0] is State.RUNNING  # the job's own limit: none
     assert backoff_exceeded(dataclasses.replace(shape, backoff_limit=4), live) is None

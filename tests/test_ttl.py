@@ -10,13 +10,14 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mxgitops.batch import State, render_job
+from mxgitops.batch.render import render_job
 from mxgitops.changes import Action, PlanOptions
-from mxgitops.jobset import render_jobset
 from mxgitops.jobset.kinds import JOBSET
+from mxgitops.jobset.render import render_jobset
 from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects, ObjectRef
 from mxgitops.plan import plan
+from mxgitops.runtime.state import State
 from mxgitops.spec import from_manifest
 from tests.helpers.plan import BATCH, CTX, NS, OPTIONS, finish, job, live, only
 from tests.helpers.reconcile_e2e import mxjob

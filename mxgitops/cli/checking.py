@@ -28,7 +28,7 @@ from mxgitops.config import (
     with_problems,
 )
 from mxgitops.manifests import LoadResult, load
-from mxgitops.spec import NAMESPACE
+from mxgitops.model import NAMESPACE
 
 # `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
 # is defined without importing convert (ruamel.yaml); a test checks that they agree.

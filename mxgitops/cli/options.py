@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import click
 
 from mxgitops import runtimes
-from mxgitops.cluster import MAX_REQUEST_TIMEOUT
 from mxgitops.config import FILE_SIZE_BOUNDS
+from mxgitops.kubecalls import MAX_REQUEST_TIMEOUT
 from mxgitops.manifestfiles import MAX_FILE_SIZE
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxgitops.batch import RenderContext
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.spec import from_manifest
 from tests.helpers.reconcile_e2e import mxjob
 

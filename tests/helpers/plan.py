@@ -7,8 +7,8 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
-from mxgitops import spec
-from mxgitops.batch import render_job
+from mxgitops import model, spec
+from mxgitops.batch.render import render_job
 from mxgitops.changes import Plan, PlanOptions
 from mxgitops.ledger import Ledger
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
@@ -41,7 +41,7 @@ def job(
     annotations: dict[str, str] | None = None,
     restart: str | None = None,
     **run_policy: Any,
-) -> spec.MxJob:
+) -> model.MxJob:
     def replica(count: int) -> dict[str, Any]:
         container = {"name": "mxnet", "image": "mxnet/python:1.9.1"}
         one = {"replicas": count, "template": {"spec": {"containers": [container]}}}
@@ -62,10 +62,10 @@ def job(
     return dataclasses.replace(spec.from_manifest(doc), source_path=f"jobs/{name}.yaml")
 
 
-WAIT = {spec.ON_CHANGE_ANNOTATION: "wait"}
+WAIT = {model.ON_CHANGE_ANNOTATION: "wait"}
 
 
-def live(*jobs: spec.MxJob, status: dict[str, Any] | None = None) -> LiveObjects:
+def live(*jobs: model.MxJob, status: dict[str, Any] | None = None) -> LiveObjects:
     """The rendered objects of `jobs` as a LIST returns them; `status` on every batch Job."""
     objects = [o for j in jobs for o in render_job(j, CTX)]
     batch = tuple(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import cluster
+from mxgitops import cluster, kubecalls
 from mxgitops.config import SyncConfig
 from mxgitops.objects import (
     JOB_NAME_LABEL,
@@ -43,7 +43,7 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 RID = r"[0-9a-z]{5}"
 
 
-RETRY = cluster.RetryPolicy(attempts=3, base_delay=0.01, max_delay=2)
+RETRY = kubecalls.RetryPolicy(attempts=3, base_delay=0.01, max_delay=2)
 
 
 def container(args: list[str] | None = None, **extra: Any) -> dict[str, Any]:
@@ -100,7 +100,7 @@ class Syncer:
 
     api: KubeAPI
     repo: Path
-    retry: cluster.RetryPolicy = RETRY
+    retry: kubecalls.RetryPolicy = RETRY
     parallelism: int = 4
     sleeps: list[float] = field(default_factory=list)
     # Where the verdict cache goes: beside the repository, unless that is a folder of

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from mxgitops import report
+from mxgitops import summary as mxgitops_summary
 from mxgitops.config import SyncConfig
 from tests.gitfixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
@@ -66,7 +67,7 @@ def config_for(url: str, cache: Path, kubeapi: KubeAPI | None, **overrides: Any)
     return SyncConfig(**values)
 
 
-def note_summary(remote: GitRemote, sha: str) -> report.Summary:
+def note_summary(remote: GitRemote, sha: str) -> mxgitops_summary.Summary:
     text = remote.note(sha)
     assert text is not None, f"no note on {sha} in the remote"
     summary = report.parse_note(text)

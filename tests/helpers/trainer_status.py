@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxgitops import spec
+from mxgitops import model
 
 
 def terminated(code: int, message: str = "", reason: str = "") -> dict[str, Any]:
@@ -49,7 +49,7 @@ def batch_job(
     succeeded: int = 0,
     conditions: list[dict[str, str]] | None = None,
     *,
-    restart: spec.RestartPolicy | None = None,
+    restart: model.RestartPolicy | None = None,
     failed: int = 0,
 ) -> dict[str, Any]:
     status: dict[str, Any] = {}
@@ -65,7 +65,7 @@ def batch_job(
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "status": status}
 
 
-NEVER, ON_FAILURE, EXIT_CODE = (spec.RestartPolicy(p) for p in ("Never", "OnFailure", "ExitCode"))
+NEVER, ON_FAILURE, EXIT_CODE = (model.RestartPolicy(p) for p in ("Never", "OnFailure", "ExitCode"))
 
 
 def failed_pod(state: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.batch import RenderContext
 from mxgitops.manifests import load
+from mxgitops.runtime.rendering import RenderContext
 from mxgitops.runtimes import render
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.helpers.published import FILES, header
