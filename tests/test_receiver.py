@@ -103,7 +103,7 @@ def test_a_flood_of_signed_pushes_starts_two_syncs_in_bounded_memory() -> None:
     """1,000 distinct signed pushes, from 8 clients at once, while the first sync runs:
     one more sync waits, and starts when the first ends; memory stays bounded."""
     with running_receiver() as (server, runs, starter):
-        bodies = [push_body(commit=f"{n:040d}") for n in range(1_000)]
+        bodies = [push_body(commit=f"{n + 1:040d}") for n in range(1_000)]  # zeros: deleted
 
         def deliver(n: int) -> tuple[int, str]:
             return post(server, bodies[n], signed("gitea", bodies[n], delivery=str(n)))
