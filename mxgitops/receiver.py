@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -38,6 +39,7 @@ READ_TIMEOUT = 10.0  # seconds a client has to send its whole request
 MAX_CONNECTIONS = 64
 WEBHOOK_PATH = "/webhook"
 _READ_SIZE = 64 * 1024
+_DIGITS = re.compile(r"[0-9]{1,19}")  # up to 19: any more is over MAX_BODY anyway
 
 
 class Starter(Protocol):
@@ -90,6 +92,11 @@ class Server(ThreadingHTTPServer):
         # `Thread.start` waits for a thread that frees the slot itself: freed twice, the
         # ValueError replaced the SystemExit, taken for the request's error, and the
         # receiver served on.
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request's thread failed (a bug): one log line, not socketserver's traceback
+        on stderr, which a JSON log cannot read."""
+        LOG.error("a request failed", exc_info=True, extra={"client": str(client_address[0])})
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -194,8 +201,9 @@ class Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if length is None:
             raise Refusal(411, "a Content-Length header is needed")
-        if not length.strip().isdigit():
-            raise Refusal(400, f"Content-Length is not a number: {length!r}")
+        # ASCII digits only: str.isdigit() takes "²", which int() refuses, and "١٢".
+        if not _DIGITS.fullmatch(length.strip()):
+            raise Refusal(400, f"Content-Length is not a number: {length[:32]!r}")
         size = int(length)
         if size > MAX_BODY:
             raise Refusal(413, f"the body of {size} bytes is over the limit of {MAX_BODY}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import socket
 import threading
 import time
@@ -259,3 +260,26 @@ def test_a_sigterm_while_a_connections_thread_starts_stops_the_receiver(
                 server.process_request(request, ("127.0.0.1", 0))
         request.close()
         assert server._slots._value == 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("length", ["١٢".encode(), "²".encode("latin-1"), b"\xb9\xb2"])
+def test_a_content_length_of_other_digits_is_a_bad_request(
+    length: bytes, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Headers are read as Latin-1: "²" passed `str.isdigit()` and failed `int()`, which
+    killed the request's thread unanswered, with a traceback on stderr. (UTF-8 "١٢"
+    arrives as other characters, and was refused already.)"""
+    with (
+        caplog.at_level(logging.INFO, "mxgitops.receiver"),
+        running_receiver() as (server, runs, _),
+    ):
+        host, port = server.server_address[:2]
+        with socket.create_connection((str(host), port), timeout=DEADLINE) as client:
+            client.sendall(b"POST /webhook HTTP/1.1\r\nContent-Length: " + length + b"\r\n\r\n{}")
+            answer = b"".join(iter(lambda: client.recv(4096), b""))  # to the end: HTTP/1.0
+        assert answer.startswith(b"HTTP/1.0 400"), answer
+        assert b"Content-Length is not a number" in answer
+    (line,) = [r for r in caplog.records if r.getMessage().startswith("webhook:")]
+    assert getattr(line, "status", None) == 400
+    assert "Traceback" not in capfd.readouterr().err
+    assert runs.created == []
