@@ -8,7 +8,8 @@ connection. Every answer is a JSON object with a `message`:
   (not read), a bad or missing signature 401, a body that is not a push event 400,
   another event or branch 202 (nothing started, the reason said), a push 202 with
   what it started (`coalesce.Decision`);
-- `GET /healthz`: 200 once the CronJob's Jobs are listed (what runs is known), else 503;
+- `GET /healthz`: 200 once the CronJob's Jobs are listed (what runs is known) and while
+  the receiver's threads run, else 503 saying why;
 - `GET /metrics`: the receiver's counters (`metrics.ReceiverCounters`).
 
 A client gets `read_timeout` seconds for its whole request, headers and body: a
@@ -47,7 +48,9 @@ class Starter(Protocol):
 
     def push(self, push: Push) -> Decision: ...
 
-    def ready(self) -> bool: ...
+    def unready(self) -> str:
+        """Why pushes cannot be served now ("" when they can)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -159,8 +162,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/healthz":
-            ready = self.server.starter.ready()
-            self._answer(200 if ready else 503, "ok" if ready else "the Jobs are not listed yet")
+            unready = self.server.starter.unready()
+            self._answer(503 if unready else 200, unready or "ok")
         elif self.path == "/metrics":
             body, content_type = self.server.counters.exposition()
             self._send(200, body, content_type)
