@@ -374,8 +374,8 @@ def test_watches_the_server_ends_at_once_are_backed_off(kubeapi: Any) -> None:
     up to a cap; never more than two watches a second. Counted over a bounded number of
     the watcher's turns, on an injected clock: no time passes for the test."""
     turns, now, pauses = 24, [0.0], []
+    kubeapi.faults("watch/jobs:ended=1")  # first: on the real backend, it adds the proxy
     connection = cluster.connect(kubeconfig=kubeapi.kubeconfig)
-    kubeapi.faults("watch/jobs:ended=1")
 
     def pause(seconds: float) -> bool:
         pauses.append(seconds)
