@@ -29,6 +29,10 @@ class Decision(StrEnum):
     QUEUED = "a sync runs: one more starts when it ends"
     COALESCED = "a sync already waits to start: it covers this push"
     REPLAYED = "a replay of a push seen before: nothing starts"
+    # Not the coalescer's: the starter answers so before asking it (`pushsync.py`).
+    SUSPENDED = (
+        "the CronJob is suspended: nothing starts; its schedule syncs again once it is resumed"
+    )
 
 
 IN_FLIGHT = -1  # `launching`'s mark of a create that has not come back
@@ -78,6 +82,11 @@ class Coalescer:
     def existed(self, name: str) -> None:
         """A Job of that name was there before (the same delivery, started before):
         whether it runs is what the cluster says of it."""
+        self.launching.pop(name, None)
+
+    def withdrawn(self, name: str) -> None:
+        """The Job was not created after all (the CronJob is suspended): nothing runs
+        for it, and its push is dropped."""
         self.launching.pop(name, None)
 
     def failed(self, name: str, push: Push) -> None:

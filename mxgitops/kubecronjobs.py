@@ -17,10 +17,11 @@ from collections.abc import Callable
 from mxgitops import kubehttp
 from mxgitops.errors import ClusterClientError, ClusterError
 from mxgitops.kubecalls import Calls, path_of
-from mxgitops.objects import Kind, KubeObject, ObjectRef
+from mxgitops.objects import Kind, KubeObject
 
 MAX_EVENT = 4 << 20  # bytes of one watch event: an object is at most etcd's 1.5 MiB
 WATCH_GRACE = 30.0  # seconds a watch's call may outlast its timeoutSeconds
+_MESSAGE_SHOWN = 300  # characters of a watch's ERROR message in the error
 
 
 class WatchExpired(ClusterError):
@@ -30,13 +31,17 @@ class WatchExpired(ClusterError):
 class CronJobRuns(Calls):
     """The receiver's requests: a CronJob, the Jobs started from it."""
 
-    def cronjob(self, namespace: str, name: str) -> KubeObject:
-        found = self.get(ObjectRef(Kind.CRON_JOB, namespace, name))
-        if found is None:
+    def cronjob(self, namespace: str, name: str, *, budget: float | None = None) -> KubeObject:
+        """The CronJob, read within `budget` seconds (else the request timeout)."""
+        path = path_of(Kind.CRON_JOB, namespace, name)
+        try:
+            return self._call("GET", path, read=kubehttp.read_object, budget=budget)
+        except ClusterClientError as exc:
+            if exc.status != 404:
+                raise
             raise ClusterClientError(
                 f"the CronJob {namespace}/{name} does not exist", status=404, reason="NotFound"
-            )
-        return found
+            ) from exc
 
     def create_job(self, job: KubeObject) -> bool:
         """Create `job`; False if a Job of its name exists (made before)."""
@@ -63,19 +68,25 @@ class CronJobRuns(Calls):
     ) -> str:
         """Watch the namespace's Jobs from resourceVersion `since` for up to `timeout`
         seconds, calling `on_event(type, job)` for each ADDED, MODIFIED or DELETED;
-        the last resourceVersion seen (bookmarks too)."""
+        the last resourceVersion seen (bookmarks too). The objects are as the server
+        sent them: the caller checks them."""
         seen = [since]
 
         def event(line: bytes) -> None:
             said = json.loads(line)
+            if not isinstance(said, dict):  # the transport makes this a ClusterError
+                raise ValueError("a watch event that is not an object")
             kind, obj = said.get("type"), said.get("object") or {}
             if kind == "ERROR":
-                if obj.get("code") == 410:
+                status = obj if isinstance(obj, dict) else {}
+                if status.get("code") == 410:
                     raise WatchExpired(f"the watch of Jobs in {namespace} expired")
-                raise ClusterError(f"the watch of Jobs in {namespace} failed: {obj.get('message')}")
-            version = (obj.get("metadata") or {}).get("resourceVersion")
-            if version:
-                seen.append(str(version))
+                message = str(status.get("message"))[:_MESSAGE_SHOWN]
+                raise ClusterError(f"the watch of Jobs in {namespace} failed: {message!r}")
+            metadata = obj.get("metadata") if isinstance(obj, dict) else None
+            version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+            if isinstance(version, str) and version:
+                seen.append(version)
             if kind in ("ADDED", "MODIFIED", "DELETED"):
                 on_event(kind, obj)
 

@@ -55,6 +55,36 @@ STATUS: Mapping[Kind, Mapping[str, Schema]] = {
 }
 
 
+# What the receiver reads of a Job's metadata (`manualjob.controlled_by`, `finished`).
+METADATA: Mapping[str, Schema] = {
+    "name": str,
+    "namespace": str,
+    "deletionTimestamp": str,
+    "ownerReferences": [{"kind": str, "name": str, "controller": bool}],
+}
+
+
+def object_problem(kind: Kind, obj: Any) -> str:
+    """What is ill-typed in a whole object of `kind` as a watch brings it ("" if
+    nothing): an object, with metadata and a name (`METADATA`), and its status."""
+    if not isinstance(obj, dict):
+        return f"object is {_what(obj)}, not an object"
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        return "metadata.name is missing"
+    status = obj.get("status")
+    if status is not None and not isinstance(status, dict):
+        return f"status is {_what(status)}, not an object"
+    return _problem(metadata, METADATA, "metadata") or status_problem(kind, status or {})
+
+
+def name_of(obj: Any) -> str:
+    """The object's name if it has one, to say which was refused ("" if none)."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def status_problem(kind: Kind, status: Mapping[str, Any]) -> str:
     """What is ill-typed in `status` of an object of `kind` ("" if nothing): the core
     kinds' schemas are here, a runtime's own kinds' are theirs (`Kind.status`)."""
@@ -83,7 +113,8 @@ def _problem(value: Any, schema: Schema, path: str) -> str:
         return ""
     if isinstance(value, bool) is (schema is bool) and isinstance(value, schema):
         return ""
-    return f"{path} is {_what(value)}, not {'an integer' if schema is int else 'a string'}"
+    wanted = {int: "an integer", bool: "a boolean"}.get(schema, "a string")
+    return f"{path} is {_what(value)}, not {wanted}"
 
 
 def _what(value: Any) -> str:

@@ -88,3 +88,10 @@ def finished(job: Mapping[str, Any]) -> bool:
     return any(
         c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
     )
+
+
+def suspended(cronjob: Mapping[str, Any]) -> bool:
+    """Whether the CronJob is suspended (`spec.suspend: true`): its operator stopped it,
+    and no push starts a run of it either."""
+    spec = cronjob.get("spec")
+    return isinstance(spec, dict) and spec.get("suspend") is True

@@ -8,7 +8,8 @@ connection. Every answer is a JSON object with a `message`:
   (not read), a bad or missing signature 401, a body that is not a push event 400,
   another event or branch 202 (nothing started, the reason said), a push 202 with
   what it started (`coalesce.Decision`);
-- `GET /healthz`: 200 once the CronJob's Jobs are listed (what runs is known), else 503;
+- `GET /healthz`: 200 once the CronJob's Jobs are listed (what runs is known) and while
+  the receiver's threads run, else 503 saying why;
 - `GET /metrics`: the receiver's counters (`metrics.ReceiverCounters`).
 
 A client gets `read_timeout` seconds for its whole request, headers and body: a
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -38,6 +40,7 @@ READ_TIMEOUT = 10.0  # seconds a client has to send its whole request
 MAX_CONNECTIONS = 64
 WEBHOOK_PATH = "/webhook"
 _READ_SIZE = 64 * 1024
+_DIGITS = re.compile(r"[0-9]{1,19}")  # up to 19: any more is over MAX_BODY anyway
 
 
 class Starter(Protocol):
@@ -45,7 +48,9 @@ class Starter(Protocol):
 
     def push(self, push: Push) -> Decision: ...
 
-    def ready(self) -> bool: ...
+    def unready(self) -> str:
+        """Why pushes cannot be served now ("" when they can)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,11 @@ class Server(ThreadingHTTPServer):
         # `Thread.start` waits for a thread that frees the slot itself: freed twice, the
         # ValueError replaced the SystemExit, taken for the request's error, and the
         # receiver served on.
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request's thread failed (a bug): one log line, not socketserver's traceback
+        on stderr, which a JSON log cannot read."""
+        LOG.error("a request failed", exc_info=True, extra={"client": str(client_address[0])})
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -152,8 +162,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/healthz":
-            ready = self.server.starter.ready()
-            self._answer(200 if ready else 503, "ok" if ready else "the Jobs are not listed yet")
+            unready = self.server.starter.unready()
+            self._answer(503 if unready else 200, unready or "ok")
         elif self.path == "/metrics":
             body, content_type = self.server.counters.exposition()
             self._send(200, body, content_type)
@@ -194,8 +204,9 @@ class Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if length is None:
             raise Refusal(411, "a Content-Length header is needed")
-        if not length.strip().isdigit():
-            raise Refusal(400, f"Content-Length is not a number: {length!r}")
+        # ASCII digits only: str.isdigit() takes "²", which int() refuses, and "١٢".
+        if not _DIGITS.fullmatch(length.strip()):
+            raise Refusal(400, f"Content-Length is not a number: {length[:32]!r}")
         size = int(length)
         if size > MAX_BODY:
             raise Refusal(413, f"the body of {size} bytes is over the limit of {MAX_BODY}")

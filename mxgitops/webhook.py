@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ from urllib.parse import parse_qs
 
 MAX_BODY = 1 << 20  # bytes: a push of hundreds of commits is far less
 REMEMBERED_DELIVERIES = 10_000  # ids and body digests kept to refuse replays (~1 MiB)
+_BRANCHES = "refs/heads/"
+_NO_COMMIT = re.compile(r"0{40}|0{64}")
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class Forge(StrEnum):
@@ -112,10 +116,11 @@ def push_of(forge: Forge, headers: Mapping[str, str], body: bytes, branch: str) 
     ref = payload["ref"]
     if ref != f"refs/heads/{tracked}":
         raise Refusal(202, f"ignored: a push to {ref}, not to refs/heads/{tracked}")
-    if payload.get("deleted") is True:
+    after = payload.get("after") or payload.get("checkout_sha") or ""
+    # GitLab says a deleted branch only by an `after` of zeros (SHA-1 or SHA-256 wide).
+    if payload.get("deleted") is True or (isinstance(after, str) and _NO_COMMIT.fullmatch(after)):
         raise Refusal(202, f"ignored: the push deleted {ref}")
     digest = hashlib.sha256(body).hexdigest()
-    after = payload.get("after") or payload.get("checkout_sha") or ""
     return Push(
         forge=forge,
         delivery=headers.get(delivery_header.lower(), "").strip()[:128] or digest,
@@ -123,6 +128,18 @@ def push_of(forge: Forge, headers: Mapping[str, str], body: bytes, branch: str) 
         branch=tracked,
         commit=after if isinstance(after, str) else "",
     )
+
+
+def tracked_branch(given: str) -> str:
+    """The branch name `--branch` (the sync's MXGITOPS_REF) names: `main` or
+    `refs/heads/main`, which `sync --ref` takes too; "" for none. A ValueError for a
+    ref that is no branch (a tag, HEAD, a commit): no push would ever match it."""
+    branch = given.removeprefix(_BRANCHES) if given.startswith(_BRANCHES) else given
+    if given.startswith(_BRANCHES) and not branch:
+        raise ValueError(f"{given!r} is not a branch: no name after {_BRANCHES}")
+    if branch.startswith("refs/") or branch == "HEAD" or _COMMIT.fullmatch(branch):
+        raise ValueError(f"{given!r} is not a branch: pushes to a branch start a sync")
+    return branch
 
 
 def _payload(content_type: str, body: bytes) -> Any:

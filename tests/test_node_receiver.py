@@ -4,7 +4,8 @@ push webhook and the receiver's own pod.
 A user's overlay (a copy of ``cronjob/overlays/example`` for another instance, ``push``,
 in its own namespace, with ``components/receiver``, its Service made a NodePort, as a
 cluster without an Ingress would expose it) is installed on the real node by
-``kubectl apply -k``: the CronJob (suspended here, so that every sync is a push's), its
+``kubectl apply -k``: the CronJob (its schedule half a year away, so that every sync is a
+push's; suspended, it would get none), its
 RBAC, and the receiver's Deployment, whose pod (made by the test from its template:
 this control plane runs no Deployment controller) runs the project's image with
 another command, as its ServiceAccount, under Pod Security ``restricted``. The jobs repository
@@ -39,7 +40,7 @@ from tests.cronjobruns import kubectl
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitfixtures import run_git
 from tests.helpers.cronjob import CRONJOB as CRONJOB_DIR
-from tests.webhookfixtures import SECRET
+from tests.webhookfixtures import SECRET, rarely
 
 NAMESPACE = "mxgitops-push"
 CRONJOB = "mxgitops-push"
@@ -53,7 +54,7 @@ def push_overlay(root: Path, repo_url: str) -> Path:
     """The example overlay copied for the instance `push`, as its comment says (the
     namespace, the nameSuffix and MXGITOPS_INSTANCE together), with the receiver's
     component, the project's image, the Git cache in the base's emptyDir, and the
-    CronJob suspended."""
+    CronJob's schedule half a year away."""
     shutil.copytree(CRONJOB_DIR, root / "cronjob")
     overlay = root / "cronjob/overlays/push"
     shutil.copytree(root / "cronjob/overlays/example", overlay)
@@ -78,7 +79,7 @@ def push_overlay(root: Path, repo_url: str) -> Path:
         patches=[
             {
                 "target": {"kind": "CronJob"},
-                "patch": "- op: add\n  path: /spec/suspend\n  value: true\n",
+                "patch": f"- op: replace\n  path: /spec/schedule\n  value: '{rarely()}'\n",
             },
             {
                 "target": {"kind": "Service", "name": "mxgitops-receiver"},

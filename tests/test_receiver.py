@@ -6,19 +6,24 @@ more than the coalesced number of syncs, or anything without a verified signatur
 from __future__ import annotations
 
 import gc
+import itertools
 import json
+import logging
+import random
 import socket
 import threading
 import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
+from mxgitops import cluster
 from mxgitops.coalesce import Decision
 from mxgitops.metrics import ReceiverCounters
 from mxgitops.objects import KubeObject
-from mxgitops.pushsync import SyncStarter
+from mxgitops.pushsync import WATCH_BACKOFF_CAP, Backoff, OnEvent, SyncStarter
 from mxgitops.webhook import MAX_BODY, Forge, Push
 from tests.controlplane.harness import wait_for
 from tests.webhookfixtures import (
@@ -27,6 +32,7 @@ from tests.webhookfixtures import (
     NAMESPACE,
     FakeRuns,
     get,
+    owned_job,
     post,
     push_body,
     running_receiver,
@@ -102,7 +108,7 @@ def test_a_flood_of_signed_pushes_starts_two_syncs_in_bounded_memory() -> None:
     """1,000 distinct signed pushes, from 8 clients at once, while the first sync runs:
     one more sync waits, and starts when the first ends; memory stays bounded."""
     with running_receiver() as (server, runs, starter):
-        bodies = [push_body(commit=f"{n:040d}") for n in range(1_000)]
+        bodies = [push_body(commit=f"{n + 1:040d}") for n in range(1_000)]  # zeros: deleted
 
         def deliver(n: int) -> tuple[int, str]:
             return post(server, bodies[n], signed("gitea", bodies[n], delivery=str(n)))
@@ -258,3 +264,148 @@ def test_a_sigterm_while_a_connections_thread_starts_stops_the_receiver(
                 server.process_request(request, ("127.0.0.1", 0))
         request.close()
         assert server._slots._value == 2  # type: ignore[attr-defined]
+
+
+QUEUED = "a sync runs: one more starts when it ends"
+SUSPENDED = "the CronJob is suspended: nothing starts; its schedule syncs again once it is resumed"
+
+
+def test_an_ill_typed_job_in_a_watch_is_skipped_and_the_watch_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`status.conditions: 5` in a watch event killed the watcher: no sync ever started
+    again, and /healthz said 200."""
+    with running_receiver() as (server, runs, _):
+        body = push_body()
+        assert post(server, body, signed("github", body, delivery="d-1"))[1] == "starting a sync"
+        (running,) = runs.wait_created(1)
+        runs.inject("MODIFIED", owned_job("mxgitops-ill", conditions=5))
+        runs.inject("MODIFIED", [1, 2])
+        later = push_body(commit="b" * 40)
+        assert post(server, later, signed("github", later, delivery="d-2"))[1] == QUEUED
+        runs.finish(running["metadata"]["name"])
+        assert len(runs.wait_created(2)) == 2
+        assert get(server, "/healthz")[0] == 200
+    assert "mxgitops-ill" in caplog.text and "status.conditions is a number" in caplog.text
+
+
+def test_an_ill_typed_job_in_the_list_is_skipped() -> None:
+    runs = FakeRuns()
+    runs.jobs["mxgitops-ill"] = owned_job("mxgitops-ill", conditions=[{"type": 7}])
+    with running_receiver(runs) as (server, _, _):
+        body = push_body()
+        assert post(server, body, signed("github", body))[1] == "starting a sync"
+        assert len(runs.wait_created(1)) == 1
+
+
+def test_a_dead_watcher_fails_healthz() -> None:
+    """A watcher that stopped (a bug) keeps what runs unknown: not healthy."""
+
+    class Broken(FakeRuns):
+        breaks = threading.Event()
+
+        def watch_jobs(self, namespace: str, since: str, on_event: OnEvent, *, timeout: int) -> str:
+            assert self.breaks.wait(DEADLINE)
+            raise RuntimeError("a bug")
+
+    runs = Broken()
+    with running_receiver(runs) as (server, _, _):
+        assert get(server, "/healthz")[0] == 200
+        runs.breaks.set()
+        wait_for("/healthz failing", lambda: get(server, "/healthz")[0] == 503, DEADLINE)
+        said = json.loads(get(server, "/healthz")[1])["message"]
+        assert said == "the watcher of the CronJob's Jobs stopped: restart the receiver"
+
+
+@pytest.mark.parametrize("length", ["١٢".encode(), "²".encode("latin-1"), b"\xb9\xb2"])
+def test_a_content_length_of_other_digits_is_a_bad_request(
+    length: bytes, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Headers are read as Latin-1: "²" passed `str.isdigit()` and failed `int()`, which
+    killed the request's thread unanswered, with a traceback on stderr. (UTF-8 "١٢"
+    arrives as other characters, and was refused already.)"""
+    with (
+        caplog.at_level(logging.INFO, "mxgitops.receiver"),
+        running_receiver() as (server, runs, _),
+    ):
+        host, port = server.server_address[:2]
+        with socket.create_connection((str(host), port), timeout=DEADLINE) as client:
+            client.sendall(b"POST /webhook HTTP/1.1\r\nContent-Length: " + length + b"\r\n\r\n{}")
+            answer = b"".join(iter(lambda: client.recv(4096), b""))  # to the end: HTTP/1.0
+        assert answer.startswith(b"HTTP/1.0 400"), answer
+        assert b"Content-Length is not a number" in answer
+    (line,) = [r for r in caplog.records if r.getMessage().startswith("webhook:")]
+    assert getattr(line, "status", None) == 400
+    assert "Traceback" not in capfd.readouterr().err
+    assert runs.created == []
+
+
+def test_a_push_to_a_suspended_cronjob_starts_nothing_now_or_later() -> None:
+    """Suspending the CronJob stops the reconciler (an incident): pushes are answered, and
+    no sync starts for them, not even the one waiting when the running sync ends. Once
+    resumed, a push starts one again."""
+    with running_receiver() as (server, runs, starter):
+        first = push_body(commit="1" * 40)
+        assert post(server, first, signed("gitea", first, delivery="1"))[1] == "starting a sync"
+        (running,) = runs.wait_created(1)
+        waiting = push_body(commit="2" * 40)
+        assert post(server, waiting, signed("gitea", waiting, delivery="2"))[1] == QUEUED
+        runs.suspended = True
+        during = push_body(commit="3" * 40)
+        assert post(server, during, signed("gitea", during, delivery="3")) == (202, SUSPENDED)
+        runs.finish(running["metadata"]["name"])
+
+        def settled() -> bool:
+            with starter.changed:
+                return starter.coalescer.waiting is None and not starter.coalescer.running()
+
+        wait_for("the waiting push dropped", settled, DEADLINE)
+        assert len(runs.created) == 1
+        runs.suspended = False
+        after = push_body(commit="4" * 40)
+        assert post(server, after, signed("gitea", after, delivery="4"))[1] == "starting a sync"
+        assert len(runs.wait_created(2)) == 2
+
+
+def test_watches_the_server_ends_at_once_are_backed_off(kubeapi: Any) -> None:
+    """An API server that ends every watch at once, with a 200 (17,000 watches in 5 s
+    were seen): each such watch counts as failed, and the next waits longer, with jitter,
+    up to a cap; never more than two watches a second. Counted over a bounded number of
+    the watcher's turns, on an injected clock: no time passes for the test."""
+    turns, now, pauses = 24, [0.0], []
+    kubeapi.faults("watch/jobs:ended=1")  # first: on the real backend, it adds the proxy
+    connection = cluster.connect(kubeconfig=kubeapi.kubeconfig)
+
+    def pause(seconds: float) -> bool:
+        pauses.append(seconds)
+        now[0] += seconds
+        if len(pauses) == turns:
+            starter.stopping.set()
+        return starter.stopping.is_set()
+
+    starter = SyncStarter(
+        connection,
+        "default",
+        CRONJOB,
+        ReceiverCounters(),
+        clock=lambda: now[0],
+        pause=pause,
+        jitter=random.Random(7).random,
+    )
+    starter.watch()  # in this thread, until the last turn stops it
+    watches = [e for e in kubeapi.request_log if e["verb"] == "watch"]
+    lists = [e for e in kubeapi.request_log if e["verb"] == "list"]
+    assert len(watches) == turns and len(lists) == 1  # a 200 keeps the version: no LIST
+    assert all(b >= a or b >= WATCH_BACKOFF_CAP / 2 for a, b in itertools.pairwise(pauses))
+    assert min(pauses) >= 0.5 and max(pauses) <= WATCH_BACKOFF_CAP
+    assert pauses[-1] >= WATCH_BACKOFF_CAP / 2
+    assert turns / now[0] < 0.1  # watches a second, over the whole run
+
+
+def test_a_watch_that_lasted_clears_the_backoff() -> None:
+    backoff = Backoff(first=1.0, cap=60.0, jitter=lambda: 0.0)
+    assert [backoff.failed() for _ in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    backoff.succeeded()
+    assert backoff.failed() == 1
+    half = Backoff(first=1.0, cap=60.0, jitter=lambda: 1.0)
+    assert [half.failed() for _ in range(3)] == [0.5, 1, 2]  # jitter takes up to half off

@@ -6,9 +6,9 @@ Then each granted verb is taken away in turn (as tests/test_rbac_real.py does fo
 sync): the round must fail on it with a "forbidden" line naming the resource, so no verb
 is granted that the receiver does not use.
 
-The CronJob is installed suspended: its controller then starts no scheduled run, and
-every Job in the namespace is one a push started (`kubectl create job --from` and the
-receiver start Jobs of a suspended CronJob all the same).
+The CronJob is installed with a schedule half a year away: its controller starts no
+scheduled run meanwhile, and every Job in the namespace is one a push started. Suspended,
+it gets none from pushes either: the receiver honours `spec.suspend`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,21 @@ from tests.helpers.cronjob import CRONJOB as CRONJOB_DIR
 from tests.helpers.cronjob import Docs, kustomize
 from tests.helpers.cronjob_e2e import COLLECTIONS, account_kubeconfig
 from tests.helpers.rbac_real import role_path, without
-from tests.webhookfixtures import SECRET, ReceiverProcess, get, post, push_body, signed
+from tests.webhookfixtures import (
+    SECRET,
+    ReceiverProcess,
+    get,
+    post,
+    push_body,
+    rarely,
+    signed,
+)
 
 NS = "mxgitops-example"
 CRONJOB = "mxgitops-example"
 ACCOUNT = "mxgitops-receiver-example"
 USER = f"system:serviceaccount:{NS}:{ACCOUNT}"
+SUSPENDED = "the CronJob is suspended: nothing starts; its schedule syncs again once it is resumed"
 ROUND_TIMEOUT = 15.0  # seconds a round's step may take before the round counts as failed
 
 
@@ -85,8 +94,8 @@ class Installed:
 
 @pytest.fixture
 def installed(control_plane: RealCluster, rendered: Docs, tmp_path: Path) -> Iterator[Installed]:
-    """The CronJob (suspended), both ServiceAccounts and the receiver's Role, as an admin
-    would create them from the overlay with the component."""
+    """The CronJob (its schedule half a year away), both ServiceAccounts and the
+    receiver's Role, as an admin would create them from the overlay with the component."""
     real = control_plane
     real.wipe()
     real.clear_log()
@@ -96,7 +105,7 @@ def installed(control_plane: RealCluster, rendered: Docs, tmp_path: Path) -> Ite
         kind = doc["kind"]
         if kind in ("ServiceAccount", "Role", "RoleBinding") or kind == "CronJob":
             if kind == "CronJob":
-                doc = without_claim({**doc, "spec": {**doc["spec"], "suspend": True}})
+                doc = without_claim({**doc, "spec": {**doc["spec"], "schedule": rarely()}})
                 path = f"/apis/batch/v1/namespaces/{NS}/cronjobs"
             else:
                 path = COLLECTIONS[kind].format(ns=NS)
@@ -205,6 +214,38 @@ def test_a_push_starts_the_job_kubectl_would_and_pushes_coalesce(installed: Inst
     answers = [line for line in lines if line["message"].startswith("webhook:")]
     assert [a["status"] for a in answers] == [202] * 4
     assert all(a["forge"] == "github" and a["delivery"] for a in answers)
+
+
+def test_a_suspended_cronjob_gets_no_sync_from_a_push(installed: Installed) -> None:
+    """Suspending the CronJob stops the reconciler (an incident): a push is answered so,
+    and the push waiting when the running sync ends starts nothing either."""
+    real = installed.real
+    path = f"/apis/batch/v1/namespaces/{NS}/cronjobs/{CRONJOB}"
+
+    def suspend(value: bool) -> None:
+        patch = {"spec": {"suspend": value}}
+        status, _, body = real.raw("PATCH", path, patch, "application/merge-patch+json")
+        assert status == 200, body
+
+    receiver = receiver_of(installed, "suspended")
+    try:
+        wait_for("the receiver to listen", receiver.listening)
+        assert receiver.address is not None, receiver.said()
+        wait_for("the Jobs listed", lambda: get(receiver.address, "/healthz")[0] == 200)
+        assert push(receiver, 1) == (202, "starting a sync")
+        (job,) = wait_for("the push's Job", lambda: installed.push_jobs() or None)
+        assert push(receiver, 2)[1] == "a sync runs: one more starts when it ends"
+        suspend(True)
+        assert push(receiver, 3) == (202, SUSPENDED)
+        real.run_job_controller(NS)
+        real.kubelet(job=job["metadata"]["name"], namespace=NS, phase="Succeeded")
+        wait_for("the waiting push dropped", lambda: "no sync started" in receiver.said())
+        assert len(installed.push_jobs()) == 1
+        suspend(False)
+        assert push(receiver, 4) == (202, "starting a sync")
+        wait_for("the push's Job", lambda: len(installed.push_jobs()) == 2)
+    finally:
+        receiver.stop()
 
 
 def a_round(installed: Installed, name: str) -> str | None:

@@ -95,6 +95,8 @@ def test_a_push_to_the_tracked_branch(forge: str) -> None:
         (json.dumps({"ref": "refs/tags/v1"}).encode(), "", 202, "refs/tags/v1"),
         (push_body(), "ping", 202, "the event is 'ping', not a push"),
         (push_body(deleted=True), "", 202, "the push deleted refs/heads/main"),
+        (push_body(commit="0" * 40), "", 202, "the push deleted refs/heads/main"),
+        (push_body(commit="0" * 64), "", 202, "the push deleted refs/heads/main"),
         (b"{not json", "", 400, "the body is not JSON"),
         (b"\xff\xfe", "", 400, "the body is not JSON"),
         (b"[1, 2]", "", 400, "not a push event"),
@@ -141,7 +143,7 @@ def test_a_replay_is_known_by_its_delivery_id_or_its_body() -> None:
 def test_the_deliveries_remembered_are_bounded() -> None:
     deliveries = Deliveries(size=100)
     for n in range(1_000):
-        body = push_body(commit=f"{n:040d}")
+        body = push_body(commit=f"{n + 1:040d}")  # not zeros: a deleted branch
         push = push_of(Forge.GITEA, headers("gitea", body, delivery=str(n)), body, "main")
         assert deliveries.first_time(push)
     assert len(deliveries) == 200  # an id and a digest for each of the last 100
@@ -157,3 +159,37 @@ def test_a_push_sent_as_a_form_is_read_from_its_payload_field() -> None:
     with pytest.raises(Refusal) as refused:
         push_of(Forge.GITHUB, sent, b"payload=%7Bnope", "main")
     assert refused.value.status == 400
+
+
+def test_a_gitlab_push_that_deletes_the_branch_starts_nothing() -> None:
+    """GitLab says a deleted branch only by `after` (and `checkout_sha`: null), with no
+    `deleted` field: such a push started a sync."""
+    payload = {
+        "object_kind": "push",
+        "ref": "refs/heads/main",
+        "before": "c" * 40,
+        "after": "0" * 40,
+        "checkout_sha": None,
+        "project": {"default_branch": "main"},
+    }
+    body = json.dumps(payload).encode()
+    with pytest.raises(Refusal) as refused:
+        push_of(Forge.GITLAB, headers("gitlab", body), body, "main")
+    assert (refused.value.status, refused.value.reason) == (
+        202,
+        "ignored: the push deleted refs/heads/main",
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "branch"),
+    [("main", "main"), ("refs/heads/main", "main"), ("refs/heads/team/a", "team/a"), ("", "")],
+)
+def test_the_tracked_branch_is_named_once_however_it_is_given(given: str, branch: str) -> None:
+    assert webhook.tracked_branch(given) == branch
+
+
+@pytest.mark.parametrize("given", ["refs/tags/v1", "refs/heads/", "HEAD", "a" * 40])
+def test_what_is_no_branch_is_refused_as_the_tracked_one(given: str) -> None:
+    with pytest.raises(ValueError, match="is not a branch"):
+        webhook.tracked_branch(given)

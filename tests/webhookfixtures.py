@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,21 @@ def signed(
     }
 
 
+def rarely() -> str:
+    """A schedule that fires once a year, about half a year from now: a CronJob whose
+    controller starts no run while a test runs, and that is not suspended (the receiver
+    starts nothing for a suspended CronJob)."""
+    when = datetime.now(UTC) + timedelta(days=182)
+    return f"{when.minute} {when.hour} {min(when.day, 28)} {when.month} *"
+
+
 def cronjob() -> KubeObject:
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
         "metadata": {"name": CRONJOB, "namespace": NAMESPACE, "uid": "uid-of-the-cronjob"},
         "spec": {
-            "schedule": "*/5 * * * *",
+            "schedule": rarely(),
             "jobTemplate": {
                 "metadata": {"labels": {"team": "ml"}, "annotations": {"note": "kept"}},
                 "spec": {
@@ -93,6 +102,17 @@ def cronjob() -> KubeObject:
     }
 
 
+def owned_job(name: str, **status: Any) -> KubeObject:
+    """One of the CronJob's runs, as the API server stores it, with `status` as given."""
+    owner = {"apiVersion": "batch/v1", "kind": "CronJob", "name": CRONJOB, "controller": True}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": [owner]},
+        "status": status,
+    }
+
+
 class FakeRuns:
     """A namespace's CronJob and Jobs in memory; a watch is fed from its event log."""
 
@@ -102,10 +122,13 @@ class FakeRuns:
         self.events: list[tuple[str, KubeObject]] = []
         self.changed = threading.Condition()
         self.fail_creates = 0  # the next this-many creates fail with a 503
+        self.suspended = False  # the CronJob's spec.suspend
 
-    def cronjob(self, namespace: str, name: str) -> KubeObject:
+    def cronjob(self, namespace: str, name: str, *, budget: float | None = None) -> KubeObject:
         assert (namespace, name) == (NAMESPACE, CRONJOB)
-        return cronjob()
+        found = cronjob()
+        found["spec"]["suspend"] = self.suspended
+        return found
 
     def create_job(self, job: KubeObject) -> bool:
         with self.changed:
@@ -126,8 +149,13 @@ class FakeRuns:
             self._event("MODIFIED", name)
 
     def _event(self, kind: str, name: str) -> None:
-        self.events.append((kind, copy.deepcopy(self.jobs[name])))
-        self.changed.notify_all()
+        self.inject(kind, self.jobs[name])
+
+    def inject(self, kind: str, obj: Any) -> None:
+        """A watch event of `obj` as it is, whatever its shape (a server gone wrong)."""
+        with self.changed:
+            self.events.append((kind, copy.deepcopy(obj)))
+            self.changed.notify_all()
 
     def list_jobs(self, namespace: str) -> tuple[list[KubeObject], str]:
         with self.changed:

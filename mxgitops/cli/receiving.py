@@ -60,8 +60,8 @@ docs/guides/webhooks.md sets up each forge.
     default="",
     envvar="MXGITOPS_REF",
     show_envvar=True,
-    help="The branch whose pushes start a sync (the sync's MXGITOPS_REF).  [default: the "
-    "repository's default branch, as each push names it]",
+    help="The branch whose pushes start a sync (the sync's MXGITOPS_REF): NAME or "
+    "refs/heads/NAME.  [default: the repository's default branch, as each push names it]",
 )
 @click.option(
     "--kubeconfig",
@@ -111,11 +111,16 @@ def receive(
     from mxgitops.metrics import ReceiverCounters
     from mxgitops.pushsync import SyncStarter
     from mxgitops.receiver import Settings, serve
+    from mxgitops.webhook import tracked_branch
 
     address = parse_listen(listen)
     namespace, _, name = cronjob.partition("/")
     if not namespace or not name or "/" in name:
         raise ConfigError(f"--cronjob: {cronjob!r} is not NAMESPACE/NAME")
+    try:
+        branch = tracked_branch(branch)
+    except ValueError as exc:
+        raise ConfigError(f"--branch: {exc}") from exc
     secret = read_secret(secret_file)
     configure_logging(log_format, 1)
     connection = cluster.connect(kubeconfig=kubeconfig, context=context)

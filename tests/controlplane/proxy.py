@@ -116,6 +116,11 @@ class Handler(MethodHandler):
                     entry["fault"] = str(decision.error.code)
                     self._answer_error(entry, decision.error)
                     return
+                if decision.ended and entry["verb"] == "watch":
+                    entry.update(fault="ended", status=200)
+                    self.server.log.append(entry)
+                    self.answer_ended_watch()
+                    return
                 if decision.list_body and entry["verb"] == "list":
                     status = list_status(decision.list_body, query)
                     entry.update(fault=decision.list_body, status=status)

@@ -23,6 +23,8 @@ separated list of ``VERBS[/RESOURCES]:ACTION=VALUE`` rules.
   with a ``continue`` token, and 410 Expired for every continued page), ``deep``
   (an item nested 2,000 levels deep), ``nometa`` (an item without ``metadata``).
   Both backends write the same bodies (:func:`list_body`).
+* A watch ended by a server gone wrong (``watch`` rules): ``ended`` (a 200 whose
+  stream ends at once, without an event: a server that ends every watch so).
 
 An error action's ``P`` may end in ``xN``: the rule fires at most N times
 (``create/configmaps:lose=1x1``: the first create's answer is lost, its retry's
@@ -54,7 +56,7 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 READ_VERBS = frozenset({"get", "list", "watch"})
 ALL_VERBS = WRITE_VERBS | READ_VERBS
 LIST_BODIES = ("endless", "trickle", "loop", "expire", "deep", "nometa")
-ACTIONS = ("500", "503", "429", "drop", "lose", "hang", "delay", *LIST_BODIES)
+ACTIONS = ("500", "503", "429", "drop", "lose", "hang", "delay", "ended", *LIST_BODIES)
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ class Decision:
     lose: bool = False
     hang: bool = False
     list_body: str = ""  # one of LIST_BODIES: the answer is that body, not the real one
+    ended: bool = False  # a watch answered 200 whose stream ends at once
 
 
 def fault_error(action: str, retry_after: int) -> ApiError:
@@ -219,6 +222,8 @@ class Faults:
                 elif decision.error is None and not (decision.drop or decision.lose):
                     if rule.action in LIST_BODIES:
                         decision.list_body = decision.list_body or rule.action
+                    elif rule.action == "ended":
+                        decision.ended = True
                     elif rule.action in ("drop", "lose", "hang"):
                         setattr(decision, rule.action, True)
                     else:

@@ -274,6 +274,16 @@ class MethodHandler(BaseHTTPRequestHandler):
             pass  # the client gave up on the answer, as it should
         return 200
 
+    def answer_ended_watch(self) -> int:
+        """Answer a watch as a server that ends every watch at once: a 200 whose chunked
+        stream ends before any event."""
+        self.close_connection = True
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        )
+        return 200
+
     def parse_request(self) -> bool:
         """http.server's, with the headers read by `read_headers` instead of the email
         parser: the request line checked, then Connection and Expect honoured."""
@@ -492,6 +502,11 @@ class Handler(MethodHandler):
                 if decision.error is not None:
                     entry["fault"] = str(decision.error.code)
                     self._send_error(decision.error)
+                    return
+                if decision.ended and route.verb == "watch":
+                    entry["fault"] = "ended"
+                    self._record(200)
+                    self.answer_ended_watch()
                     return
                 if decision.list_body and route.verb == "list":
                     entry["fault"] = decision.list_body
