@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mxgitops.gitauth import Credentials
-from mxgitops.source import Repository
+from mxgitops.source.gitauth import Credentials
+from mxgitops.source.repository import Repository
 
 _IDENTITY = "Bench <bench@example.com>"
 
@@ -115,7 +115,7 @@ def _nothing() -> None:
 
 
 def serve_over_http(root: Path) -> tuple[str, Credentials, Callable[[], None]]:
-    from tests.gitfixtures import GitHttpServer
+    from tests.gitrepos.fixtures import GitHttpServer
 
     server = GitHttpServer(root=root, logins={("x-access-token", "bench-token")})
     server.start()

@@ -2,7 +2,7 @@
 jobs) versus a run with no new commit (fetch only, cache reused, nothing to write).
 
 Builds a bare remote with 5,000 commits touching 1,000 MxJob manifests with
-`git fast-import` (packed, as a server holds it), then times `mxgitops.sync.sync`
+`git fast-import` (packed, as a server holds it), then times `mxgitops.commands.sync.sync`
 twice over: against the API double (`python -m tests.kubeapi` in a subprocess), and
 as a dry run with no cluster configured (plans against an empty cluster). Target: a
 sync with no new commit under a fifth of the first. Prints figures; not a test.
@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_git_cache import _nothing, build_remote, serve_over_http
 from bench.bench_sync import NS, double
-from mxgitops import manifests
-from mxgitops.config import SyncConfig
-from mxgitops.sync import sync
+from mxgitops.commands.sync import sync
+from mxgitops.manifests import loading as manifests
+from mxgitops.settings.config import SyncConfig
 
 
 def manifest(index: int, revision: int) -> bytes:

@@ -34,8 +34,8 @@ from pathlib import Path
 import yaml
 
 from bench.bench_sync import audited, manifest
-from mxgitops.config import SyncConfig
-from mxgitops.sync import sync
+from mxgitops.commands.sync import sync
+from mxgitops.settings.config import SyncConfig
 
 
 def write_repo(root: Path, jobs: int, queued: bool) -> Path:

@@ -33,9 +33,9 @@ MAX_RSS_MIB = 300
 RENDER = """
 import json, resource, sys, time
 import yaml
-from mxgitops.spec import from_manifest
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.batch.render import render_job
+from mxgitops.manifests.spec import from_manifest
+from mxgitops.runtimes.shared.podtemplate import RenderContext
+from mxgitops.runtimes.batch.render import render_job
 job = from_manifest(yaml.safe_load(open(sys.argv[1])))
 start = time.perf_counter()
 objects = render_job(job, RenderContext(instance="bench"))

@@ -31,10 +31,11 @@ from typing import Any
 
 import yaml
 
-from mxgitops import cluster, ledger
-from mxgitops.config import SyncConfig
-from mxgitops.ledger import Finished, Ledger
-from mxgitops.sync import sync
+from mxgitops.commands.sync import sync
+from mxgitops.kube import cluster
+from mxgitops.planning import ledger
+from mxgitops.planning.ledger import Finished, Ledger
+from mxgitops.settings.config import SyncConfig
 from tests.kubeapi.harness import KubeAPI
 
 NS = "bench"

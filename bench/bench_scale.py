@@ -39,13 +39,13 @@ from typing import Any
 import yaml
 
 from bench.bench_sync import NS, ROOT, double, manifest, write_repo
-from mxgitops.listing import METADATA_ONLY
+from mxgitops.kube.listing import METADATA_ONLY
 
 _CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from mxgitops.config import SyncConfig
-from mxgitops.sync import sync
+from mxgitops.settings.config import SyncConfig
+from mxgitops.commands.sync import sync
 repo, kubeconfig = sys.argv[1:3]
 config = SyncConfig(repo=repo, kubeconfig=Path(kubeconfig), namespace="bench",
                     instance="bench", parallelism=16, cache_dir=Path(repo).parent / "cache")
@@ -172,7 +172,9 @@ def process_wall(*args: str, runs: int = 5) -> float:
 def imports_alone() -> float:
     """Process wall of starting Python and importing what a sync with a cluster needs:
     the part of a no-op sync no change to mxgitops' own work can remove."""
-    return process_wall(sys.executable, "-c", "import mxgitops.sync, mxgitops.cluster, kubernetes")
+    return process_wall(
+        sys.executable, "-c", "import mxgitops.commands.sync, mxgitops.kube.cluster, kubernetes"
+    )
 
 
 def validate_one(tmp: Path) -> None:
@@ -189,9 +191,9 @@ def validate_one(tmp: Path) -> None:
 
 
 def summarize_many(count: int = 10_000) -> None:
-    from mxgitops import report
-    from mxgitops.apply import ChangeResult, ChangeSet
-    from mxgitops.changes import Action, Change, Plan
+    from mxgitops.outputs import report
+    from mxgitops.planning.changes import Action, Change, Plan
+    from mxgitops.state.apply import ChangeResult, ChangeSet
 
     changes = tuple(Change(NS, f"job-{n:05d}", Action.CREATE, "new job") for n in range(count))
     changeset = ChangeSet(tuple(ChangeResult(c) for c in changes))

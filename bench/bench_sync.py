@@ -39,8 +39,8 @@ from typing import Any
 
 import yaml
 
-from mxgitops.config import SyncConfig
-from mxgitops.sync import SyncOutcome, sync
+from mxgitops.commands.sync import SyncOutcome, sync
+from mxgitops.settings.config import SyncConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = "bench"
@@ -164,9 +164,9 @@ def audited(audit_log: Path, since: int) -> list[dict[str, Any]]:
 def rendered_objects(repo: Path, namespace: str) -> list[dict[str, Any]]:
     """What mxgitops creates, for kubectl to apply: under another instance label, so that
     the benchmarked instance never sees these copies as its own."""
-    from mxgitops import manifests
-    from mxgitops.batch.render import render_job
-    from mxgitops.runtime.rendering import RenderContext
+    from mxgitops.manifests import loading as manifests
+    from mxgitops.runtimes.batch.render import render_job
+    from mxgitops.runtimes.shared.podtemplate import RenderContext
 
     loaded = manifests.load([repo], default_namespace=NS)
     context = RenderContext(instance="kubectl-copy")

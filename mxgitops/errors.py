@@ -94,5 +94,5 @@ class OutputError(MxGitOpsError):
     """A commit status, an Event or a metrics push could not be delivered.
 
     Never fatal: what the sync applied stands, and the failure is one line in the
-    summary and the log, like a note that cannot be pushed (`outputs.py`).
+    summary and the log, like a note that cannot be pushed (`outputs/sinks.py`).
     """

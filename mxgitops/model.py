@@ -1,14 +1,15 @@
 """The MxJob model: what every API version of a training job is read into.
 
-Every manifest dialect and version (see `mxgitops.dialects`) converts into one
+Every manifest dialect and version (see `mxgitops.manifests.dialects`) converts into one
 `MxJob`, as a CRD conversion would convert into its storage version; the rules
-(`spec.py`), rendering (the runtimes, `runtimes.py`), planning and reports see only this model.
+(`spec.py`), rendering (the runtimes, `runtimes/registry.py`), planning and reports
+see only this model.
 The spec hash derived from it decides whether a live job is unchanged or must
 be replaced, so it covers what shapes the objects and nothing else.
 
 Which runtime a job runs on is a name here (`MxJob.runtime`); what a runtime adds to
 the spec hash is the runtime's own (`hash_shape`), installed by the registry
-(`runtimes.py`) with `use_hash_shapes`, as the model cannot import it (every runtime
+(`runtimes/registry.py`) with `use_hash_shapes`, as the model cannot import it (every runtime
 imports the model).
 """
 
@@ -378,7 +379,7 @@ _HASH_SHAPES: dict[str, HashShape] = {}
 
 def use_hash_shapes(shapes: Mapping[str, HashShape]) -> None:
     """Install what each runtime adds to the spec hash of a job that runs on it, by
-    runtime name: `runtimes.py` does, as it is imported (spec.py, which makes every
+    runtime name: `runtimes/registry.py` does, as it is imported (spec.py, which makes every
     job, imports it)."""
     _HASH_SHAPES.update(shapes)
 
@@ -387,7 +388,9 @@ def _runtime_shape(job: MxJob) -> Mapping[str, Any] | None:
     try:
         shape_of = _HASH_SHAPES[job.runtime]
     except KeyError:  # a hash without its runtime's part would replace running jobs
-        known = ", ".join(sorted(_HASH_SHAPES)) or "none: mxgitops.runtimes was not imported"
+        known = (
+            ", ".join(sorted(_HASH_SHAPES)) or "none: mxgitops.runtimes.registry was not imported"
+        )
         raise LookupError(f"no runtime named {job.runtime!r} (registered: {known})") from None
     return shape_of(job)
 

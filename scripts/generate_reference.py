@@ -36,10 +36,10 @@ from typing import Any
 
 import click
 
-from mxgitops import policy, repofile
 from mxgitops.cli import main
 from mxgitops.cli.app import ExitCode, manual_anchor
-from mxgitops.config import SyncConfig
+from mxgitops.manifests import policy, repofile
+from mxgitops.settings.config import SyncConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
@@ -282,8 +282,8 @@ def settings_page() -> str:
     refused = {flag or env_of_key(key): key for key, flag in repofile.OPERATOR_SETTINGS.items()}
     lines = [
         HEADER.format(
-            source="SyncConfig (mxgitops/config.py), the sync command's options "
-            "and mxgitops/repofile.py"
+            source="SyncConfig (mxgitops/settings/config.py), the sync command's options "
+            "and mxgitops/manifests/repofile.py"
         ),
         "",
         "# Settings",
@@ -382,7 +382,7 @@ def policy_page() -> str:
             f"{', '.join(sorted(unknown))}: update POLICY_KEYS of scripts/generate_reference.py"
         )
     lines = [
-        HEADER.format(source="mxgitops/policy.py"),
+        HEADER.format(source="mxgitops/manifests/policy.py"),
         "",
         "# Policy keys",
         "",

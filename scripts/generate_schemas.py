@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mxgitops.dialects import VERSIONS
+from mxgitops.manifests.dialects import VERSIONS
+from mxgitops.manifests.schema import KUBERNETES_VERSION
 from mxgitops.model import MAX_REPLICAS, Dialect
-from mxgitops.schema import KUBERNETES_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_DIRS = (ROOT / "schemas", ROOT / "mxgitops" / "schemas")

@@ -3,17 +3,17 @@ import pytest
 # The helpers test modules share (tests/helpers/) assert as test modules do.
 pytest.register_assert_rewrite("tests.helpers")
 
-from tests.sessionorder import MARKERS, session_order  # noqa: E402
+from tests.session.order import MARKERS, session_order  # noqa: E402
 
 pytest_plugins = [
-    "tests.hostsetup",  # first: the machine is set up before any build
+    "tests.builds.hostsetup",  # first: the machine is set up before any build
     "tests.kubeapi.fixtures",
-    "tests.gitfixtures",
-    "tests.serverbuilds",
+    "tests.gitrepos.fixtures",
+    "tests.builds.servers",
     "tests.ecosystem.fixtures",
     "tests.gitea.fixtures",
     "tests.controlplane.fixtures",
-    "tests.workergroups",
+    "tests.session.workergroups",
 ]
 
 
@@ -24,5 +24,5 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """After the plugins' deselections: the session's order (``tests/sessionorder.py``)."""
+    """After the plugins' deselections: the session's order (``tests/session/order.py``)."""
     items[:] = session_order(items)

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops.cli import main
-from mxgitops.config import SyncConfig, apply_repo_settings, from_options
 from mxgitops.errors import ConfigError
+from mxgitops.settings.config import SyncConfig, apply_repo_settings, from_options
 
 ROOT_MOUNT = """\
 accelerators:

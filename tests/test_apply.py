@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from mxgitops.apply import WAITING_FOR_OLD_PODS, apply
 from mxgitops.errors import ClusterForbidden, ClusterServerError
-from mxgitops.ledger import Ledger
 from mxgitops.objects import Create, Delete, LiveObjects, ObjectRef, Write, WriteResult
-from mxgitops.plan import plan
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.state.apply import WAITING_FOR_OLD_PODS, apply
 from tests.helpers.plan import OPTIONS, job, live
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from mxgitops.manifests import load
+from mxgitops.manifests.loading import load
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.model import MAX_REPLICAS, SpecError
-from mxgitops.spec import from_manifest
 
 HUGE = 1_000_000_000_000
 

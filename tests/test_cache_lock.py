@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import cachelock, source
 from mxgitops.cli import main
-from mxgitops.config import SyncConfig
+from mxgitops.commands.sync import Progress, SyncOutcome, sync
 from mxgitops.errors import CacheBusyError
-from mxgitops.sync import Progress, SyncOutcome, sync
-from tests.gitfixtures import GitRemote
+from mxgitops.settings.config import SyncConfig
+from mxgitops.source import cachelock
+from mxgitops.source import repository as source
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.sync_git_e2e import INSTANCE, NS, jobs_files
 from tests.kubeapi.harness import KubeAPI
 
@@ -128,7 +129,7 @@ def test_status_takes_its_turn_in_the_cache_too(
 ) -> None:
     """`status` fetches into the same cache as a sync: it must not do so while a sync
     holds it (it would break that sync's checkout)."""
-    from mxgitops.commands import read_status
+    from mxgitops.commands.status import read_status
 
     cache = tmp_path / "cache"
     sync(config(remote, cache, kubeapi))

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops.cli import main
-from mxgitops.receiver import Settings
-from mxgitops.webhook import Forge, lowered, push_of
-from tests.webhookfixtures import CRONJOB, NAMESPACE, FakeRuns, push_body, signed
+from mxgitops.receiver.server import Settings
+from mxgitops.receiver.webhook import Forge, lowered, push_of
+from tests.forges.webhooks import CRONJOB, NAMESPACE, FakeRuns, push_body, signed
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +90,8 @@ def test_a_branch_given_as_its_ref_is_tracked(
     """`--branch refs/heads/main` (MXGITOPS_REF, which the sync's `--ref` takes so): the
     receiver ignored every push, as one "to refs/heads/main, not to
     refs/heads/refs/heads/main"."""
-    from mxgitops import cluster, receiver
+    from mxgitops.kube import cluster
+    from mxgitops.receiver import server as receiver
 
     served: list[Settings] = []
     monkeypatch.setattr(cluster, "connect", lambda **_: FakeRuns())

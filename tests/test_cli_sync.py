@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from mxgitops import cluster
 from mxgitops.cli import main
-from tests.gitfixtures import GitRemote, run_git
+from mxgitops.kube import cluster
+from tests.gitrepos.fixtures import GitRemote, run_git
 from tests.helpers.sync_git_e2e import INSTANCE, NS, jobs_files, mxjob
 from tests.kubeapi.harness import KubeAPI
 

@@ -13,8 +13,10 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from mxgitops import convert, errors, schema
+from mxgitops import errors
 from mxgitops.cli import CONVERT_TARGETS, ExitCode, exit_code_for, main
+from mxgitops.commands import convert
+from mxgitops.manifests import schema
 from mxgitops.model import Dialect, FieldProblem, SpecError
 
 REPO = Path(__file__).resolve().parents[1]

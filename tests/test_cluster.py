@@ -15,7 +15,6 @@ import pytest
 import yaml
 from kubernetes.config import incluster_config
 
-from mxgitops import cluster, kubecalls, kubeconfig, listing
 from mxgitops.errors import (
     ClusterClientError,
     ClusterError,
@@ -24,6 +23,8 @@ from mxgitops.errors import (
     ClusterUnreachable,
     ConfigError,
 )
+from mxgitops.kube import calls as kubecalls
+from mxgitops.kube import cluster, kubeconfig, listing
 from mxgitops.objects import Create, Delete, Kind, ObjectRef, ownership_labels, ownership_selector
 from tests.controlplane.harness import wait_for
 from tests.kubeapi.harness import KubeAPI, StubHandler, stub_api, write_kubeconfig

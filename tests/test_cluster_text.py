@@ -12,15 +12,16 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from mxgitops import report, runtimes
-from mxgitops.changes import PlanOptions
-from mxgitops.clustertext import MAX_SAID, said
-from mxgitops.jobset import render_jobset
-from mxgitops.jobset.kinds import JOBSET, WORKLOAD
-from mxgitops.ledger import Ledger
-from mxgitops.listing import page_reader
+from mxgitops.kube.clustertext import MAX_SAID, said
+from mxgitops.kube.listing import page_reader
 from mxgitops.objects import Kind, LiveObjects
-from mxgitops.plan import plan
+from mxgitops.outputs import report
+from mxgitops.planning.changes import PlanOptions
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes.jobset.kinds import JOBSET, WORKLOAD
+from mxgitops.runtimes.jobset.render import render_jobset
 from tests.helpers.jobset_runtime import CTX, job_of, queued
 from tests.helpers.reconcile_e2e import NS, Syncer, batch_job, mxjob, summary_of, write
 from tests.kubeapi.clients import raw

@@ -3,8 +3,8 @@ the cluster says, without losing a Job whose create raced a LIST."""
 
 from __future__ import annotations
 
-from mxgitops.coalesce import Coalescer, Decision
-from mxgitops.webhook import Forge, Push
+from mxgitops.receiver.coalesce import Coalescer, Decision
+from mxgitops.receiver.webhook import Forge, Push
 
 
 def push(n: int) -> Push:

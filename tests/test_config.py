@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from mxgitops import config as config_module
-from mxgitops.config import (
+from mxgitops.errors import ConfigError
+from mxgitops.settings import config as config_module
+from mxgitops.settings.config import (
     SyncConfig,
     apply_repo_settings,
     from_options,
     read_repo_config,
     with_repo_file,
 )
-from mxgitops.errors import ConfigError
 
 
 def repo_file(tmp_path: Path, text: str) -> Path:
@@ -240,7 +240,7 @@ def test_the_repository_keys_are_the_same_in_help_error_and_example() -> None:
     from click.testing import CliRunner
 
     from mxgitops.cli import main
-    from mxgitops.repofile import REPO_SETTINGS
+    from mxgitops.manifests.repofile import REPO_SETTINGS
 
     example = (Path(__file__).resolve().parents[1] / "jobs-repo-example/.mxgitops.yaml").read_text()
     shown = " ".join(CliRunner().invoke(main, ["sync", "--help"]).output.split())

@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress
 
-from mxgitops import console
-from mxgitops.sync import Progress as SilentProgress
+from mxgitops.cli import console
+from mxgitops.commands.sync import Progress as SilentProgress
 
 
 @pytest.fixture(autouse=True)

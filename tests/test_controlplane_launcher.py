@@ -108,7 +108,7 @@ def test_standalone_control_plane(tmp_path: Path) -> None:
 def test_one_kubernetes_release_everywhere() -> None:
     """The control plane, mxgitops' pod-template schemas and the double's validation
     are one Kubernetes minor release (patch releases do not change the API)."""
-    from mxgitops import schema
+    from mxgitops.manifests import schema
     from tests.controlplane.build import KUBERNETES_VERSION
     from tests.kubeapi import schema as double_schema
 

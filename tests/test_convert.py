@@ -11,9 +11,9 @@ import yaml
 from click.testing import CliRunner, Result
 
 from mxgitops.cli import main
-from mxgitops.convert import convert_text
+from mxgitops.commands.convert import convert_text
 from mxgitops.errors import ManifestError
-from mxgitops.manifests import load
+from mxgitops.manifests.loading import load
 from mxgitops.model import Dialect
 
 CORPUS = Path(__file__).parent / "data" / "published"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mxgitops import convert, convertcheck
+from mxgitops.commands import convert, convertcheck
 from mxgitops.errors import ManifestError
-from mxgitops.manifests import load
+from mxgitops.manifests.loading import load
 from mxgitops.model import Dialect, ReplicaType, RestartPolicy
 
 SEED_ALIASED = """\

@@ -22,9 +22,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mxgitops import cluster, lease
 from mxgitops.cli import main
 from mxgitops.errors import ClusterError
+from mxgitops.kube import cluster, lease
 from mxgitops.objects import Kind, ObjectRef
 from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
 from tests.helpers.timeouts import sync_args

@@ -18,8 +18,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from mxgitops import lease
 from mxgitops.cli import sync
+from mxgitops.kube import lease
 from tests.helpers.cronjob import (
     BASE,
     CRONJOB,
@@ -43,7 +43,7 @@ CLUSTER_WIDE = {
     ("", "pods/log"): {"get"},  # failurelog.py: a newly failed container's last lines
     # events.py: what a sync did, on each job; a lasting hold read back, then a series
     ("events.k8s.io", "events"): {"get", "create", "patch"},
-    ("", "events"): {"list"},  # kubereads.py: how a gone pod was disrupted
+    ("", "events"): {"list"},  # kube/reads.py: how a gone pod was disrupted
     # Listed where the ledger does not say this instance has none (404 without JobSet).
     ("jobset.x-k8s.io", "jobsets"): {"list"},
 }
@@ -199,8 +199,8 @@ def test_the_monitoring_component_reads_only_what_a_sync_pushes(tmp_path: Path) 
     sync, and every metric its alerts and dashboard read is one metrics.py pushes."""
     import json
 
-    from mxgitops import metrics
-    from mxgitops.summary import JobSummary, Summary
+    from mxgitops.outputs import metrics
+    from mxgitops.outputs.summary import JobSummary, Summary
 
     shutil.copytree(CRONJOB, tmp_path / "cronjob")
     overlay = tmp_path / "cronjob/overlays/example/kustomization.yaml"

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from mxgitops import ledger
-from tests.gitfixtures import GitRemote
+from mxgitops.planning import ledger
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob import Docs, granted, only, pod_template
 from tests.helpers.cronjob_e2e import CronJobRun, example_files, install, rendered
 from tests.kubeapi.harness import KubeAPI

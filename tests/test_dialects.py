@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.batch.render import render_job
-from mxgitops.dialects import VERSIONS, version_of
-from mxgitops.manifests import load
+from mxgitops.manifests.dialects import VERSIONS, version_of
+from mxgitops.manifests.loading import load
+from mxgitops.manifests.schema import schema_problems
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.model import CleanPodPolicy, Dialect, FieldProblem, MxJob, RestartPolicy, SpecError
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.schema import schema_problems
-from mxgitops.spec import from_manifest
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 
 
 def pod(**extra: Any) -> dict[str, Any]:

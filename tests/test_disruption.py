@@ -16,22 +16,17 @@ from typing import Any
 import pytest
 
 from mxgitops import model
-from mxgitops.batch.live import group_live
-from mxgitops.batch.render import render_job
-from mxgitops.batch.status import replica_state
-from mxgitops.changes import Action
 from mxgitops.errors import ClusterForbidden
-from mxgitops.kubereads import Reads
+from mxgitops.kube.reads import Reads
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import plan
-from mxgitops.runtime.disruption import (
-    Disruption,
-    failed_by_disruption,
-    pod_disruption,
-)
-from mxgitops.runtime.state import ReplicaState, State
-from tests.helpers.plan import BATCH_ONLY, CTX, NS, OPTIONS, job
-from tests.helpers.trainer_status import (
+from mxgitops.planning.changes import Action
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.batch.live import group_live
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.batch.status import replica_state
+from mxgitops.runtimes.shared.disruption import Disruption, failed_by_disruption, pod_disruption
+from mxgitops.runtimes.shared.state import ReplicaState, State
+from tests.helpers.batch_status import (
     EXIT_CODE,
     NEVER,
     ON_FAILURE,
@@ -41,6 +36,7 @@ from tests.helpers.trainer_status import (
     pod,
     terminated,
 )
+from tests.helpers.plan import BATCH_ONLY, CTX, NS, OPTIONS, job
 
 TAINT = {
     "type": "DisruptionTarget",
@@ -423,7 +419,7 @@ def test_a_kubelet_eviction_for_the_pods_own_use_is_no_disruption() -> None:
 
 @pytest.mark.parametrize("restart", [NEVER, ON_FAILURE, EXIT_CODE], ids=str)
 def test_a_replica_evicted_for_its_own_use_fails_under_any_restart_policy(
-    restart: spec.RestartPolicy,
+    restart: model.RestartPolicy,
 ) -> None:
     evicted = own_eviction(failed_pod(terminated(143, reason="Error")))
     # a local job's batch Job ignores it (not counted) and makes a new pod
@@ -479,7 +475,7 @@ JOBSET_RULE = {
 
 @pytest.mark.parametrize("restart", ["Never", "OnFailure", "ExitCode"])
 def test_a_jobset_restarts_whole_on_a_disruption_without_counting_it(restart: str) -> None:
-    from mxgitops.jobset.render import render_jobset
+    from mxgitops.runtimes.jobset.render import render_jobset
     from tests.helpers.jobset_runtime import job_of
     from tests.helpers.reconcile_e2e import mxjob
 

@@ -15,23 +15,23 @@ from typing import Any
 
 import pytest
 
-from mxgitops import spec
-from mxgitops.batch import State
-from mxgitops.changes import Action, Change, PlanOptions
-from mxgitops.jobset import render_jobset
-from mxgitops.jobset.kinds import JOBSET
-from mxgitops.ledger import Ledger
+from mxgitops import model
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import plan
-from mxgitops.runtime.reruns import DISRUPTIONS_ANNOTATION, disruptions_of
+from mxgitops.planning.changes import Action, Change, PlanOptions
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.jobset.kinds import JOBSET
+from mxgitops.runtimes.jobset.render import render_jobset
+from mxgitops.runtimes.shared.reruns import DISRUPTIONS_ANNOTATION, disruptions_of
+from mxgitops.runtimes.shared.state import State
+from tests.helpers.batch_status import failed_pod, terminated
 from tests.helpers.jobset_runtime import job_of
 from tests.helpers.plan import BATCH_ONLY, CTX, OPTIONS, job
 from tests.helpers.reconcile_e2e import mxjob
-from tests.helpers.trainer_status import failed_pod, terminated
 from tests.test_disruption import FAIL_JOB, TAINT, disrupted, live_with
 
 
-def evicted_worker(mx: spec.MxJob, earlier: list[str]) -> LiveObjects:
+def evicted_worker(mx: model.MxJob, earlier: list[str]) -> LiveObjects:
     """`mx` live, its WORKER 1 evicted, its objects made by a re-run after `earlier`."""
     evicted = disrupted(failed_pod(terminated(137), name="w1"), TAINT, "node-7")
     objects = live_with(mx, "worker", 1, [evicted], failed=1, conditions=[FAIL_JOB])
@@ -48,7 +48,7 @@ def evicted_worker(mx: spec.MxJob, earlier: list[str]) -> LiveObjects:
     )
 
 
-def change_of(mx: spec.MxJob, objects: LiveObjects, runs: int) -> Change:
+def change_of(mx: model.MxJob, objects: LiveObjects, runs: int) -> Change:
     options = dataclasses.replace(OPTIONS, max_disruption_runs=runs)
     (change,) = plan([mx], objects, BATCH_ONLY, options).changes
     return change
@@ -108,7 +108,7 @@ def test_what_the_objects_say_of_earlier_disruptions_is_bounded_and_checked() ->
 # -- JobSet: the JobSet controller restarts a disrupted gang itself, and counts it ------
 
 
-def jobset_with(restarts: int, counted: int) -> tuple[spec.MxJob, LiveObjects]:
+def jobset_with(restarts: int, counted: int) -> tuple[model.MxJob, LiveObjects]:
     mx = job_of(mxjob("a", restart="Never"))
     (jobset,) = render_jobset(mx, CTX)
     jobset = json.loads(json.dumps(jobset))
@@ -138,9 +138,9 @@ def test_a_jobset_restarted_on_disruptions_past_the_bound_fails(
 
 
 def test_the_bound_is_the_operators_within_limits() -> None:
-    from mxgitops.config import SyncConfig
     from mxgitops.errors import ConfigError
-    from mxgitops.repofile import OPERATOR_SETTINGS
+    from mxgitops.manifests.repofile import OPERATOR_SETTINGS
+    from mxgitops.settings.config import SyncConfig
 
     assert SyncConfig(repo="r").max_disruption_runs == 5
     for wrong in (-1, 101):

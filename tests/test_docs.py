@@ -22,10 +22,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mxgitops import policy, repofile
 from mxgitops.cli import main
 from mxgitops.cli.app import MANUAL, MANUAL_URL, manual_anchor
-from mxgitops.config import SyncConfig
+from mxgitops.manifests import policy, repofile
+from mxgitops.settings.config import SyncConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

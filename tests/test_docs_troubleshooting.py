@@ -18,10 +18,10 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from mxgitops import ledger
 from mxgitops.cli import main
 from mxgitops.objects import ownership_labels
-from tests.gitfixtures import GitRemote
+from mxgitops.planning import ledger
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.ledger_durability import ROW
 from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
 from tests.kubeapi.clients import raw

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import cluster, events
-from mxgitops.events import REPORTING_CONTROLLER, SERIES_INTERVAL
+from mxgitops.kube import cluster
 from mxgitops.objects import JOB_NAME_LABEL
+from mxgitops.outputs import events
+from mxgitops.outputs.events import REPORTING_CONTROLLER, SERIES_INTERVAL
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,

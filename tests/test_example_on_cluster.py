@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from mxgitops.cli import main
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "jobs-repo-example"

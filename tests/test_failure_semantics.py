@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops import cluster
+from mxgitops.kube import cluster
 from tests.helpers.reconcile_e2e import (
     NS,
     Syncer,

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from mxgitops import cluster as kube
 from mxgitops import objects
+from mxgitops.commands.sync import sync
 from mxgitops.errors import ConfigError, OutputError
-from mxgitops.forge.api import Api
-from mxgitops.forge.post import StatusSettings, post
-from mxgitops.summary import Summary
-from mxgitops.sync import sync
-from tests import forgeservers
-from tests.gitfixtures import GitRemote
+from mxgitops.kube import cluster as kube
+from mxgitops.outputs.forge.api import Api
+from mxgitops.outputs.forge.post import StatusSettings, post
+from mxgitops.outputs.summary import Summary
+from tests.forges import servers as forgeservers
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.forge_hostile import checked_settings
 from tests.helpers.reconcile_e2e import mxjob
 from tests.helpers.status_truth import files, git_config

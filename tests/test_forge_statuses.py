@@ -1,5 +1,5 @@
 """Commit statuses: what each commit should show (pure), and posting it to loopback
-servers that keep GitHub's and GitLab's documented rules (tests/forgeservers.py)."""
+servers that keep GitHub's and GitLab's documented rules (tests/forges/servers.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import time
 import pytest
 
 from mxgitops.errors import ConfigError, OutputError
-from mxgitops.forge.post import StatusSettings, post, repository_of, settings_for
-from mxgitops.forge.wanted import MAX_DESCRIPTION, StatusState, wanted
-from mxgitops.summary import JobSummary, Summary
-from tests import forgeservers
+from mxgitops.outputs.forge.post import StatusSettings, post, repository_of, settings_for
+from mxgitops.outputs.forge.wanted import MAX_DESCRIPTION, StatusState, wanted
+from mxgitops.outputs.summary import JobSummary, Summary
+from tests.forges import servers as forgeservers
 
 SYNCED = "a" * 40
 EARLIER = "b" * 40

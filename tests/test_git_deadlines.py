@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mxgitops.cli import ExitCode, main
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
 
 TIMEOUT = 1.0
@@ -117,8 +117,8 @@ def test_check_against_a_remote_that_never_answers_exits_3_at_the_deadline(
 def test_a_git_killed_at_its_deadline_leaves_no_process_behind(
     tmp_path: Path, silent_remote: str
 ) -> None:
-    from mxgitops import source
     from mxgitops.errors import GitError
+    from mxgitops.source import repository as source
 
     repository = source.Repository(silent_remote, cache_dir=tmp_path / "cache", timeout=TIMEOUT)
     port = silent_remote.rsplit(":", 1)[1].split("/")[0]
@@ -133,7 +133,7 @@ def test_lock_files_a_killed_git_left_in_the_cache_do_not_break_the_next_sync(
     """What a git killed mid-fetch or mid-checkout leaves: its lock files. The next
     run holds the cache's lock, so none of them can be another git's: they go, and the
     cache is used as it is, not cloned again."""
-    from mxgitops import source
+    from mxgitops.source import repository as source
 
     remote: GitRemote = make_git_remote("jobs", files={"a.yaml": "kind: none\n"})
     repository = source.Repository(remote.url, cache_dir=tmp_path / "cache")

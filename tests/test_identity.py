@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from mxgitops.changes import Action
-from mxgitops.ledger import Ledger
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.model import RUNTIME_ID_LENGTH, scheduler_service_name
 from mxgitops.objects import JOB_NAME_LABEL, LiveObjects, ObjectRef
-from mxgitops.plan import plan
-from mxgitops.spec import from_manifest
+from mxgitops.planning.changes import Action
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
 from tests.helpers.plan import OPTIONS, without
 from tests.helpers.plan import WAIT as PLAN_WAIT
 from tests.helpers.plan import job as plan_job

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import manifests, runtimes
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.sync import SyncOutcome
+from mxgitops.commands.sync import SyncOutcome
+from mxgitops.manifests import loading as manifests
+from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
 from tests.helpers.jobset_e2e import (

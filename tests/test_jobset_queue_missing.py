@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mxgitops import runtimes
-from mxgitops.jobset.kinds import JOBSET, WORKLOAD
-from mxgitops.jobset.render import render_jobset
 from mxgitops.objects import LiveObjects
-from mxgitops.runtime.state import State
+from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes.jobset.kinds import JOBSET, WORKLOAD
+from mxgitops.runtimes.jobset.render import render_jobset
+from mxgitops.runtimes.shared.state import State
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.helpers.jobset_e2e import only_jobset

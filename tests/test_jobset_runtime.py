@@ -14,20 +14,26 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import manifests, runtimes
-from mxgitops.batch.render import render_job
-from mxgitops.changes import PlanOptions
 from mxgitops.cli import main
-from mxgitops.jobset.inplace import compare
-from mxgitops.jobset.kinds import JOBSET, MULTIKUEUE_CLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS
-from mxgitops.jobset.live import LiveJobSet
-from mxgitops.jobset.render import render_jobset
-from mxgitops.ledger import Ledger
+from mxgitops.manifests import loading as manifests
 from mxgitops.model import SpecError
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import plan
-from mxgitops.runtime import base as runtime_base
-from mxgitops.runtime.state import State
+from mxgitops.planning.changes import PlanOptions
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.jobset.inplace import compare
+from mxgitops.runtimes.jobset.kinds import (
+    JOBSET,
+    MULTIKUEUE_CLUSTER,
+    WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
+)
+from mxgitops.runtimes.jobset.live import LiveJobSet
+from mxgitops.runtimes.jobset.render import render_jobset
+from mxgitops.runtimes.shared import base as runtime_base
+from mxgitops.runtimes.shared.state import State
 from tests.helpers.jobset_runtime import CTX, job_of, queued
 from tests.helpers.reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
 

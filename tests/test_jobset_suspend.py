@@ -12,20 +12,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mxgitops.changes import Action, Change, PlanOptions
-from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
-from mxgitops.jobset.inplace import compare
-from mxgitops.jobset.kinds import JOBSET, WORKLOAD
-from mxgitops.jobset.render import HOLD_LABEL, render_jobset
-from mxgitops.jobset.stopped import RESTART_ATTEMPT_LABEL
-from mxgitops.ledger import Ledger
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.objects import LiveObjects, ObjectRef
-from mxgitops.plan import plan
-from mxgitops.runtime.inplace import IN_PLACE_ANNOTATION
-from mxgitops.runtime.labels import JOB_TYPE_LABEL
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.runtime.state import State
-from mxgitops.spec import from_manifest
+from mxgitops.planning.changes import Action, Change, PlanOptions
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
+from mxgitops.runtimes.jobset.inplace import compare
+from mxgitops.runtimes.jobset.kinds import JOBSET, WORKLOAD
+from mxgitops.runtimes.jobset.render import HOLD_LABEL, render_jobset
+from mxgitops.runtimes.jobset.stopped import RESTART_ATTEMPT_LABEL
+from mxgitops.runtimes.shared.inplace import IN_PLACE_ANNOTATION
+from mxgitops.runtimes.shared.labels import JOB_TYPE_LABEL
+from mxgitops.runtimes.shared.podtemplate import RenderContext
+from mxgitops.runtimes.shared.state import State
 from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("prod")

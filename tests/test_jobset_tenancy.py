@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.config import SyncConfig
-from mxgitops.sync import SyncOutcome, sync
+from mxgitops.commands.sync import SyncOutcome, sync
+from mxgitops.settings.config import SyncConfig
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, KUEUE_VERSION, Ecosystem
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob import kustomize
 from tests.helpers.cronjob_e2e import install
 from tests.helpers.policy_tenancy import RESTRICTED, TEAMS, TENANT, _collection

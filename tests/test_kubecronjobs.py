@@ -1,4 +1,4 @@
-"""kubecronjobs.py on both backends: a namespace's Jobs listed with the list's
+"""kube/cronjobs.py on both backends: a namespace's Jobs listed with the list's
 resourceVersion, watched from it (each event as it comes, the stream's end at its
 timeoutSeconds), an expired resourceVersion told apart, a create that finds its Job made."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from mxgitops import cluster
-from mxgitops.kubecronjobs import WatchExpired
+from mxgitops.kube import cluster
+from mxgitops.kube.cronjobs import WatchExpired
 from mxgitops.objects import KubeObject
 
 NAMESPACE = "default"

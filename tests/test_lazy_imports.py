@@ -25,15 +25,15 @@ NOT_FOR_VALIDATE = (
     "ruamel",  # convert's round-trip YAML
     "rich",  # sync's progress display
     "importlib.metadata",  # --version (it imports email.*, ~40 ms)
-    "mxgitops.convert",
-    "mxgitops.console",
-    "mxgitops.commands",
-    "mxgitops.report",
-    "mxgitops.review",
-    "mxgitops.sync",
-    "mxgitops.apply",
-    "mxgitops.source",
-    "mxgitops.loadcache",
+    "mxgitops.commands.convert",
+    "mxgitops.cli.console",
+    "mxgitops.commands.status",
+    "mxgitops.outputs.report",
+    "mxgitops.commands.review",
+    "mxgitops.commands.sync",
+    "mxgitops.state.apply",
+    "mxgitops.source.repository",
+    "mxgitops.manifests.loadcache",
     "http.client",  # urllib3's (it imports email.*, ~40 ms)
     "httptools",  # the transport's HTTP parser
     "ssl",  # the transport's TLS (~10 ms)
@@ -117,15 +117,21 @@ def test_the_commands_that_need_them_still_get_them(jobs: Path) -> None:
     """The lazy imports happen: a dry-run sync renders its plan, convert round-trips YAML."""
     code, loaded, printed = run_all("sync", "--dry-run", "--repo", str(jobs), home=jobs.parent)
     assert code == 0 and "2 to create" in printed
-    assert among(loaded, ("rich", "mxgitops.sync", "mxgitops.report", "mxgitops.console")) == [
+    assert among(
+        loaded,
+        ("rich", "mxgitops.commands.sync", "mxgitops.outputs.report", "mxgitops.cli.console"),
+    ) == [
         "rich",
-        "mxgitops.sync",
-        "mxgitops.report",
-        "mxgitops.console",
+        "mxgitops.commands.sync",
+        "mxgitops.outputs.report",
+        "mxgitops.cli.console",
     ]
     code, loaded, printed = run_all("convert", str(jobs / "cifar10-local.yaml"), home=jobs.parent)
     assert code == 0 and "apiVersion: kubeflow.org/v1" in printed
-    assert among(loaded, ("ruamel", "mxgitops.convert")) == ["ruamel", "mxgitops.convert"]
+    assert among(loaded, ("ruamel", "mxgitops.commands.convert")) == [
+        "ruamel",
+        "mxgitops.commands.convert",
+    ]
 
 
 def test_an_invalid_manifest_still_gets_jsonschemas_readable_message(jobs: Path) -> None:

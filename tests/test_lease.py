@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mxgitops import lease
 from mxgitops.errors import ClusterServerError, LeaseHeldError, LeaseLostError
+from mxgitops.kube import lease
 from mxgitops.objects import KubeObject, ObjectRef
 from tests.helpers.lease import REF, FakeLeases
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mxgitops import ledger
-from mxgitops.ledger import DATA_KEY, Finished, Ledger
 from mxgitops.objects import ObjectRef, ownership_labels
+from mxgitops.planning import ledger
+from mxgitops.planning.ledger import DATA_KEY, Finished, Ledger
 
 A = Finished("ml", "a", "h1", "Succeeded", "2026-01-01T00:00:00+00:00")
 B = Finished("ml", "b", "h2", "Failed", "2026-01-02T00:00:00+00:00")

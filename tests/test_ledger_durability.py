@@ -20,14 +20,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mxgitops import cluster, lease, ledger
 from mxgitops.cli import main
-from mxgitops.config import SyncConfig
+from mxgitops.commands.sync import SyncOutcome, sync
 from mxgitops.errors import StateDamagedError
-from mxgitops.ledger import Finished, Ledger
+from mxgitops.kube import cluster, lease
 from mxgitops.objects import LiveObjects, ownership_labels
-from mxgitops.sync import SyncOutcome, sync
-from tests.gitfixtures import GitRemote
+from mxgitops.planning import ledger
+from mxgitops.planning.ledger import Finished, Ledger
+from mxgitops.settings.config import SyncConfig
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.ledger_durability import ROW
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
@@ -441,9 +442,9 @@ class _Lift(list[float]):
 
 
 def test_retention_starts_when_nothing_names_a_job_and_forgets_only_after_it() -> None:
-    from mxgitops.bookkeeping import LedgerAction
-    from mxgitops.changes import PlanOptions
-    from mxgitops.plan import plan
+    from mxgitops.planning.bookkeeping import LedgerAction
+    from mxgitops.planning.changes import PlanOptions
+    from mxgitops.planning.plan import plan
     from tests.helpers.plan import OPTIONS
 
     gone = Finished(NS, "gone", "h", "Succeeded", "2025-01-01T00:00:00+00:00")
@@ -471,9 +472,9 @@ def test_retention_starts_when_nothing_names_a_job_and_forgets_only_after_it() -
 
 
 def test_a_pruned_job_is_forgotten_unless_its_prune_failed() -> None:
-    from mxgitops.bookkeeping import LedgerAction
-    from mxgitops.changes import Action
-    from mxgitops.plan import plan
+    from mxgitops.planning.bookkeeping import LedgerAction
+    from mxgitops.planning.changes import Action
+    from mxgitops.planning.plan import plan
     from tests.helpers.plan import OPTIONS, job, live
 
     done, other = job("done"), job("other")

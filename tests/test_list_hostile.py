@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import cluster, listing
 from mxgitops.cli import ExitCode, main
 from mxgitops.errors import ClusterError, ClusterUnreachable
+from mxgitops.kube import cluster, listing
 from tests.helpers.reconcile_e2e import mxjob, write
 from tests.helpers.timeouts import sync_args
 from tests.kubeapi.harness import KubeAPI

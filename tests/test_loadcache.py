@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from mxgitops import loadcache, manifestfiles, manifests, yamldoc
-from mxgitops.config import SyncConfig
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from mxgitops.manifests import files as manifestfiles
+from mxgitops.manifests import loadcache, yamldoc
+from mxgitops.manifests import loading as manifests
+from mxgitops.settings.config import SyncConfig
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.sync_git_e2e import config_for, jobs_files, mxjob
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from mxgitops.errors import ConfigError
-from mxgitops.manifestfiles import Problem
-from mxgitops.manifests import LoadResult, load
+from mxgitops.manifests.files import Problem
+from mxgitops.manifests.loading import LoadResult, load
+from mxgitops.manifests.schema import SCHEMA_FILES, schema
+from mxgitops.manifests.yamldoc import documents
 from mxgitops.model import Dialect, JobMode
-from mxgitops.schema import SCHEMA_FILES, schema
-from mxgitops.yamldoc import documents
 
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"

@@ -4,14 +4,14 @@ named after the push; which Jobs are the CronJob's, and which ended.
 
 from __future__ import annotations
 
-from mxgitops.manualjob import (
+from mxgitops.receiver.manualjob import (
     NAME_LIMIT,
     controlled_by,
     finished,
     job_from_cronjob,
     push_job_name,
 )
-from tests.webhookfixtures import cronjob
+from tests.forges.webhooks import cronjob
 
 
 def test_the_job_is_the_templates_with_kubectls_metadata() -> None:

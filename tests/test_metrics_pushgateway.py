@@ -12,12 +12,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mxgitops import cluster
 from mxgitops.cli import main
-from mxgitops.config import SyncConfig
+from mxgitops.commands.sync import SyncOutcome, sync
 from mxgitops.errors import GitError
-from mxgitops.sync import SyncOutcome, sync
-from tests.gitfixtures import GitRemote
+from mxgitops.kube import cluster
+from mxgitops.settings.config import SyncConfig
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.reconcile_e2e import NS, RETRY, mxjob
 from tests.kubeapi.harness import KubeAPI
 from tests.pushgateway.server import Pushgateway

@@ -24,9 +24,9 @@ import yaml
 from click.testing import CliRunner
 
 from mxgitops.cli import main
-from mxgitops.events import REPORTING_CONTROLLER
-from mxgitops.forge.wanted import wanted
-from mxgitops.summary import Summary
+from mxgitops.outputs.events import REPORTING_CONTROLLER
+from mxgitops.outputs.forge.wanted import wanted
+from mxgitops.outputs.summary import Summary
 from tests.controlplane.build import ensure_built
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.multikueue import (
@@ -36,7 +36,7 @@ from tests.ecosystem.multikueue import (
     Member,
     MultiKueue,
 )
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, summary_of, sync_hooked, write
 
 EVENTS = "/apis/events.k8s.io/v1"

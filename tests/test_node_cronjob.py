@@ -13,7 +13,7 @@ the Git cache's claim and the Secret with the Git token (``mxgitops-git``).
 The first two scheduled runs take up to ten minutes of wall time, and the rest of the
 suite covers the wait: the installation is a session fixture, made for the session's
 first test (``first_in_session``, which checks it is installed as rendered), and the
-runs are checked by its last (``last_in_session``; ``tests/sessionorder.py``). The
+runs are checked by its last (``last_in_session``; ``tests/session/order.py``). The
 other real-node tests wipe the cluster in between, leaving the installation's two
 namespaces alone (``RealCluster.keeping``). The CronJob keeps only three finished
 Jobs, and their pods and logs go with them, so a recorder thread keeps each of the
@@ -44,7 +44,8 @@ import yaml
 
 from tests.controlplane.harness import RealCluster
 from tests.controlplane.images import TOOLBOX_IMAGE
-from tests.cronjobruns import (
+from tests.gitrepos.fixtures import GitHttpServer, GitRemote, isolate_git, new_git_remote
+from tests.helpers.cronjobruns import (
     Run,
     RunRecorder,
     ended,
@@ -53,7 +54,6 @@ from tests.cronjobruns import (
     requests_of,
     scheduled_run,
 )
-from tests.gitfixtures import GitHttpServer, GitRemote, isolate_git, new_git_remote
 from tests.helpers.node_cronjob import (
     CRONJOB,
     NAMESPACE,

@@ -28,10 +28,10 @@ from typing import Any
 
 import pytest
 
-from mxgitops.jobset.render import scheduler_address
+from mxgitops.runtimes.jobset.render import scheduler_address
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.ecosystem.fixtures import Ecosystem
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_jobset import (
     NS,
     QUEUE,

@@ -22,7 +22,7 @@ import pytest
 
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.multikueue import LOCAL_QUEUE, MultiKueue
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_jobset import (
     NS,
     ROLES,

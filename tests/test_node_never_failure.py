@@ -21,7 +21,7 @@ import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.rootfs import TRAINING_IMAGE
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_training import NS, cli, job_state, pods_of, sync_args
 
 NAME = "lost-worker"

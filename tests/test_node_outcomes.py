@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_training import (
     NS,
     RESULT,

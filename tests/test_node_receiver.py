@@ -31,16 +31,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mxgitops.manualjob import finished
 from mxgitops.objects import COMMIT_ANNOTATION
+from mxgitops.receiver.manualjob import finished
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.images import TOOLBOX_IMAGE
 from tests.controlplane.projectimage import PROJECT_IMAGE
-from tests.cronjobruns import kubectl
+from tests.forges.webhooks import SECRET, rarely
 from tests.gitea.server import ADMIN, Gitea
-from tests.gitfixtures import run_git
+from tests.gitrepos.fixtures import run_git
 from tests.helpers.cronjob import CRONJOB as CRONJOB_DIR
-from tests.webhookfixtures import SECRET, rarely
+from tests.helpers.cronjobruns import kubectl
 
 NAMESPACE = "mxgitops-push"
 CRONJOB = "mxgitops-push"

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_training import (
     RESULT,
     TRAIN_TIMEOUT,

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from mxgitops import ledger
-from mxgitops.jobset.kinds import JOBSET
-from mxgitops.kubereads import Reads
+from mxgitops.kube.reads import Reads
 from mxgitops.objects import Kind
+from mxgitops.planning import ledger
+from mxgitops.runtimes.jobset.kinds import JOBSET
 from tests.helpers.noop_requests import LEDGER, recorded
 from tests.helpers.reconcile_e2e import (
     INSTANCE,

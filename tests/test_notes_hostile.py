@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from mxgitops import report
 from mxgitops.cli import ExitCode
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from mxgitops.outputs import report
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.notes_hostile import REF, status
 from tests.helpers.reconcile_e2e import mxjob
 from tests.helpers.status_truth import files, git_config

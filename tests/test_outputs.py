@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from mxgitops import outputs, repofile
-from mxgitops.config import SyncConfig, read_token
 from mxgitops.errors import ConfigError, GitError, OutputError
-from mxgitops.summary import Summary
+from mxgitops.manifests import repofile
+from mxgitops.outputs import sinks as outputs
+from mxgitops.outputs.summary import Summary
+from mxgitops.settings.config import SyncConfig, read_token
 
 
 def test_the_settings_choose_the_sinks(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import cluster
-from mxgitops.config import SyncConfig
-from mxgitops.sync import SyncOutcome, sync
+from mxgitops.commands.sync import SyncOutcome, sync
+from mxgitops.kube import cluster
+from mxgitops.settings.config import SyncConfig
 from tests.gitea.server import ADMIN, Gitea
-from tests.gitfixtures import run_git
+from tests.gitrepos.fixtures import run_git
 from tests.helpers.outputs_gitea import gitea
 from tests.helpers.reconcile_e2e import NS, RETRY, batch_job, mxjob
 from tests.kubeapi.harness import KubeAPI

@@ -8,13 +8,13 @@ import dataclasses
 
 import pytest
 
-from mxgitops.batch.render import render_job
-from mxgitops.changes import Action
-from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
-from mxgitops.plan import plan
-from mxgitops.runtime.failure import Failure
-from mxgitops.runtime.state import ReplicaState, State
+from mxgitops.planning.changes import Action
+from mxgitops.planning.ledger import Finished, Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.failure import Failure
+from mxgitops.runtimes.shared.state import ReplicaState, State
 from tests.helpers.plan import (
     BATCH,
     BATCH_ONLY,

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from mxgitops import model
-from mxgitops.batch import live as live_module
-from mxgitops.batch import status as status_module
-from mxgitops.batch.live import group_live
-from mxgitops.batch.render import job_refs
-from mxgitops.changes import Action, Plan
-from mxgitops.ledger import Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
-from mxgitops.plan import plan
+from mxgitops.planning.changes import Action, Plan
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.batch import live as live_module
+from mxgitops.runtimes.batch import status as status_module
+from mxgitops.runtimes.batch.live import group_live
+from mxgitops.runtimes.batch.render import job_refs
 from tests.helpers.plan import COMPLETE, OPTIONS, job, live
 
 

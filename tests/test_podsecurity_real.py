@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops.podsecurity import Level, check
+from mxgitops.manifests.podsecurity import Level, check
 
 # The admission's name of each control -> the standard's, as podsecurity names it.
 ADMISSION_NAMES = {

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mxgitops.report import render_plan
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from mxgitops.outputs.report import render_plan
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.policy import manifest
 from tests.helpers.policy_tenancy import RESTRICTED
 from tests.helpers.sync_git_e2e import config_for

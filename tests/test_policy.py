@@ -12,10 +12,10 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from mxgitops import policy
 from mxgitops.cli import ExitCode, main
-from mxgitops.manifests import load
-from tests.gitfixtures import GitRemote
+from mxgitops.manifests import policy
+from mxgitops.manifests.loading import load
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.policy import (
     DIALECTS,
     KEYS,

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from mxgitops.batch.render import render_job
-from mxgitops.runtime.accelerators import parse_accelerators
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.accelerators import parse_accelerators
+from mxgitops.runtimes.shared.podtemplate import RenderContext
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.policy import checked, gpus, manifest, policy_messages
 from tests.helpers.policy_sync import job_names
 from tests.helpers.sync_git_e2e import config_for

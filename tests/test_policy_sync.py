@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.policy import (
     DIALECTS,
     KEYS,

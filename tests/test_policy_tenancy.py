@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import cluster
-from mxgitops.config import SyncConfig
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from mxgitops.kube import cluster
+from mxgitops.settings.config import SyncConfig
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob import kustomize, only
 from tests.helpers.cronjob_e2e import install
 from tests.helpers.policy import manifest

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob_e2e import EXAMPLE, example_files
 
 ROOT = Path(__file__).resolve().parents[1]

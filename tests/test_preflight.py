@@ -1,4 +1,4 @@
-"""`mxgitops check` (mxgitops/preflight.py): each missing prerequisite is one line saying
+"""`mxgitops check` (mxgitops/commands/preflight.py): each missing prerequisite is one line saying
 what is missing and how to fix it, and the exit code is the CLI's for the first problem.
 
 On the real control plane (no StorageClass until the test makes one, a jobs' namespace
@@ -26,10 +26,10 @@ import yaml
 from click.testing import CliRunner, Result
 
 from mxgitops.cli import ExitCode, main
-from mxgitops.preflight import State, kustomize_finding, kustomize_version, python_finding
+from mxgitops.commands.preflight import State, kustomize_finding, kustomize_version, python_finding
 from tests.controlplane.harness import RealCluster
 from tests.gitea.server import ADMIN, Gitea
-from tests.gitfixtures import GitRemote, run_git
+from tests.gitrepos.fixtures import GitRemote, run_git
 from tests.helpers.outputs_gitea import gitea
 
 __all__ = ["gitea"]  # the Gitea fixture of the statuses' tests, used here too

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mxgitops.dialects import VERSIONS
-from mxgitops.manifests import load
+from mxgitops.manifests.dialects import VERSIONS
+from mxgitops.manifests.loading import load
 from tests.helpers.published import FILES, header
 
 

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import spec
-from mxgitops.batch.render import render_job
-from mxgitops.runtime.disruption import departed_pod
-from mxgitops.runtime.rendering import RenderContext
+from mxgitops.manifests import spec
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.disruption import departed_pod
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob import Docs
 from tests.helpers.cronjob_e2e import CronJobRun, environment, install, rendered
 from tests.helpers.rbac_real import role_path, without

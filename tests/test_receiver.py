@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from mxgitops import cluster
-from mxgitops.coalesce import Decision
-from mxgitops.metrics import ReceiverCounters
+from mxgitops.kube import cluster
 from mxgitops.objects import KubeObject
-from mxgitops.pushsync import WATCH_BACKOFF_CAP, Backoff, OnEvent, SyncStarter
-from mxgitops.webhook import MAX_BODY, Forge, Push
+from mxgitops.outputs.metrics import ReceiverCounters
+from mxgitops.receiver.coalesce import Decision
+from mxgitops.receiver.pushsync import WATCH_BACKOFF_CAP, Backoff, OnEvent, SyncStarter
+from mxgitops.receiver.webhook import MAX_BODY, Forge, Push
 from tests.controlplane.harness import wait_for
-from tests.webhookfixtures import (
+from tests.forges.webhooks import (
     CRONJOB,
     DEADLINE,
     NAMESPACE,
@@ -325,7 +325,7 @@ def test_a_content_length_of_other_digits_is_a_bad_request(
     killed the request's thread unanswered, with a traceback on stderr. (UTF-8 "١٢"
     arrives as other characters, and was refused already.)"""
     with (
-        caplog.at_level(logging.INFO, "mxgitops.receiver"),
+        caplog.at_level(logging.INFO, "mxgitops.receiver.server"),
         running_receiver() as (server, runs, _),
     ):
         host, port = server.server_address[:2]

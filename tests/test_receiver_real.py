@@ -24,22 +24,14 @@ from typing import Any
 
 import pytest
 
-from mxgitops.manualjob import PUSH_ANNOTATION, job_from_cronjob
+from mxgitops.receiver.manualjob import PUSH_ANNOTATION, job_from_cronjob
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.cronjobruns import kubectl
+from tests.forges.webhooks import SECRET, ReceiverProcess, get, post, push_body, rarely, signed
 from tests.helpers.cronjob import CRONJOB as CRONJOB_DIR
 from tests.helpers.cronjob import Docs, kustomize
 from tests.helpers.cronjob_e2e import COLLECTIONS, account_kubeconfig
+from tests.helpers.cronjobruns import kubectl
 from tests.helpers.rbac_real import role_path, without
-from tests.webhookfixtures import (
-    SECRET,
-    ReceiverProcess,
-    get,
-    post,
-    push_body,
-    rarely,
-    signed,
-)
 
 NS = "mxgitops-example"
 CRONJOB = "mxgitops-example"

@@ -1,7 +1,7 @@
 """End to end: `sync()` against the API double over HTTP, through the official client.
 
 Every test writes manifests to a plain directory (read as-is, no Git), runs
-`mxgitops.sync.sync` against a fresh double, and asserts on what the double
+`mxgitops.commands.sync.sync` against a fresh double, and asserts on what the double
 stores and on its request log: which requests were made, and which writes.
 The double's job controller and kubelet are stepped explicitly, so job states
 follow the seed's rules without any waiting. Retries never sleep: the retry
@@ -21,18 +21,21 @@ from typing import Any
 
 import pytest
 
-from mxgitops import cluster, kubecalls, lease, ledger, manifests
-from mxgitops.batch.render import render_job
-from mxgitops.config import read_repo_config
+from mxgitops.commands.sync import SyncOutcome
 from mxgitops.errors import ClusterError, LeaseHeldError
+from mxgitops.kube import calls as kubecalls
+from mxgitops.kube import cluster, lease
+from mxgitops.manifests import loading as manifests
 from mxgitops.objects import (
     INSTANCE_LABEL,
     JOB_NAME_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
 )
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.sync import SyncOutcome
+from mxgitops.planning import ledger
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.podtemplate import RenderContext
+from mxgitops.settings.config import read_repo_config
 from tests.helpers.reconcile_e2e import (
     EXAMPLE_REPO,
     INSTANCE,

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from mxgitops.batch.render import render_job
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.model import MxJob, ReplicaType, scheduler_service_name
-from mxgitops.runtime.mxconfig import MAX_LISTED_REPLICAS, dmlc_env
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.spec import from_manifest
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.mxconfig import MAX_LISTED_REPLICAS, dmlc_env
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 
 CTX = RenderContext(instance="scale")
 

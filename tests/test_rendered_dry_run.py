@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.batch.render import render_job
-from mxgitops.manifests import load
-from mxgitops.runtime.rendering import RenderContext
+from mxgitops.manifests.loading import load
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.helpers.published import FILES, header
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI

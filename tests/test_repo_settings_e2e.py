@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from mxgitops import config
 from mxgitops.cli import main
-from tests.gitfixtures import GitRemote
+from mxgitops.settings import config
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.sync_git_e2e import jobs_files
 from tests.kubeapi.harness import KubeAPI
 

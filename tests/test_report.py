@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from mxgitops import report
-from mxgitops.apply import ChangeResult, ChangeSet
-from mxgitops.changes import Action
-from mxgitops.ledger import Ledger
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import plan
-from mxgitops.summary import JobSummary, ReplicaSummary, Summary
+from mxgitops.outputs import report
+from mxgitops.outputs.summary import JobSummary, ReplicaSummary, Summary
+from mxgitops.planning.changes import Action
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.state.apply import ChangeResult, ChangeSet
 from tests.helpers.plan import OPTIONS, finish, job, live
 
 
@@ -200,8 +200,8 @@ def test_a_note_of_a_newer_mxgitops_reads_with_its_new_fields_left_out() -> None
 
 def test_a_job_run_on_another_cluster_is_named_in_the_note_events_and_commit_status() -> None:
     """Where Kueue's MultiKueue runs a job on a worker cluster (`LiveJobSet.placement`)."""
-    from mxgitops import events
-    from mxgitops.forge.wanted import wanted
+    from mxgitops.outputs import events
+    from mxgitops.outputs.forge.wanted import wanted
 
     running = JobSummary("ml", "a", "unchanged", "", state="Running", placement="worker-a")
     assert "ml/a: running on cluster worker-a" in running.details()
@@ -219,7 +219,7 @@ def test_a_job_run_on_another_cluster_is_named_in_the_note_events_and_commit_sta
 
 
 def test_a_job_on_an_unreachable_cluster_says_so_in_the_note_status_and_commit_status() -> None:
-    from mxgitops.forge.wanted import wanted
+    from mxgitops.outputs.forge.wanted import wanted
 
     lost = "cluster worker-a is unreachable since 2026-12-03T12:00:01Z: ..."
     running = JobSummary(

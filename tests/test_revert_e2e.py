@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from mxgitops import ledger
+from mxgitops.planning import ledger
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,

@@ -12,14 +12,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mxgitops.changes import Action, PlanOptions
-from mxgitops.jobset.kinds import JOBSET
-from mxgitops.ledger import Finished, Ledger
+from mxgitops.manifests.spec import from_manifest
+from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob
 from mxgitops.objects import LiveObjects, ObjectRef
-from mxgitops.plan import plan
-from mxgitops.runtime.state import State
-from mxgitops.runtimes import render
-from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, from_manifest
+from mxgitops.planning.changes import Action, PlanOptions
+from mxgitops.planning.ledger import Finished, Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.jobset.kinds import JOBSET
+from mxgitops.runtimes.registry import render
+from mxgitops.runtimes.shared.state import State
 from tests.helpers.plan import COMPLETE, CTX, NS, OPTIONS
 from tests.helpers.reconcile_e2e import mxjob
 

@@ -22,16 +22,16 @@ from click.testing import CliRunner
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from mxgitops import report
-from mxgitops import summary as mxgitops_summary
 from mxgitops.cli import main
-from mxgitops.commands import diff_commits
+from mxgitops.commands.review import JobChange, Review, render_markdown, render_text
+from mxgitops.commands.status import diff_commits
+from mxgitops.commands.sync import sync
 from mxgitops.errors import ConfigError
-from mxgitops.manifestfiles import Problem
-from mxgitops.markdown import code, visible
-from mxgitops.review import JobChange, Review, render_markdown, render_text
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.manifests.files import Problem
+from mxgitops.outputs import report
+from mxgitops.outputs import summary as mxgitops_summary
+from mxgitops.outputs.markdown import code, visible
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.sync_git_e2e import NS, config_for, jobs_files, mxjob
 from tests.kubeapi.harness import KubeAPI
 

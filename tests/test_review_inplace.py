@@ -12,8 +12,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mxgitops.cli import main
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.reconcile_e2e import NS, mxjob
 from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.harness import KubeAPI
@@ -138,8 +138,8 @@ def test_diff_plans_each_job_on_the_runtime_the_sync_runs_it_on(
 
 def test_one_problem_is_counted_in_the_singular() -> None:
     """ "1 new problem", "**1 problem**", "1 policy violation": never "1 problems"."""
-    from mxgitops.manifestfiles import Problem
-    from mxgitops.review import Review, render_markdown, render_text
+    from mxgitops.commands.review import Review, render_markdown, render_text
+    from mxgitops.manifests.files import Problem
 
     broken = Problem("jobs/a.yaml", 3, "a", "spec", "policy: hostPID is not allowed")
     result = Review(broken=[broken])

@@ -1,6 +1,6 @@
 """The runtime protocol, checked the same way over every runtime in the registry.
 
-Each runtime (`mxgitops/runtime/base.py`'s `Runtime`) must render deterministically,
+Each runtime (`mxgitops/runtimes/shared/base.py`'s `Runtime`) must render deterministically,
 name its objects without rendering them, claim them back from a LIST as one whole group
 of the job that made them, and patch its in-place fields without a replace. A new
 runtime registered in `runtimes.RUNTIMES` is checked here without a line added. What a
@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 
 import mxgitops
-from mxgitops import model, objects, runtimes
+from mxgitops import model, objects
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.model import MxJob, OnChange
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
-from mxgitops.runtime.labels import RUNTIME_ID_LABEL
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.runtime.state import State
-from mxgitops.spec import from_manifest
+from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes.shared.labels import RUNTIME_ID_LABEL
+from mxgitops.runtimes.shared.podtemplate import RenderContext
+from mxgitops.runtimes.shared.state import State
 from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("conformance", commit="a" * 40)
@@ -36,23 +37,34 @@ NEUTRAL = [
     *(
         PACKAGE / f"{name}.py"
         for name in [
-            "plan",
-            "changes",
-            "report",
-            "summary",
-            "outputs",
-            "events",
-            "sync",
-            "config",
-            "bookkeeping",
-            "review",
+            "planning/plan",
+            "planning/changes",
+            "outputs/report",
+            "outputs/summary",
+            "outputs/sinks",
+            "outputs/events",
+            "commands/sync",
+            "settings/config",
+            "planning/bookkeeping",
+            "commands/review",
             "objects",
             "model",
-            "spec",
+            "manifests/spec",
         ]
     ),
-    *PACKAGE.glob("kube*.py"),
-    *(PACKAGE / "forge").glob("*.py"),
+    *(
+        PACKAGE / "kube" / f"{name}.py"
+        for name in [
+            "calls",
+            "kubeconfig",
+            "connections",
+            "cronjobs",
+            "transport",
+            "reads",
+            "writes",
+        ]
+    ),
+    *(PACKAGE / "outputs" / "forge").glob("*.py"),
 ]
 
 

@@ -13,8 +13,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from mxgitops import cluster, kubecalls, listdecode, listing
 from mxgitops.errors import ClusterClientError
+from mxgitops.kube import calls as kubecalls
+from mxgitops.kube import cluster, listdecode, listing
 from mxgitops.objects import Kind, ownership_labels, ownership_selector
 from tests.kubeapi import store as store_module
 from tests.kubeapi.harness import KubeAPI

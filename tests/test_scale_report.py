@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mxgitops import report
-from mxgitops.apply import ChangeResult, ChangeSet
-from mxgitops.changes import Action, Change, Plan
+from mxgitops.outputs import report
+from mxgitops.planning.changes import Action, Change, Plan
+from mxgitops.state.apply import ChangeResult, ChangeSet
 
 JOBS = 2_000
 

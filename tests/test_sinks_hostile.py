@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mxgitops import metrics
+from mxgitops.commands.sync import sync
 from mxgitops.errors import ConfigError, OutputError
-from mxgitops.sync import sync
-from tests import forgeservers
-from tests.gitfixtures import GitRemote
+from mxgitops.outputs import metrics
+from tests.forges import servers as forgeservers
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.forge_hostile import checked_settings
 from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, write
 from tests.helpers.status_truth import files, git_config

@@ -1,4 +1,6 @@
-"""mxgitops.source against real git: bare remotes via file:// and a loopback HTTP server."""
+"""mxgitops.source.repository against real git: bare remotes via file:// and a loopback
+HTTP server.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +16,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mxgitops.errors import GitError
-from mxgitops.gitauth import Credentials, redact
-from mxgitops.gittree import export_tree, resolve
-from mxgitops.source import NOTES_REF, Repository
+from mxgitops.source.gitauth import Credentials, redact
+from mxgitops.source.gittree import export_tree, resolve
+from mxgitops.source.repository import NOTES_REF, Repository
 
 if TYPE_CHECKING:  # imported for real by pytest_plugins, so that its asserts are rewritten
-    from tests.gitfixtures import GitHttpServer, GitRemote
+    from tests.gitrepos.fixtures import GitHttpServer, GitRemote
 
     MakeRemote = Callable[..., GitRemote]
     MakeServer = Callable[..., GitHttpServer]

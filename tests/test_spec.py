@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops.batch.render import render_job
+from mxgitops.manifests.spec import dialect_of, from_manifest, refusals
 from mxgitops.model import (
     DEFAULT_PS_ROOT_PORT,
     CleanPodPolicy,
@@ -22,8 +22,8 @@ from mxgitops.model import (
     SuccessPolicy,
     format_path,
 )
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.spec import dialect_of, from_manifest, refusals
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 
 
 def template(**container: Any) -> dict[str, Any]:

@@ -12,19 +12,20 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import cluster as kube
-from mxgitops import report, spec, summary
-from mxgitops.batch.render import render_job
-from mxgitops.changes import PlanOptions
 from mxgitops.cli import ExitCode, main
+from mxgitops.commands.sync import sync
 from mxgitops.errors import ClusterClientError
-from mxgitops.gitcommand import Runner
-from mxgitops.jobset.kinds import JOBSET
-from mxgitops.ledger import Ledger
+from mxgitops.kube import cluster as kube
+from mxgitops.manifests import spec
 from mxgitops.objects import Kind
-from mxgitops.plan import plan
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.outputs import report, summary
+from mxgitops.planning.changes import PlanOptions
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.jobset.kinds import JOBSET
+from mxgitops.source.gitcommand import Runner
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.notes_hostile import REF, status
 from tests.helpers.plan import job
 from tests.helpers.reconcile_e2e import mxjob, write

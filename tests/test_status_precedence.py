@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from mxgitops import model, spec
-from mxgitops.batch.status import job_status
+from mxgitops import model
+from mxgitops.manifests import spec
 from mxgitops.objects import LiveObjects
-from mxgitops.runtime.pods import pod_replica_state
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.runtime.state import ReplicaState, State
+from mxgitops.runtimes.batch.status import job_status
+from mxgitops.runtimes.shared.pods import pod_replica_state
+from mxgitops.runtimes.shared.podtemplate import RenderContext
+from mxgitops.runtimes.shared.state import ReplicaState, State
 
 CTX = RenderContext(instance="prod")
 EARLY, LATE = "2026-01-01T10:00:00Z", "2026-01-01T10:05:00Z"
@@ -94,7 +95,7 @@ def live(job: model.MxJob, outcomes: dict[str, tuple[int, str] | None]) -> LiveO
 
 
 def render_job_objects(job: model.MxJob) -> list[dict[str, Any]]:
-    from mxgitops.batch.render import render_job
+    from mxgitops.runtimes.batch.render import render_job
 
     return [o for o in render_job(job, CTX) if o["kind"] == "Job"]
 

@@ -17,10 +17,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mxgitops import __version__, cluster, ledger, report
+from mxgitops import __version__
 from mxgitops.cli import main
-from mxgitops.sync import sync
-from tests.gitfixtures import GitRemote
+from mxgitops.commands.sync import sync
+from mxgitops.kube import cluster
+from mxgitops.outputs import report
+from mxgitops.planning import ledger
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from mxgitops import report, summary
-from mxgitops.batch.failure import replica_failure
-from mxgitops.batch.inplace import compare as compare_in_place
-from mxgitops.batch.render import job_refs
-from mxgitops.changes import Action
-from mxgitops.failurelog import keep_end
-from mxgitops.ledger import Finished, Ledger
 from mxgitops.objects import LiveObjects
-from mxgitops.plan import plan
-from mxgitops.runtime.state import State
+from mxgitops.outputs import report, summary
+from mxgitops.planning.changes import Action
+from mxgitops.planning.ledger import Finished, Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.batch.failure import replica_failure
+from mxgitops.runtimes.batch.inplace import compare as compare_in_place
+from mxgitops.runtimes.batch.render import job_refs
+from mxgitops.runtimes.shared.state import State
+from mxgitops.state.failurelog import keep_end
 from tests.helpers.plan import NS, OPTIONS, finish, job, live, only
 
 
@@ -154,8 +154,8 @@ def test_the_top_level_help_lists_every_exit_code() -> None:
 
 
 def test_the_cancel_list_names_jobs_as_namespace_and_name(tmp_path: Path) -> None:
-    from mxgitops import repofile
     from mxgitops.errors import ConfigError
+    from mxgitops.manifests import repofile
 
     (tmp_path / ".mxgitops.yaml").write_text("cancel: [ml/a, other/b]\n")
     assert repofile.read(tmp_path).values["cancel"] == ("ml/a", "other/b")
@@ -166,9 +166,9 @@ def test_the_cancel_list_names_jobs_as_namespace_and_name(tmp_path: Path) -> Non
 
 
 def test_a_pending_replica_says_why_and_a_suspended_job_is_suspended() -> None:
-    from mxgitops.batch.status import replica_state
-    from mxgitops.runtime.pods import pending_reason
-    from mxgitops.runtime.state import ReplicaState
+    from mxgitops.runtimes.batch.status import replica_state
+    from mxgitops.runtimes.shared.pods import pending_reason
+    from mxgitops.runtimes.shared.state import ReplicaState
 
     unscheduled = {
         "status": {

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mxgitops.changes import Action
-from mxgitops.ledger import Ledger
 from mxgitops.objects import JOB_NAME_LABEL, ObjectRef
-from mxgitops.plan import plan
-from mxgitops.runtime.state import State
+from mxgitops.planning.changes import Action
+from mxgitops.planning.ledger import Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.shared.state import State
 from tests.helpers.plan import BATCH, OPTIONS, finish, job, live, only
 from tests.helpers.reconcile_e2e import (
     NS,

@@ -1,7 +1,8 @@
 """End to end through Git: a bare repository as the remote, the API double as the cluster.
 
 Every test pushes manifests to a bare remote (file://, or http:// through the loopback git
-server of tests/gitfixtures.py), runs `mxgitops.sync.sync`, and asserts on the double's
+server of tests/gitrepos/fixtures.py), runs `mxgitops.commands.sync.sync`, and asserts on
+the double's
 objects and request log, on the remote's refs and notes, and on the cache. Races are
 interleaved deterministically through the sync's progress callbacks; nothing sleeps.
 """
@@ -15,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from mxgitops.sync import Progress, SyncOutcome, sync
-from tests.gitfixtures import GitRemote, run_git
+from mxgitops.commands.sync import Progress, SyncOutcome, sync
+from tests.gitrepos.fixtures import GitRemote, run_git
 from tests.helpers.sync_git_e2e import (
     INSTANCE,
     NS,

@@ -22,10 +22,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import cluster, kubecalls, lease, objects
 from mxgitops import errors as mxgitops_errors
+from mxgitops import objects
 from mxgitops.cli import main
 from mxgitops.errors import ClusterError, ClusterUnreachable, LeaseLostError
+from mxgitops.kube import calls as kubecalls
+from mxgitops.kube import cluster, lease
 from mxgitops.objects import Create, KubeObject
 from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
 from tests.helpers.timeouts import sync_args

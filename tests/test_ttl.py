@@ -10,15 +10,15 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mxgitops.batch.render import render_job
-from mxgitops.changes import Action, PlanOptions
-from mxgitops.jobset.kinds import JOBSET
-from mxgitops.jobset.render import render_jobset
-from mxgitops.ledger import Finished, Ledger
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.objects import LiveObjects, ObjectRef
-from mxgitops.plan import plan
-from mxgitops.runtime.state import State
-from mxgitops.spec import from_manifest
+from mxgitops.planning.changes import Action, PlanOptions
+from mxgitops.planning.ledger import Finished, Ledger
+from mxgitops.planning.plan import plan
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.jobset.kinds import JOBSET
+from mxgitops.runtimes.jobset.render import render_jobset
+from mxgitops.runtimes.shared.state import State
 from tests.helpers.plan import BATCH, CTX, NS, OPTIONS, finish, job, live, only
 from tests.helpers.reconcile_e2e import mxjob
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mxgitops import ledger
+from mxgitops.planning import ledger
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,

@@ -14,14 +14,14 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from mxgitops import report
-from mxgitops.batch.render import render_job
-from mxgitops.changes import Plan
 from mxgitops.cli import main
-from mxgitops.ledger import Ledger
-from mxgitops.manifests import LoadResult, load
-from mxgitops.review import render_json, render_markdown, render_text, review
-from mxgitops.runtime.rendering import RenderContext
+from mxgitops.commands.review import render_json, render_markdown, render_text, review
+from mxgitops.manifests.loading import LoadResult, load
+from mxgitops.outputs import report
+from mxgitops.planning.changes import Plan
+from mxgitops.planning.ledger import Ledger
+from mxgitops.runtimes.batch.render import render_job
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 
 OLD_GPU = """\
 apiVersion: mxnet.mlkube.io/v1beta1

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from mxgitops import webhook
-from mxgitops.webhook import Deliveries, Forge, Refusal, lowered, push_of, verify
-from tests.webhookfixtures import SECRET, push_body, signed
+from mxgitops.receiver import webhook
+from mxgitops.receiver.webhook import Deliveries, Forge, Refusal, lowered, push_of, verify
+from tests.forges.webhooks import SECRET, push_body, signed
 
 FORGES = ["github", "gitlab", "gitea"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mxgitops import cluster
+from mxgitops.kube import cluster
 from mxgitops.objects import Create, Delete, Kind, ObjectRef
 from tests.kubeapi.harness import StubHandler, stub_api
 

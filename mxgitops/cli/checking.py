@@ -20,15 +20,15 @@ from mxgitops.cli.options import (
     output_option,
     policy_file_option,
 )
-from mxgitops.config import (
+from mxgitops.manifests.loading import LoadResult, load
+from mxgitops.model import NAMESPACE
+from mxgitops.settings.config import (
     SyncConfig,
     effective_policy,
     manifest_dir,
     read_repo_settings,
     with_problems,
 )
-from mxgitops.manifests import LoadResult, load
-from mxgitops.model import NAMESPACE
 
 # `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
 # is defined without importing convert (ruamel.yaml); a test checks that they agree.
@@ -143,7 +143,7 @@ def convert_command(files: tuple[Path, ...], target: str, write: bool) -> ExitCo
       mxgitops convert -w jobs/                       rewrite every job under jobs/ in place
       mxgitops convert --to seed jobs/local.yaml
     """
-    from mxgitops import convert  # ruamel.yaml: imported by this command only
+    from mxgitops.commands import convert  # ruamel.yaml: imported by this command only
 
     dialect = convert.TARGETS[target]
     results = convert.convert_files(files, dialect)

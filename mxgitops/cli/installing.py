@@ -55,9 +55,9 @@ def check(ctx: click.Context, /, **options: Any) -> ExitCode:
     repository's jobs go to. Nothing in the cluster is changed.
     """
     from mxgitops.cli.syncing import explicit_settings
-    from mxgitops.config import from_options
-    from mxgitops.preflight import State
-    from mxgitops.preflight import check as run_checks
+    from mxgitops.commands.preflight import State
+    from mxgitops.commands.preflight import check as run_checks
+    from mxgitops.settings.config import from_options
 
     explicit = explicit_settings(ctx, options)
     findings = run_checks(from_options({**options, "git_token": git_token()}), explicit=explicit)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
-from mxgitops import runtimes
-from mxgitops.config import FILE_SIZE_BOUNDS
-from mxgitops.kubecalls import MAX_REQUEST_TIMEOUT
-from mxgitops.manifestfiles import MAX_FILE_SIZE
+from mxgitops.kube.calls import MAX_REQUEST_TIMEOUT
+from mxgitops.manifests.files import MAX_FILE_SIZE
+from mxgitops.runtimes import registry as runtimes
+from mxgitops.settings.config import FILE_SIZE_BOUNDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -106,12 +106,12 @@ def receive(
     sync start one more when it ends, however many they are. Every sync still runs
     as the CronJob's, under its Lease.
     """
-    from mxgitops import cluster
-    from mxgitops.console import configure_logging, stopped_cleanly_on_sigterm
-    from mxgitops.metrics import ReceiverCounters
-    from mxgitops.pushsync import SyncStarter
-    from mxgitops.receiver import Settings, serve
-    from mxgitops.webhook import tracked_branch
+    from mxgitops.cli.console import configure_logging, stopped_cleanly_on_sigterm
+    from mxgitops.kube import cluster
+    from mxgitops.outputs.metrics import ReceiverCounters
+    from mxgitops.receiver.pushsync import SyncStarter
+    from mxgitops.receiver.server import Settings, serve
+    from mxgitops.receiver.webhook import tracked_branch
 
     address = parse_listen(listen)
     namespace, _, name = cronjob.partition("/")

@@ -65,9 +65,9 @@ def render(
       mxgitops render jobs/ | kubectl diff -f -
       mxgitops render -o json jobs/ | kubectl apply --dry-run=server -f -
     """
-    from mxgitops import rendering
-    from mxgitops.config import read_accelerators
-    from mxgitops.runtime.accelerators import parse_accelerators
+    from mxgitops.commands import render as rendering
+    from mxgitops.runtimes.shared.accelerators import parse_accelerators
+    from mxgitops.settings.config import read_accelerators
 
     loaded = load_like_sync(paths, namespace, max_file_size, policy_file, default_runtime)
     raw = read_accelerators(accelerators_file) if accelerators_file else {}

@@ -21,7 +21,7 @@ from mxgitops.cli.options import (
     repo_options,
     setting,
 )
-from mxgitops.config import SyncConfig, from_options
+from mxgitops.settings.config import SyncConfig, from_options
 
 
 @main.command()
@@ -45,8 +45,8 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
       mxgitops status --repo file:///srv/git/jobs.git 1a2b3c4 -o json
     """
     # Imported here, not above: validate needs none of them (see the imports).
-    from mxgitops import report, vouching
-    from mxgitops.commands import missing_note_hint, read_status
+    from mxgitops.commands.status import missing_note_hint, read_status
+    from mxgitops.outputs import report, vouching
 
     config = from_options({**options, "git_token": git_token()})
     summary, sha, unreadable = read_status(config, commit)
@@ -128,8 +128,8 @@ def diff(
       mxgitops diff origin/main HEAD -o markdown > comment.md
     """
     # Imported here, not above: validate needs none of them (see the imports).
-    from mxgitops import review
-    from mxgitops.commands import diff_commits
+    from mxgitops.commands import review
+    from mxgitops.commands.status import diff_commits
 
     result = diff_commits(
         repo,

@@ -28,18 +28,18 @@ from mxgitops.cli.options import (
     setting,
     status_token,
 )
-from mxgitops.config import (
+from mxgitops.runtimes.shared.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
+from mxgitops.settings.config import (
     MAX_FAILURE_LOG_LINES,
     MAX_PARALLELISM,
     MAX_STATUS_TIMEOUT,
     SyncConfig,
     from_options,
 )
-from mxgitops.runtime.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
 
 if TYPE_CHECKING:
     from mxgitops.errors import MxGitOpsError
-    from mxgitops.summary import Summary
+    from mxgitops.outputs.summary import Summary
 
 _SYNC_EXAMPLES = """
 \b
@@ -229,15 +229,15 @@ def sync(ctx: click.Context, /, **options: Any) -> ExitCode:
     # Imported here, not above: validate needs none of them (see the imports).
     import logging
 
-    from mxgitops import report
-    from mxgitops.console import (
+    from mxgitops.cli.console import (
         Tally,
         configure_logging,
         progress_display,
         stopped_cleanly_on_sigterm,
     )
-    from mxgitops.sync import Progress
-    from mxgitops.sync import sync as run_sync
+    from mxgitops.commands.sync import Progress
+    from mxgitops.commands.sync import sync as run_sync
+    from mxgitops.outputs import report
 
     config, explicit = _sync_config(ctx, options)
     configure_logging(config.log_format, config.verbose)

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 GOMOD_DIR = Path(__file__).with_name("gomod")
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")

@@ -59,7 +59,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     test of theirs that needs the images first waits for that build in its fixture
     (the image cache's lock)."""
     if any(_uses_node(item) for item in session.items):
-        from tests.serverbuilds import build_now
+        from tests.builds.servers import build_now
 
         from .nodebuild import ensure_node_built
 

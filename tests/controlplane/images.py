@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 from . import build
 from .ociimage import write_archive

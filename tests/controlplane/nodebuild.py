@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 from . import build
 

@@ -19,7 +19,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 from .images import cache_root, cached_archive
 from .ociimage import write_archive

@@ -16,7 +16,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 from .images import cached_archive
 from .ociimage import write_archive

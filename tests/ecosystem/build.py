@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 GOMOD_ROOT = Path(__file__).with_name("gomod")
 

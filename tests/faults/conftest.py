@@ -1,5 +1,5 @@
 """The fault suite's node: a real control plane and real node of its own, started once
-per session on the fault group's worker (``tests/workergroups.py``), so that killing
+per session on the fault group's worker (``tests/session/workergroups.py``), so that killing
 its processes or cutting its network never reaches the node the other tests share.
 
 It differs from ``real_node`` only where a fault needs it, each wait shortened by the

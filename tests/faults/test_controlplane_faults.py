@@ -29,7 +29,7 @@ import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.launcher import ControlPlane
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_faults import MXGITOPS
 from tests.helpers.node_training import NS, cli, sync_args
 from tests.helpers.sync_faults import (
@@ -51,7 +51,7 @@ LEASE = "/apis/coordination.k8s.io/v1/namespaces/mxgitops/leases/mxgitops-node"
 
 @pytest.fixture(scope="module")
 def faults_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """A control plane for this module's faults alone (tests/workergroups.py: the fault
+    """A control plane for this module's faults alone (tests/session/workergroups.py: the fault
     suite's worker)."""
     directory = tmp_path_factory.mktemp("cpfaults")
     with (

@@ -29,9 +29,9 @@ import pytest
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.node import _v1_hierarchies
-from tests.cronjobruns import ended, kubectl
 from tests.faults.conftest import FaultCluster
-from tests.gitfixtures import GitHttpServer, GitRemote
+from tests.gitrepos.fixtures import GitHttpServer, GitRemote
+from tests.helpers.cronjobruns import ended, kubectl
 from tests.helpers.node_cronjob import (
     CRONJOB,
     NAMESPACE,

@@ -19,7 +19,7 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.faults.conftest import FaultCluster
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.jobset_faults import (
     fault_jobset,
     gang_running,

@@ -22,7 +22,7 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.faults.conftest import FaultCluster
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.jobset_faults import fault_jobset, gang_running, the_jobset
 from tests.helpers.node_faults import PODS, dist_job, node_runs_a_pod, row_of, running_tasks
 from tests.helpers.node_training import NS, cli, sync_args

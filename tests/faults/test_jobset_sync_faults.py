@@ -21,7 +21,7 @@ import pytest
 
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_faults import MXGITOPS
 from tests.helpers.node_training import NS, cli, sync_args
 from tests.helpers.sync_faults import JOBS, noted_states, suspended_job

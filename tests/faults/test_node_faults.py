@@ -24,7 +24,7 @@ import pytest
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.node import NODE_NAME
 from tests.faults.conftest import FaultCluster
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_faults import (
     MXGITOPS,
     NODE_LOST_TIMEOUT,

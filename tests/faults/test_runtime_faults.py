@@ -20,7 +20,7 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.controlplane.node import NODE_NAME
 from tests.faults.conftest import FaultCluster
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_faults import (
     PODS,
     batch_jobs,

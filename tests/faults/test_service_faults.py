@@ -25,13 +25,14 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from mxgitops import report, source
 from mxgitops.cli import main
-from mxgitops.sync import SyncOutcome
+from mxgitops.commands.sync import SyncOutcome
+from mxgitops.outputs import report
+from mxgitops.source import repository as source
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.gitea.server import ADMIN, Gitea
-from tests.gitfixtures import GitRemote, run_git
+from tests.gitrepos.fixtures import GitRemote, run_git
 from tests.helpers.jobset_e2e import (
     condition,
     gpu_job,

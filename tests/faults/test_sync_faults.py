@@ -22,7 +22,7 @@ import pytest
 
 from tests.controlplane.harness import wait_for
 from tests.faults.conftest import FaultCluster
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_faults import MXGITOPS
 from tests.helpers.node_training import sync_args
 from tests.helpers.sync_faults import (

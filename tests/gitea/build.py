@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 GOMOD_DIR = Path(__file__).with_name("gomod")
 MODULE = "code.gitea.io/gitea"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mxgitops.manifests.podsecurity import Level, check
 from mxgitops.model import format_path
-from mxgitops.podsecurity import Level, check
 
 ROOT = Path(__file__).resolve().parents[2]
 

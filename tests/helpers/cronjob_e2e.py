@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from mxgitops import config
 from mxgitops.cli import main
-from tests.gitfixtures import GitRemote
+from mxgitops.settings import config
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob import OVERLAY, Docs, kustomize, only, pod_template
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "jobs-repo-example"

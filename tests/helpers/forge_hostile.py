@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxgitops.forge.post import StatusSettings, settings_for
+from mxgitops.outputs.forge.post import StatusSettings, settings_for
 
 
 def checked_settings(**given: Any) -> StatusSettings:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.spec import from_manifest
+from mxgitops.manifests.spec import from_manifest
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.helpers.reconcile_e2e import mxjob
 
 CTX = RenderContext("prod")

@@ -6,8 +6,8 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from mxgitops import lease
 from mxgitops.errors import ClusterClientError
+from mxgitops.kube import lease
 from mxgitops.objects import KubeObject, ObjectRef
 
 REF = lease.lease_ref("t1", "ml")

@@ -13,7 +13,7 @@ from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.images import TOOLBOX_IMAGE
 from tests.controlplane.node import NODE_NAME
 from tests.faults.conftest import FaultCluster
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_training import NS, cli, pods_of, sync_args
 
 # A replica that runs until stopped, and stops at once on SIGTERM (busybox as PID 1
@@ -127,7 +127,7 @@ def noted(remote: GitRemote, cache: Path, name: str) -> dict[str, Any]:
 
 def row_of(output: str, name: str) -> dict[str, Any]:
     """The row of job `name` of a JSON report, after any warning lines (a note written by
-    another process: the sync in the background, `mxgitops.vouching`)."""
+    another process: the sync in the background, `mxgitops.outputs.vouching`)."""
     report, _ = json.JSONDecoder().raw_decode(output[output.index("{") :])
     (row,) = [job for job in report["jobs"] if job["name"] == name]
     return dict(row)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mxgitops.cli import main
 from tests.controlplane.harness import RealCluster
 from tests.controlplane.rootfs import TRAINING_IMAGE
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 
 NS = "default"
 

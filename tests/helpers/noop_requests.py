@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mxgitops import ledger
+from mxgitops.planning import ledger
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,

@@ -8,7 +8,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from mxgitops.cli import main
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 
 REF = "refs/notes/mxgitops"
 

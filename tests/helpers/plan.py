@@ -7,11 +7,12 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
-from mxgitops import model, spec
-from mxgitops.batch.render import render_job
-from mxgitops.changes import Plan, PlanOptions
-from mxgitops.ledger import Ledger
+from mxgitops import model
+from mxgitops.manifests import spec
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
+from mxgitops.planning.changes import Plan, PlanOptions
+from mxgitops.planning.ledger import Ledger
+from mxgitops.runtimes.batch.render import render_job
 
 NS = "ml"
 

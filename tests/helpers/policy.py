@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import policy
-from mxgitops.manifests import LoadResult, load
+from mxgitops.manifests import policy
+from mxgitops.manifests.loading import LoadResult, load
 
 DIALECTS = ("seed", "kubeflow")
 

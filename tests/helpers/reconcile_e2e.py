@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import cluster, kubecalls
-from mxgitops.config import SyncConfig
+from mxgitops.commands.sync import SyncOutcome, sync
+from mxgitops.kube import calls as kubecalls
+from mxgitops.kube import cluster
 from mxgitops.objects import (
     JOB_NAME_LABEL,
     Kind,
     ObjectRef,
 )
-from mxgitops.summary import JobSummary
-from mxgitops.sync import SyncOutcome, sync
+from mxgitops.outputs.summary import JobSummary
+from mxgitops.settings.config import SyncConfig
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from mxgitops.config import SyncConfig
-from tests.gitfixtures import GitRemote
+from mxgitops.settings.config import SyncConfig
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from tests.controlplane.harness import RealCluster
-from tests.gitfixtures import GitRemote
+from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.node_faults import MXGITOPS
 from tests.helpers.node_training import NS, cli, sync_args
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import report
-from mxgitops import summary as mxgitops_summary
-from mxgitops.config import SyncConfig
-from tests.gitfixtures import GitRemote
+from mxgitops.outputs import report
+from mxgitops.outputs import summary as mxgitops_summary
+from mxgitops.settings.config import SyncConfig
+from tests.gitrepos.fixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
 
 NS = "default"

@@ -49,8 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if backend != "double":
         # Build (or find cached) the control plane before any test runs, and put its
         # kubectl, of the same release as the server, first on PATH for every test.
+        from tests.builds.servers import build_now
         from tests.controlplane.build import ensure_built
-        from tests.serverbuilds import build_now
 
         def put_kubectl_first() -> None:
             os.environ["PATH"] = f"{ensure_built()}{os.pathsep}{os.environ.get('PATH', '')}"

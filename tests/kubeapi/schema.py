@@ -30,7 +30,7 @@ import jsonschema
 import jsonschema_rs
 from referencing import Registry, Resource
 
-from mxgitops import schema
+from mxgitops.manifests import schema
 
 from .errors import ApiError, FieldError, bad_request
 from .resources import Resource as KubeResource

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.manifests import load
-from mxgitops.runtime.rendering import RenderContext
-from mxgitops.runtimes import render
+from mxgitops.manifests.loading import load
+from mxgitops.runtimes.registry import render
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.helpers.published import FILES, header
 from tests.helpers.reconcile_e2e import NS, Syncer

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from tests import gobuild
+from tests.builds import gobuild
 
 GOMOD_DIR = Path(__file__).with_name("gomod")
 MODULE = "github.com/prometheus/pushgateway"

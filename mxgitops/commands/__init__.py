@@ -1,0 +1,3 @@
+"""What each command does: the sync orchestrator, status and diff, validate, render and
+convert, check.
+"""

@@ -1,0 +1,119 @@
+"""The read-only commands behind `mxgitops status` and `mxgitops diff`.
+
+Like `sync.sync`, each is one call that returns a value for the CLI to
+render, so tests drive them without a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from mxgitops.commands.review import Review, review
+from mxgitops.commands.sync import repository_kind
+from mxgitops.errors import ConfigError
+from mxgitops.manifests import loading as manifests
+from mxgitops.model import DEFAULT_RUNTIME, NAMESPACE
+from mxgitops.outputs import report
+from mxgitops.outputs.summary import Summary
+from mxgitops.settings import config as settings
+from mxgitops.settings.config import SyncConfig
+from mxgitops.source import gitauth, gittree
+from mxgitops.source import repository as source
+from mxgitops.source.gitcommand import local_git
+
+
+def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None, str, str]:
+    """The status note of `commit` (default: the synced ref's tip), the commit's sha,
+    and why the note there was set aside ("" if it was not: ill-typed, not JSON)."""
+    if repository_kind(config.repo) == "directory":
+        raise ConfigError(
+            f"--repo {config.repo} is a plain directory; status notes live in a Git repository"
+        )
+    credentials = gitauth.Credentials(config.git_token, config.ssh_key, config.known_hosts)
+    repository = source.Repository(
+        config.repo,
+        cache_dir=config.cache_dir,
+        credentials=credentials,
+        timeout=config.request_timeout,
+    )
+    with repository.locked():  # a sync sharing the cache must not see it fetched under it
+        checkout = repository.sync(config.ref)
+        sha = gittree.resolve(checkout.root, commit) if commit else checkout.commit
+        try:
+            note = repository.read_note(sha, notes_ref=config.notes_ref)
+        except source.NoteTooLarge as exc:
+            return None, sha, str(exc)
+    summary, unreadable = report.read_note(note or "")
+    return summary, sha, unreadable
+
+
+def missing_note_hint(config: SyncConfig) -> str:
+    """What to run when a local checkout has no status notes: a clone does not fetch them."""
+    if repository_kind(config.repo) not in ("work tree", "bare repository"):
+        return ""
+    remotes = local_git(Path(config.repo))("remote").split()
+    if not remotes:
+        return "; it has no remote to fetch notes from: ask the repository's URL (--repo URL)"
+    remote = "origin" if "origin" in remotes else remotes[0]
+    ref = source.full_notes_ref(config.notes_ref)
+    return f"; a clone does not fetch notes: git -C {config.repo} fetch {remote} {ref}:{ref}"
+
+
+def diff_commits(
+    repo: Path,
+    base: str,
+    head: str,
+    *,
+    path: str | None,
+    namespace: str | None,
+    policy_file: Path | None = None,
+    default_runtime: str = DEFAULT_RUNTIME,
+) -> Review:
+    """Load the manifests of two commits of a checkout and compare them, each job on the
+    runtime a sync with `default_runtime` runs it on.
+
+    Each commit is written from Git's objects, as a sync reads it, into the same
+    scratch directory in turn, so that both are read alike (down to messages that
+    name the directory). The manifests' directory must stay inside it, whoever
+    names it: the flag, or the pull request's .mxgitops.yaml.
+    """
+    with tempfile.TemporaryDirectory(prefix="mxgitops-diff-") as scratch:
+        results, cancel = [], ()
+        tree = Path(scratch) / "tree"
+        for rev in (base, head):
+            shutil.rmtree(tree, ignore_errors=True)
+            gittree.export_tree(repo, rev, tree)
+            repo_file = settings.read_repo_settings(tree)
+            cancel = repo_file.values.get("cancel", ())  # HEAD's, the last read
+            directory = path or repo_file.values.get("path", ".")
+            default_namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
+            target = _manifest_dir(tree, directory, rev)
+            # A commit without the directory simply has no jobs (e.g. the first one).
+            roots = [target] if target.exists() else []
+            # Each commit under the operator's policy and its own .mxgitops.yaml's.
+            repo_policy = repo_file.values.get("repo_policy", {})
+            policy = settings.effective_policy(
+                SyncConfig(policy_file=policy_file, repo_policy=repo_policy)
+            )
+            loaded = manifests.load(
+                roots,
+                default_namespace=default_namespace,
+                policy=policy,
+                default_runtime=default_runtime,
+                named_from=directory,
+            )
+            results.append(settings.with_problems(loaded, repo_file.refused))
+        return review(results[0], results[1], cancel=frozenset(cancel))
+
+
+def _manifest_dir(tree: Path, directory: str, rev: str) -> Path:
+    """`tree / directory` with symlinks resolved; refused when it leads out of the tree."""
+    target = Path(os.path.realpath(tree / directory))
+    if not target.is_relative_to(os.path.realpath(tree)):
+        raise ConfigError(
+            f"path {directory!r} leads out of the jobs repository at {rev}; nothing is read"
+        )
+    return target

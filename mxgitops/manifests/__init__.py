@@ -1,0 +1,1 @@
+"""Manifests: YAML -> one model -> checks (schema, rules, policy, Pod Security)."""

@@ -1,0 +1,1 @@
+"""Planning: diff(desired, live, ledger) -> Plan, pure."""

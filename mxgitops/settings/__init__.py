@@ -1,0 +1,3 @@
+"""The settings of a sync: one value from flags, environment and the repository's
+.mxgitops.yaml.
+"""

@@ -1,0 +1,1 @@
+"""The git edge: the cache clone a sync reads, and its notes."""

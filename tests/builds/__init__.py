@@ -1,0 +1,1 @@
+"""Builds of the real parts from their Go modules, and the machine's set-up."""

@@ -1,0 +1,1 @@
+"""Forges for the tests: status API servers and webhook deliveries."""

@@ -1,0 +1,1 @@
+"""Git repositories for the tests: bare remotes, servers, fixtures."""

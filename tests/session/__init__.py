@@ -1,0 +1,1 @@
+"""The test session's order and its xdist worker groups."""
