@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mxgitops.errors import ConfigError, CredentialPluginFailed
-from mxgitops.outputs.markdown import visible
+from mxgitops.kube.clustertext import said
 
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
@@ -205,9 +205,8 @@ def run_plugin(exec_config: Any, base_path: str, cluster: Any, timeout: float) -
 
 def _bounded(text: str, limit: int = 200) -> str:
     """Text from a kubeconfig or a plugin on one line of the terminal or log: control
-    and bidi characters escaped (`markdown.visible`), at most `limit` characters."""
-    flat = visible(text.strip())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    and bidi characters escaped, at most `limit` characters (`clustertext.said`)."""
+    return said(text.strip(), limit)
 
 
 def _plugin_name(exec_config: Any) -> str:
