@@ -311,10 +311,35 @@ def test_a_dead_watcher_fails_healthz() -> None:
     runs = Broken()
     with running_receiver(runs) as (server, _, _):
         assert get(server, "/healthz")[0] == 200
+        assert get(server, "/livez")[0] == 200
         runs.breaks.set()
         wait_for("/healthz failing", lambda: get(server, "/healthz")[0] == 503, DEADLINE)
         said = json.loads(get(server, "/healthz")[1])["message"]
         assert said == "the watcher of the CronJob's Jobs stopped: restart the receiver"
+        status, body = get(server, "/livez")  # the liveness probe: restarted
+        assert (status, json.loads(body)["message"]) == (503, said)
+
+
+def test_livez_does_not_wait_for_the_first_list() -> None:
+    """A LIST the API server has not answered yet makes the receiver unready, not dead
+    (`/livez`, the liveness probe, asks `stopped`): a restart would not answer it sooner."""
+
+    class Unlisted(FakeRuns):
+        listing = threading.Event()
+
+        def list_jobs(self, namespace: str) -> tuple[list[KubeObject], str]:
+            assert self.listing.wait(DEADLINE)
+            return super().list_jobs(namespace)
+
+    runs = Unlisted()
+    starter = SyncStarter(runs, NAMESPACE, CRONJOB, ReceiverCounters(), watch_timeout=1)
+    starter.start()
+    try:
+        assert (starter.unready(), starter.stopped()) == ("the Jobs are not listed yet", "")
+        runs.listing.set()
+        wait_for("ready", starter.ready, DEADLINE)
+    finally:
+        starter.stop()
 
 
 @pytest.mark.parametrize("length", ["١٢".encode(), "²".encode("latin-1"), b"\xb9\xb2"])

@@ -154,6 +154,12 @@ class SyncStarter:
         with self.changed:
             if not self.listed:
                 return "the Jobs are not listed yet"
+        return self.stopped()
+
+    def stopped(self) -> str:
+        """Which thread stopped unexpectedly ("" while every one runs): only a restart
+        brings it back, so the liveness probe asks this, not `unready` (a LIST the API
+        server has not answered yet is waited for, not restarted)."""
         for part, thread in self._threads.items():
             if thread.ident is not None and not thread.is_alive() and not self.stopping.is_set():
                 return f"the {part} stopped: restart the receiver"

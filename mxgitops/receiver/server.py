@@ -9,7 +9,9 @@ connection. Every answer is a JSON object with a `message`:
   another event or branch 202 (nothing started, the reason said), a push 202 with
   what it started (`coalesce.Decision`);
 - `GET /healthz`: 200 once the CronJob's Jobs are listed (what runs is known) and while
-  the receiver's threads run, else 503 saying why;
+  the receiver's threads run, else 503 saying why (the readiness probe);
+- `GET /livez`: 503 once one of the receiver's threads stopped (only a restart brings
+  it back: the liveness probe), else 200;
 - `GET /metrics`: the receiver's counters (`metrics.ReceiverCounters`).
 
 A client gets `read_timeout` seconds for its whole request, headers and body: a
@@ -164,6 +166,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/healthz":
             unready = self.server.starter.unready()
             self._answer(503 if unready else 200, unready or "ok")
+        elif self.path == "/livez":
+            stopped = self.server.starter.stopped()
+            self._answer(503 if stopped else 200, stopped or "ok")
         elif self.path == "/metrics":
             body, content_type = self.server.counters.exposition()
             self._send(200, body, content_type)
