@@ -119,7 +119,7 @@ def test_a_sync_stalled_in_a_credential_refresh_sends_no_write_after_its_lease_i
     env = {k: v for k, v in os.environ.items() if not k.startswith("MXGITOPS_")}
     env["MXGITOPS_CACHE_DIR"] = str(tmp_path / "cache")
     short_lease = (
-        "from mxgitops import lease; lease.DEFAULT_DURATION_SECONDS = 3; "
+        "from mxgitops.kube import lease; lease.DEFAULT_DURATION_SECONDS = 3; "
         "from mxgitops.cli import main; main()"
     )
     first = subprocess.Popen(
