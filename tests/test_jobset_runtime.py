@@ -25,8 +25,9 @@ from mxgitops.ledger import Ledger
 from mxgitops.objects import LiveObjects
 from mxgitops.plan import plan
 from mxgitops.spec import SpecError
+from tests.helpers import corpus
 from tests.helpers.jobset_runtime import CTX, job_of, queued
-from tests.helpers.reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
+from tests.helpers.reconcile_e2e import EXAMPLE_REPO, mxjob
 
 # -- which jobs run on JobSet --------------------------------------------------------------
 
@@ -52,7 +53,9 @@ def test_kueues_label_wins_over_a_different_scheduling_policy_queue() -> None:
     assert "is not used" in warning.message
 
 
-@pytest.mark.parametrize("root", [UPSTREAM, EXAMPLE_REPO], ids=["upstream", "jobs-repo-example"])
+@pytest.mark.parametrize(
+    "root", [*corpus.root_params(), pytest.param(EXAMPLE_REPO, id="jobs-repo-example")]
+)
 def test_a_manifest_that_names_no_queue_renders_exactly_as_before(root: Path) -> None:
     """The batch runtime's objects and spec hash, untouched by the runtime seam."""
     loaded = manifests.load([root], default_namespace="ml")
