@@ -7,6 +7,7 @@ from tests.sessionorder import MARKERS, session_order  # noqa: E402
 
 pytest_plugins = [
     "tests.hostsetup",  # first: the machine is set up before any build
+    "tests.checkoutguard",  # a test that reads outside the checkout fails
     "tests.helpers.corpus",  # where the example manifests are; says if the external are not
     "tests.kubeapi.fixtures",
     "tests.gitfixtures",
