@@ -7,6 +7,8 @@ from tests.session.order import MARKERS, session_order  # noqa: E402
 
 pytest_plugins = [
     "tests.builds.hostsetup",  # first: the machine is set up before any build
+    "tests.session.checkoutguard",  # a test that reads outside the checkout fails
+    "tests.helpers.corpus",  # where the example manifests are; says if the external are not
     "tests.kubeapi.fixtures",
     "tests.gitrepos.fixtures",
     "tests.builds.servers",

@@ -22,9 +22,9 @@ from mxgitops.runtimes.shared.accelerators import AcceleratorConfig, parse_accel
 from mxgitops.runtimes.shared.labels import KubernetesLabels
 from mxgitops.runtimes.shared.mxconfig import MxConfig
 from mxgitops.runtimes.shared.podtemplate import RenderContext
+from tests.helpers import corpus
+from tests.helpers.corpus import Corpus
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-UPSTREAM = SHARED / "examples" / "upstream"
 K8S_VERSION = KUBERNETES_VERSION.removeprefix("v")
 CTX = RenderContext(instance="prod", commit="c0ffee")
 GPU = {
@@ -126,14 +126,8 @@ def assert_valid(obj: dict[str, Any]) -> None:
 # -- schema -----------------------------------------------------------------------
 
 
-def upstream_examples() -> list[Path]:
-    if not UPSTREAM.is_dir():
-        raise FileNotFoundError(f"the shared examples are missing: expected {UPSTREAM}")
-    return sorted(p for p in UPSTREAM.glob("*.yaml") if "tune" not in p.name)
-
-
-@pytest.mark.parametrize("path", upstream_examples(), ids=lambda p: p.name)
-def test_upstream_examples_render_schema_valid_objects(path: Path) -> None:
+@pytest.mark.parametrize("path", corpus.file_params(trainable_only=True))
+def test_the_examples_render_schema_valid_objects(path: Path) -> None:
     job = spec.from_manifest(yaml.safe_load(path.read_text()))
     rendered = render_job(job, RenderContext("prod", "c0ffee", parse_accelerators(GPU)))
     assert len(rendered) == sum(r.replicas for r in job.replica_specs) + (job.mode == "dist")
@@ -141,8 +135,12 @@ def test_upstream_examples_render_schema_valid_objects(path: Path) -> None:
         assert_valid(obj)
 
 
-def test_upstream_examples_are_all_there() -> None:
-    assert len(upstream_examples()) == 4
+@pytest.mark.parametrize("examples", corpus.params())
+def test_the_examples_are_all_there(examples: Corpus) -> None:
+    """One file of each shape, each where corpus.py says: a test over them misses none."""
+    named = sorted(example.file for example in examples.examples.values())
+    assert [p.name for p in examples.files()] == named
+    assert len(examples.trainable()) == 4
 
 
 @pytest.mark.parametrize(
@@ -169,7 +167,8 @@ def test_rendered_objects_are_schema_valid(doc: dict[str, Any]) -> None:
 
 
 def test_job_refs_name_the_rendered_objects_without_rendering() -> None:
-    for doc in (seed_doc(), *(yaml.safe_load(p.read_text()) for p in upstream_examples())):
+    examples = [yaml.safe_load(p.read_text()) for c in corpus.corpora() for p in c.trainable()]
+    for doc in (seed_doc(), *examples):
         job = job_of(doc, "jobs/any.yaml")
         rendered = render_job(job, RenderContext("prod"))
         assert job_refs(job) == [objects.ObjectRef.of(o) for o in rendered]

@@ -13,11 +13,12 @@ from click.testing import CliRunner, Result
 from mxgitops.cli import main
 from mxgitops.commands.convert import convert_text
 from mxgitops.errors import ManifestError
-from mxgitops.manifests.loading import load
+from mxgitops.manifests import load
 from mxgitops.model import Dialect
+from tests.helpers import corpus
+from tests.helpers.corpus import Corpus, Shape
 
 CORPUS = Path(__file__).parent / "data" / "published"
-UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"
 VALID = [p for p in sorted(CORPUS.glob("*.yaml")) if "# expect: valid" in p.read_text()]
 
 COMMENTED = """\
@@ -71,9 +72,13 @@ def test_every_valid_published_shape_converts_to_v1_as_the_same_job(
         assert after == before
 
 
-@pytest.mark.parametrize("name", ["mlkube-v1beta1-dist.yaml", "mlkube-v1beta1-local.yaml"])
-def test_the_seed_examples_go_to_kubeflow_and_back_unchanged(tmp_path: Path, name: str) -> None:
-    original = (UPSTREAM / name).read_text()
+@pytest.mark.parametrize("shape", [Shape.SEED_DIST, Shape.SEED_LOCAL], ids=["dist", "local"])
+@pytest.mark.parametrize("examples", corpus.params())
+def test_the_seed_examples_go_to_kubeflow_and_back_unchanged(
+    tmp_path: Path, examples: Corpus, shape: Shape
+) -> None:
+    original = examples.path(shape).read_text()
+    assert "PsRootPort" in original or shape is Shape.SEED_LOCAL  # the port is kept as said
     before, _ = job_of(tmp_path, "a.yaml", original)
     there = convert_text(original, Dialect.KUBEFLOW).text
     back = convert_text(there, Dialect.SEED).text

@@ -21,6 +21,7 @@ from mxgitops.runtimes import registry as runtimes
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
+from tests.helpers import corpus
 from tests.helpers.jobset_e2e import (
     JOBSETS,
     condition,
@@ -37,7 +38,6 @@ from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NO_OP,
     NS,
-    UPSTREAM,
     Syncer,
     mxjob,
     remove,
@@ -96,7 +96,9 @@ def test_a_jobset_is_stored_exactly_as_rendered(ecosystem: Ecosystem, run: Synce
     assert stored["metadata"]["labels"] == rendered["metadata"]["labels"]
 
 
-@pytest.mark.parametrize("root", [UPSTREAM, EXAMPLE_REPO], ids=["upstream", "jobs-repo-example"])
+@pytest.mark.parametrize(
+    "root", [*corpus.root_params(), pytest.param(EXAMPLE_REPO, id="jobs-repo-example")]
+)
 def test_every_example_on_jobset_is_admitted_and_stored_as_rendered(
     ecosystem: Ecosystem, root: Path, tmp_path: Path
 ) -> None:

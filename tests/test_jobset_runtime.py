@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from mxgitops import manifests, runtimes
 from mxgitops.cli import main
-from mxgitops.manifests import loading as manifests
 from mxgitops.model import SpecError
 from mxgitops.objects import LiveObjects
 from mxgitops.planning.changes import PlanOptions
 from mxgitops.planning.ledger import Ledger
 from mxgitops.planning.plan import plan
-from mxgitops.runtimes import registry as runtimes
 from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.jobset.inplace import compare
 from mxgitops.runtimes.jobset.kinds import (
@@ -32,10 +31,10 @@ from mxgitops.runtimes.jobset.kinds import (
 )
 from mxgitops.runtimes.jobset.live import LiveJobSet
 from mxgitops.runtimes.jobset.render import render_jobset
-from mxgitops.runtimes.shared import base as runtime_base
 from mxgitops.runtimes.shared.state import State
+from tests.helpers import corpus
 from tests.helpers.jobset_runtime import CTX, job_of, queued
-from tests.helpers.reconcile_e2e import EXAMPLE_REPO, UPSTREAM, mxjob
+from tests.helpers.reconcile_e2e import EXAMPLE_REPO, mxjob
 
 # -- which jobs run on JobSet --------------------------------------------------------------
 
@@ -61,7 +60,9 @@ def test_kueues_label_wins_over_a_different_scheduling_policy_queue() -> None:
     assert "is not used" in warning.message
 
 
-@pytest.mark.parametrize("root", [UPSTREAM, EXAMPLE_REPO], ids=["upstream", "jobs-repo-example"])
+@pytest.mark.parametrize(
+    "root", [*corpus.root_params(), pytest.param(EXAMPLE_REPO, id="jobs-repo-example")]
+)
 def test_a_manifest_that_names_no_queue_renders_exactly_as_before(root: Path) -> None:
     """The batch runtime's objects and spec hash, untouched by the runtime seam."""
     loaded = manifests.load([root], default_namespace="ml")
@@ -410,7 +411,7 @@ def dispatched(
     *,
     suspend: bool = False,
     clusters: tuple[dict[str, Any], ...] = (),
-) -> runtime_base.Live:
+) -> runtimes.Live:
     """A queued job's JobSet as a MultiKueue manager holds it: its status mirrored from
     the worker's, no pod here, its Workload naming the worker."""
     (jobset,) = render_jobset(job_of(queued()), CTX)

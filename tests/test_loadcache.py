@@ -13,16 +13,18 @@ from typing import Any
 
 import pytest
 
+from mxgitops import manifests
 from mxgitops.commands.sync import sync
 from mxgitops.manifests import files as manifestfiles
 from mxgitops.manifests import loadcache, yamldoc
-from mxgitops.manifests import loading as manifests
 from mxgitops.settings.config import SyncConfig
 from tests.gitrepos.fixtures import GitRemote
+from tests.helpers import corpus
 from tests.helpers.sync_git_e2e import config_for, jobs_files, mxjob
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"
 EXAMPLE = Path(__file__).resolve().parents[1] / "jobs-repo-example"
+# The example manifests (own, and external where present), then the jobs repository's.
+ROOTS = [*corpus.root_params(), pytest.param(EXAMPLE, id="jobs-repo-example")]
 
 
 @pytest.fixture
@@ -46,7 +48,7 @@ def load(cache: Path, root: Path, namespace: str = "ns") -> manifests.LoadResult
     return loadcache.load(cache, (namespace,), validate)
 
 
-@pytest.mark.parametrize("root", [SHARED, EXAMPLE], ids=["upstream", "jobs-repo-example"])
+@pytest.mark.parametrize("root", ROOTS)
 def test_a_remembered_result_equals_a_fresh_one(
     root: Path, tmp_path: Path, parsed: list[int]
 ) -> None:
@@ -149,9 +151,7 @@ def test_a_sync_collects_cycles_less_often_and_restores_the_collector(
 PUBLISHED = Path(__file__).resolve().parent / "data" / "published"
 
 
-@pytest.mark.parametrize(
-    "root", [SHARED, EXAMPLE, PUBLISHED], ids=["upstream", "example", "published"]
-)
+@pytest.mark.parametrize("root", [*ROOTS, pytest.param(PUBLISHED, id="published")])
 def test_verdicts_are_kept_as_dataclasses_asdict_wrote_them(root: Path, tmp_path: Path) -> None:
     """The cache is written without `asdict` (whose deep copies were most of writing
     it), and says the same: every field, in the same order, in the same JSON."""

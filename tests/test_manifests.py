@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 
 from mxgitops.errors import ConfigError
+from mxgitops.manifests import LoadResult, load
 from mxgitops.manifests.files import Problem
-from mxgitops.manifests.loading import LoadResult, load
 from mxgitops.manifests.schema import SCHEMA_FILES, schema
 from mxgitops.manifests.yamldoc import documents
 from mxgitops.model import Dialect, JobMode
+from tests.helpers import corpus
+from tests.helpers.corpus import Corpus, Shape
 
 REPO = Path(__file__).resolve().parents[1]
-UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "examples" / "upstream"
 
 LOCAL = """\
 apiVersion: mxnet.mlkube.io/v1beta1
@@ -109,24 +110,25 @@ def local_with(tmp_path: Path, old: str, new: str, name: str = "job.yaml") -> Lo
     return load(tmp_path)
 
 
-# -- the upstream examples ------------------------------------------------------------
+# -- the example manifests (tests/helpers/corpus.py) ----------------------------------
 
 
-def test_every_upstream_example_validates_except_mxtune() -> None:
-    assert UPSTREAM.is_dir(), f"the shared examples are missing: {UPSTREAM}"
-    files = sorted(p.name for p in UPSTREAM.glob("*.yaml"))
+@pytest.mark.parametrize("examples", corpus.params())
+def test_every_example_validates_except_mxtune(examples: Corpus) -> None:
+    files = sorted(p.name for p in examples.files())
     assert len(files) >= 5, files
-    result = load(UPSTREAM)
+    result = load(examples.root)
     problem = only_problem(result)
-    assert problem.file == "kubeflow-v1-mx_job_tune_gpu_v1.yaml"
-    assert (problem.line, problem.job, problem.field) == (6, "auto-tuning-job", "spec.jobMode")
+    tune = examples[Shape.TUNE_GPU]
+    assert problem.file == tune.file
+    assert (problem.line, problem.job, problem.field) == (6, tune.job, "spec.jobMode")
     assert "MXTune is not supported" in problem.message
-    assert result.invalid_keys == {("default", "auto-tuning-job")}
+    assert result.invalid_keys == {("default", tune.job)}
     valid = {job.source_path for job in result.jobs}
-    assert valid == set(files) - {"kubeflow-v1-mx_job_tune_gpu_v1.yaml"}
+    assert valid == set(files) - {tune.file}
     modes = {job.name: job.mode for job in result.jobs}
-    assert modes["example-local-job"] is JobMode.LOCAL
-    assert modes["example-dist-job"] is JobMode.DIST
+    assert modes[examples[Shape.SEED_LOCAL].job] is JobMode.LOCAL
+    assert modes[examples[Shape.SEED_DIST].job] is JobMode.DIST
 
 
 # -- walking the tree -----------------------------------------------------------------

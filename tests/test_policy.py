@@ -13,9 +13,10 @@ import yaml
 from click.testing import CliRunner, Result
 
 from mxgitops.cli import ExitCode, main
-from mxgitops.manifests import policy
-from mxgitops.manifests.loading import load
+from mxgitops.manifests import load, policy
 from tests.gitrepos.fixtures import GitRemote
+from tests.helpers import corpus
+from tests.helpers.corpus import Corpus
 from tests.helpers.policy import (
     DIALECTS,
     KEYS,
@@ -32,7 +33,6 @@ from tests.helpers.policy import (
 __all__ = ["repo"]  # fixtures from tests/helpers, used here
 
 REPO = Path(__file__).resolve().parents[1]
-UPSTREAM = REPO.parent / "shared" / "examples" / "upstream"
 
 
 # Where each key's violation is reported (the end of the field path).
@@ -226,14 +226,19 @@ def test_the_policy_file_is_the_operators(repo: Path) -> None:
     assert "tenancy: only the operator may set this (--tenant-service-account or " in result.stdout
 
 
-def test_the_examples_pass_the_default_policy(repo: Path) -> None:
+def test_the_jobs_repository_example_passes_its_policy(repo: Path) -> None:
     example = REPO / "jobs-repo-example"
     settings = yaml.safe_load((example / ".mxgitops.yaml").read_text())
     rules = policy.combine({}, policy.parse(settings.get("policy"), where="", source=""))
     loaded = load(example / settings["path"], default_namespace=settings["namespace"], policy=rules)
     assert loaded.ok and loaded.jobs, loaded.problems
-    upstream = load(UPSTREAM, policy=policy.combine({}))
-    assert not [p for p in upstream.problems if p.message.startswith("policy: ")]
+
+
+@pytest.mark.parametrize("examples", corpus.params())
+def test_the_example_manifests_pass_the_default_policy(examples: Corpus) -> None:
+    loaded = load(examples.root, policy=policy.combine({}))
+    assert len(loaded.jobs) == len(examples.trainable())  # none held: only MXTune refused
+    assert not [p for p in loaded.problems if p.message.startswith("policy: ")]
 
 
 # -- diff -----------------------------------------------------------------------------------

@@ -21,11 +21,10 @@ from typing import Any
 
 import pytest
 
+from mxgitops import manifests
 from mxgitops.commands.sync import SyncOutcome
 from mxgitops.errors import ClusterError, LeaseHeldError
-from mxgitops.kube import calls as kubecalls
-from mxgitops.kube import cluster, lease
-from mxgitops.manifests import loading as manifests
+from mxgitops.kube import calls, cluster, lease
 from mxgitops.objects import (
     INSTANCE_LABEL,
     JOB_NAME_LABEL,
@@ -36,13 +35,14 @@ from mxgitops.planning import ledger
 from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from mxgitops.settings.config import read_repo_config
+from tests.helpers import corpus
+from tests.helpers.corpus import Corpus, Shape
 from tests.helpers.reconcile_e2e import (
     EXAMPLE_REPO,
     INSTANCE,
     NS,
     RETRY,
     RID,
-    UPSTREAM,
     WRITE_METHODS,
     Syncer,
     assert_no_op,
@@ -110,16 +110,15 @@ def example_or_own_repo(tmp_path: Path) -> Path:
     if EXAMPLE_REPO.is_dir() and any(EXAMPLE_REPO.rglob("*.y*ml")):
         return EXAMPLE_REPO
     own = write(tmp_path / "own", mxjob("resnet", servers=2, workers=3), mxjob("mnist", servers=0))
-    (own / "seed.yaml").write_text((UPSTREAM / "mlkube-v1beta1-dist.yaml").read_text())
+    (own / "seed.yaml").write_text(corpus.OWN.path(Shape.SEED_DIST).read_text())
     return own
 
 
-@pytest.mark.parametrize("which", ["example", "upstream"])
+@pytest.mark.parametrize("examples", [pytest.param(None, id="jobs-repo-example"), *corpus.params()])
 def test_first_sync_creates_exactly_the_rendered_objects_and_the_second_writes_nothing(
-    kubeapi: KubeAPI, tmp_path: Path, which: str
+    kubeapi: KubeAPI, tmp_path: Path, examples: Corpus | None
 ) -> None:
-    assert UPSTREAM.is_dir(), f"the upstream examples are missing: {UPSTREAM}"
-    root = UPSTREAM if which == "upstream" else example_or_own_repo(tmp_path)
+    root = examples.root if examples else example_or_own_repo(tmp_path)
     run = Syncer(kubeapi, root, cache=tmp_path / "cache")
     expected = expected_objects(root)
     assert expected
@@ -140,27 +139,36 @@ def test_first_sync_creates_exactly_the_rendered_objects_and_the_second_writes_n
     assert {j.action for j in second.summary.jobs} == {"unchanged"}
 
 
-def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: Path) -> None:
-    outcome = Syncer(kubeapi, UPSTREAM, cache=tmp_path / "cache")()
+# The seed dist example's servers and workers (its one scheduler listens on PsRootPort 9091).
+SEED_DIST_SERVERS_WORKERS = {"own": (2, 4), "external": (2, 3)}
+
+
+@pytest.mark.parametrize("examples", corpus.params())
+def test_the_examples_render_the_seed_objects(
+    kubeapi: KubeAPI, tmp_path: Path, examples: Corpus
+) -> None:
+    outcome = Syncer(kubeapi, examples.root, cache=tmp_path / "cache")()
     # MXTune is refused, with a clear problem; the other four are created.
     assert not outcome.ok
     (problem,) = outcome.summary.problems
-    assert "auto-tuning-job" in problem and "MXTune" in problem
+    tune = examples[Shape.TUNE_GPU].job
+    assert tune in problem and "MXTune" in problem
+    trained = [Shape.BYTEPS_DIST_GPU, Shape.SEED_DIST, Shape.SEED_LOCAL, Shape.KUBEFLOW_DIST_GPU]
     assert {j.name: j.action for j in outcome.summary.jobs} == {
-        "byteps-mxnet-job": "create",
-        "example-dist-job": "create",
-        "example-local-job": "create",
-        "mxnet-job": "create",
+        examples[shape].job: "create" for shape in trained
     }
-    assert not [n for n in names(kubeapi, "jobs") if n.startswith("auto-tuning")]
+    assert not [n for n in names(kubeapi, "jobs") if n.startswith(tune)]
 
-    # example-dist-job: 1 scheduler, 2 servers, 3 workers, PsRootPort 9091.
-    jobs = job_objects(kubeapi, "example-dist-job")
+    # The seed's dist job: 1 scheduler, its servers and workers, PsRootPort 9091.
+    dist = examples[Shape.SEED_DIST].job
+    servers, workers = SEED_DIST_SERVERS_WORKERS[examples.name]
+    jobs = job_objects(kubeapi, dist)
     by_name = {j["metadata"]["name"]: j for j in jobs}
     (runtime_id,) = {j["metadata"]["labels"]["runtime_id"] for j in jobs}
     assert re.fullmatch(RID, runtime_id)
-    prefix = f"example-dist-job-{{}}-{runtime_id}-{{}}"
-    expected = [("scheduler", 0), ("server", 0), ("server", 1)] + [("worker", i) for i in range(3)]
+    prefix = f"{dist}-{{}}-{runtime_id}-{{}}"
+    expected = [("scheduler", 0)] + [("server", i) for i in range(servers)]
+    expected += [("worker", i) for i in range(workers)]
     assert set(by_name) == {prefix.format(r, i) for r, i in expected}
     service_name = prefix.format("scheduler", 0)
     for role, index in expected:
@@ -172,7 +180,7 @@ def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: P
             "task_index": str(index),
             MANAGED_BY_LABEL: MANAGED_BY,
             INSTANCE_LABEL: INSTANCE,
-            JOB_NAME_LABEL: "example-dist-job",
+            JOB_NAME_LABEL: dist,
         }
         assert job["metadata"]["labels"] == labels
         assert labels.items() <= job["spec"]["template"]["metadata"]["labels"].items()
@@ -183,8 +191,8 @@ def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: P
         assert {k: v for k, v in env.items() if k != "MX_CONFIG"} == {
             "DMLC_PS_ROOT_URI": scheduler_address,
             "DMLC_PS_ROOT_PORT": "9091",
-            "DMLC_NUM_SERVER": "2",
-            "DMLC_NUM_WORKER": "3",
+            "DMLC_NUM_SERVER": str(servers),
+            "DMLC_NUM_WORKER": str(workers),
             "DMLC_ROLE": role,
             "DMLC_USE_KUBERNETES": "1",
             **worker_id,
@@ -192,7 +200,8 @@ def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: P
         config = json.loads(env["MX_CONFIG"])
         assert config["task"] == {"type": role, "index": index}
         assert config["cluster"]["scheduler"] == [{"url": scheduler_address, "port": 9091}]
-        assert len(config["cluster"]["server"]) == 2 and len(config["cluster"]["worker"]) == 3
+        assert len(config["cluster"]["server"]) == servers
+        assert len(config["cluster"]["worker"]) == workers
     service = kubeapi.get("Service", service_name, NS)
     assert service is not None
     assert service["spec"]["ports"][0]["name"] == "ps-root-port"
@@ -212,12 +221,12 @@ def test_upstream_examples_render_the_seed_objects(kubeapi: KubeAPI, tmp_path: P
     assert selected == {prefix.format(r, i): service_name for r, i in expected}
 
     # A local job gets one worker Job, the operator's environment of one, no Service.
-    (local,) = job_objects(kubeapi, "example-local-job")
+    (local,) = job_objects(kubeapi, examples[Shape.SEED_LOCAL].job)
     assert (env_of(local)["DMLC_ROLE"], env_of(local)["DMLC_NUM_WORKER"]) == ("worker", "1")
-    assert not job_objects(kubeapi, "example-local-job", "services")
+    assert not job_objects(kubeapi, examples[Shape.SEED_LOCAL].job, "services")
     # The user's environment is kept: BytePS workers still see their GPU limit etc.
-    assert len(job_objects(kubeapi, "byteps-mxnet-job")) == 5
-    assert len(job_objects(kubeapi, "mxnet-job", "services")) == 1
+    assert len(job_objects(kubeapi, examples[Shape.BYTEPS_DIST_GPU].job)) == 5  # replicas in all
+    assert len(job_objects(kubeapi, examples[Shape.KUBEFLOW_DIST_GPU].job, "services")) == 1
 
 
 # -- the GitOps rules -----------------------------------------------------------------
@@ -806,7 +815,7 @@ def test_syncs_converge_through_failing_writes(kubeapi: KubeAPI, repo: Path, see
     run = Syncer(
         kubeapi,
         repo,
-        retry=kubecalls.RetryPolicy(attempts=2, base_delay=0.01, max_delay=5),
+        retry=calls.RetryPolicy(attempts=2, base_delay=0.01, max_delay=5),
         parallelism=1,
     )
     aliens = [
@@ -864,7 +873,7 @@ def test_retry_after_is_honoured_and_capped(
     kubeapi: KubeAPI, repo: Path, retry_after: int, max_delay: float, slept: float
 ) -> None:
     run = Syncer(
-        kubeapi, repo, retry=kubecalls.RetryPolicy(attempts=3, base_delay=0.01, max_delay=max_delay)
+        kubeapi, repo, retry=calls.RetryPolicy(attempts=3, base_delay=0.01, max_delay=max_delay)
     )
     write(repo, mxjob("a", servers=0))
     kubeapi.faults("create/jobs:429=1", retry_after=retry_after)

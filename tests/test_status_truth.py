@@ -24,6 +24,8 @@ from mxgitops.kube import cluster
 from mxgitops.outputs import report
 from mxgitops.planning import ledger
 from tests.gitrepos.fixtures import GitRemote
+from tests.helpers import corpus
+from tests.helpers.corpus import Corpus, Shape
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
@@ -39,8 +41,6 @@ from tests.helpers.reconcile_e2e import (
 from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
-
-UPSTREAM = Path(__file__).resolve().parents[2] / "shared/examples/upstream"
 
 
 @pytest.fixture
@@ -316,10 +316,11 @@ def test_a_rejected_notes_push_is_reported_on_its_own_line_after_the_summary(
 # -- notes carry their time, version and warnings; status says their age ----------------
 
 
+@pytest.mark.parametrize("examples", corpus.params())
 def test_the_note_carries_time_version_and_warnings_and_status_prints_its_age(
-    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
+    make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path, examples: Corpus
 ) -> None:
-    older = (UPSTREAM / "mlkube-v1beta1-dist.yaml").read_text()  # read with a warning
+    older = examples.path(Shape.SEED_DIST).read_text()  # read with a warning
     remote = make_git_remote("jobs", files={"jobs/old.yaml": older})
     outcome = sync(git_config(remote, kubeapi, tmp_path))
     assert outcome.summary.warnings and "warning" in outcome.summary.warnings[0]

@@ -54,6 +54,10 @@ class Starter(Protocol):
         """Why pushes cannot be served now ("" when they can)."""
         ...
 
+    def stopped(self) -> str:
+        """Which of its threads stopped ("" while every one runs): a restart is needed."""
+        ...
+
 
 @dataclass(frozen=True)
 class Settings:

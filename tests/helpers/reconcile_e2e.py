@@ -32,9 +32,6 @@ NS = "ml"
 INSTANCE = "t1"
 
 
-UPSTREAM = Path(__file__).resolve().parents[3] / "shared/examples/upstream"
-
-
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "jobs-repo-example"
 
 
@@ -105,7 +102,7 @@ class Syncer:
     parallelism: int = 4
     sleeps: list[float] = field(default_factory=list)
     # Where the verdict cache goes: beside the repository, unless that is a folder of
-    # this checkout or of shared/ (the examples), which a test must not write into.
+    # this checkout or the external corpus (the examples), which a test must not write into.
     cache: Path | None = None
 
     def config(self, **overrides: Any) -> SyncConfig:

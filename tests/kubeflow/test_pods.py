@@ -18,6 +18,7 @@ from mxgitops.manifests.loading import load
 from mxgitops.runtimes.registry import render
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
+from tests.helpers import corpus
 from tests.helpers.published import FILES, header
 from tests.helpers.reconcile_e2e import NS, Syncer
 from tests.kubeflow.compare import (
@@ -32,7 +33,6 @@ from tests.kubeflow.differences import KEPT
 from tests.kubeflow.operator import MXJOBS
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parents[1] / "shared" / "examples" / "upstream"
 EXAMPLES = ROOT.parent / "jobs-repo-example" / "jobs"
 
 
@@ -40,7 +40,7 @@ def kubeflow_v1_manifests(runtime: str = "batch") -> list[Path]:
     """The valid kubeflow.org/v1 training jobs of the corpus and the examples that
     mxgitops runs on `runtime` (a queued job runs as a JobSet Kueue admits)."""
     candidates = [p for p in FILES if header(p)["expect"] == "valid"]
-    candidates += sorted(SHARED.glob("*.yaml")) + sorted(EXAMPLES.rglob("*.y*ml"))
+    candidates += [*corpus.each_file(), *sorted(EXAMPLES.rglob("*.y*ml"))]
     found = []
     for path in candidates:
         doc = yaml.safe_load(path.read_text())
@@ -53,7 +53,7 @@ def kubeflow_v1_manifests(runtime: str = "batch") -> list[Path]:
     return found
 
 
-@pytest.mark.parametrize("path", kubeflow_v1_manifests("jobset"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kubeflow_v1_manifests("jobset"), ids=corpus.label)
 def test_a_queued_job_is_the_kept_difference_queued(path: Path) -> None:
     """Queued (a Kueue queue named), mxgitops runs it as one JobSet that Kueue admits
     whole, where the operator made its pods (and a PodGroup, with a gang scheduler):
@@ -180,7 +180,7 @@ EDGE_CASES = [
 @pytest.mark.parametrize(
     "path",
     [*kubeflow_v1_manifests(), *EDGE_CASES],
-    ids=lambda p: p.name if isinstance(p, Path) else f"edge-{p['metadata']['name']}",
+    ids=lambda p: corpus.label(p) if isinstance(p, Path) else f"edge-{p['metadata']['name']}",
 )
 def test_the_pods_agree_with_the_operators(
     cluster: RealCluster,
