@@ -29,7 +29,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -72,7 +72,7 @@ SPECS = (
     Spec("0.2", restart="Never", on_change="wait"),
     Spec("0.1", on_change="wait", ttl=60),
     Spec("0.3", restart="Never", ttl=60, dist=True),
-    Spec("0.2", ttl=60),
+    Spec("0.2", ttl=60, backoff=2),
 )
 HASHES = {s: from_manifest(s.doc(), default_namespace=NS).spec_hash for s in SPECS}
 FINISHED = ("Succeeded", "Failed")
@@ -107,14 +107,13 @@ class Run:
     ended: str = ""  # Succeeded or Failed: what the machine made its pods do
     disruptions: int = 0
     dist: bool = False
+    failures: int = 0  # restarts and failed pods the machine made
 
 
 @dataclass
 class Counts:
     examples: int = 0
-    steps: int = 0
-    syncs: int = 0
-    by_rule: dict[str, int] = field(default_factory=dict)
+    syncs: int = 0  # one a step, and the first of each example
 
 
 class Machine(RuleBasedStateMachine):
@@ -152,10 +151,11 @@ class Machine(RuleBasedStateMachine):
         self._commit(SPECS[index].text(), SPECS[index], f"spec {index}")
 
     @precondition(lambda self: len(self.texts) > 2)
-    @rule(data=st.data())
-    def revert(self, data: st.DataObject) -> None:
+    @rule(back=st.integers(1, 8))
+    def revert(self, back: int) -> None:
         """Git names an earlier manifest again (`git revert` of the commits since)."""
-        text = data.draw(st.sampled_from(self.texts[1:-1]), label="earlier")
+        earlier = self.texts[1:-1]
+        text = earlier[-min(back, len(earlier))]
         wanted = next((s for s in SPECS if s.text() == text), None if text is None else "invalid")
         self._commit(text, wanted, "revert")
 
@@ -228,18 +228,20 @@ class Machine(RuleBasedStateMachine):
         assert run is not None
         batch = self._batch(run, "WORKER")
         spec = next(s for s in SPECS if HASHES[s] == run.spec_hash)
-        failed = batch is not None and self.world.finish_pods(batch, "Failed", exit_code=1)
-        if failed and spec.restart == "Never":  # under OnFailure it restarts in place
-            self._ended(run, "Failed")
+        if batch is not None and self.world.finish_pods(batch, "Failed", exit_code=1):
+            run.failures += 1
+            # Under OnFailure it restarts in place, until backoffLimit restarts.
+            if spec.restart == "Never" or run.failures == spec.backoff:
+                self._ended(run, "Failed")
         self.synced()
 
     @precondition(lambda self: self.running())
-    @rule(data=st.data())
-    def pod_evicted(self, data: st.DataObject) -> None:
+    @rule(which=st.integers(0, 3))
+    def pod_evicted(self, which: int) -> None:
         run = self.live_run()
         assert run is not None
         pods = sorted(p["metadata"]["name"] for p in self._pods(run, alive=True))
-        self.world.evict(data.draw(st.sampled_from(pods), label="pod"))
+        self.world.evict(pods[which % len(pods)])
         run.disruptions += 1
         self.synced()
 
@@ -259,9 +261,10 @@ class Machine(RuleBasedStateMachine):
         )
 
     @precondition(lambda self: bool(self._collectable()))
-    @rule(data=st.data())
-    def pod_collected(self, data: st.DataObject) -> None:
-        self.world.delete_pod(data.draw(st.sampled_from(self._collectable()), label="pod"))
+    @rule(which=st.integers(0, 3))
+    def pod_collected(self, which: int) -> None:
+        pods = self._collectable()
+        self.world.delete_pod(pods[which % len(pods)])
         self.synced()
 
     @rule()
@@ -286,9 +289,10 @@ class Machine(RuleBasedStateMachine):
         self.synced()
 
     @precondition(lambda self: len(self.ledger_copies) > 1)
-    @rule(data=st.data())
-    def ledger_stale(self, data: st.DataObject) -> None:
-        copies = data.draw(st.sampled_from(self.ledger_copies[:-1]), label="backup")
+    @rule(back=st.integers(1, 8))
+    def ledger_stale(self, back: int) -> None:
+        older = self.ledger_copies[:-1]
+        copies = older[-min(back, len(older))]
         self.world.restore_ledger(copies)
         entry = from_config_maps(copies).entries.get((NS, JOB)) if copies else None
         self._forget_unless_live(None if entry is None else (entry.spec_hash, entry.state))
@@ -316,7 +320,6 @@ class Machine(RuleBasedStateMachine):
 
     def synced(self, cut_after: int | None = None, controllers: bool = True) -> SyncOutcome | None:
         counts = type(self).counts
-        counts.steps += 1
         counts.syncs += 1
         before = {o["metadata"]["uid"]: o for o in self.world.ours("jobs")}
         planned: Plan | None = None
@@ -483,7 +486,7 @@ def machine_root(
 def test_the_invariants_hold_over_generated_sequences(machine_root: Path) -> None:
     run_state_machine_as_test(Machine, settings=settings.get_profile(PROFILE))
     counts = Machine.counts
-    print(f"\nstate machine ({PROFILE}): {counts.examples} examples, {counts.steps} steps")
+    print(f"\nstate machine ({PROFILE}): {counts.examples} examples, {counts.syncs} syncs")
 
 
 # -- sequences the machine found, kept ----------------------------------------------------
@@ -505,6 +508,14 @@ def test_a_revert_to_a_finished_spec_starts_nothing_and_stops_nothing(machine_ro
         ("replicas_succeed", {}),  # H1 ran to its end: recorded
         ("commit_spec", {"index": 2}),  # H2 starts
         ("commit_spec", {"index": 1}),  # Git names H1 again while H2 runs
+    )
+
+
+def test_a_failed_pod_collected_under_on_failure_is_no_disruption(machine_root: Path) -> None:
+    replay(
+        ("commit_spec", {"index": 4}),  # OnFailure, backoffLimit 2
+        ("worker_fails", {}),  # restarted in place, counted
+        ("pod_collected", {"which": 0}),  # the clean-up script deletes the pod
     )
 
 

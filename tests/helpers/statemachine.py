@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -64,9 +65,15 @@ class Spec:
     on_change: str = "replace"
     ttl: int | None = None
     dist: bool = False
+    backoff: int | None = None  # runPolicy.backoffLimit: restarts across the whole job
 
     def doc(self, name: str = JOB) -> dict[str, Any]:
-        policy = {} if self.ttl is None else {"runPolicy": {"ttlSecondsAfterFinished": self.ttl}}
+        run_policy: dict[str, int] = {}
+        if self.ttl is not None:
+            run_policy["ttlSecondsAfterFinished"] = self.ttl
+        if self.backoff is not None:
+            run_policy["backoffLimit"] = self.backoff
+        policy = {"runPolicy": run_policy} if run_policy else {}
         return mxjob(
             name,
             servers=1 if self.dist else 0,
@@ -141,6 +148,7 @@ class World:
 
     def close(self) -> None:
         self.api.stop()
+        shutil.rmtree(self.root, ignore_errors=True)  # a long run makes thousands
 
     # -- Git --------------------------------------------------------------------------
 
