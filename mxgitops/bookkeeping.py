@@ -5,7 +5,10 @@ are gone; the ledger (`ledger.py`, which stores it) is what remembers. Each
 plan changes the ledger too, and this module decides how, from the plan's
 changes, each ledger change with a reason (`LedgerChange`):
 
-- a job seen finished is recorded, with why it failed if it failed;
+- a job seen finished is recorded, with why it failed if it failed; a run of its spec
+  made after the ledger recorded that spec finished is another run, recorded anew when
+  it finishes (`recorded_run`); and while the spec Git names stands recorded finished, a
+  run of another spec (`standing`: a revert found it live) never takes its place;
 - its entry is forgotten when its manifest was removed and its objects
   pruned, and put back if that prune did not go through (`put_back`);
 - an entry that no manifest (valid or not) and no object names is marked
@@ -80,21 +83,27 @@ def ledger_changes(
     live_jobs: Mapping[JobKey, Live],
     now: datetime,
     retention: timedelta,
+    standing: Collection[JobKey] = frozenset(),
 ) -> tuple[LedgerChange, ...]:
     """Record every job seen finished; forget only pruned jobs and, after the retention,
     jobs that no manifest and no object names any more.
 
     `seen` are the jobs the plan names and does not prune, `pruned` those it prunes,
-    `invalid` those whose manifests are invalid. Records come first, in the order
-    seen; the other changes follow by job."""
+    `invalid` those whose manifests are invalid, `standing` those whose live objects are
+    of another spec than the one Git names, which is recorded finished. Records come
+    first, in the order seen; the other changes follow by job."""
     stamp = now.isoformat(timespec="seconds")
     book = []
     for c in seen:
-        spec_hash = live_jobs[c.key].spec_hash if c.key in live_jobs else None
-        if spec_hash and c.state in STATES and ledger.finished(c.key, spec_hash) is None:
+        live = live_jobs.get(c.key)
+        if live is None or not live.spec_hash or c.key in standing or c.state not in STATES:
+            continue
+        known = ledger.finished(c.key, live.spec_hash)
+        if known is None or not recorded_run(known, live):
             failure = c.failure.to_json() if c.failure is not None else ""
-            entry = Finished(c.namespace, c.name, spec_hash, str(c.state), stamp, failure=failure)
-            book.append(LedgerChange(LedgerAction.RECORD, entry, f"seen {c.state.lower()}"))
+            state = str(c.state)
+            entry = Finished(c.namespace, c.name, live.spec_hash, state, stamp, failure=failure)
+            book.append(LedgerChange(LedgerAction.RECORD, entry, f"seen {state.lower()}"))
     recorded = {c.key for c in book}
     named = {c.key for c in seen} | set(invalid)
     days = retention.days
@@ -154,6 +163,23 @@ def with_failure_logs(
 
     entries = {key: entry(e) for key, e in ledger.entries.items()}
     return ledger.with_entries(entries), tuple(replace(c, entry=entry(c.entry)) for c in book)
+
+
+def recorded_run(entry: Finished, live: Live) -> bool:
+    """Whether `live` is the run `entry` recorded finished: objects of its spec, made
+    before the sync that recorded it. Objects of another spec, or of that spec made after
+    it (run again by an earlier version, or under a ledger restored from a backup), are
+    another run, of which the entry says nothing. Objects whose creation time cannot be
+    read, or that the same second saw made and recorded, are taken for the recorded run:
+    then its record holds, as it always did."""
+    if live.spec_hash != entry.spec_hash:
+        return False
+    made = _parse_time(live.created) if live.created else None
+    recorded = _parse_time(entry.finished_at)
+    try:
+        return made is None or recorded is None or made <= recorded
+    except TypeError:  # one of them has no time zone
+        return True
 
 
 def stamped_before(stamp: str, moment: datetime) -> bool:

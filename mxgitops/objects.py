@@ -158,6 +158,21 @@ def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return annotations
 
 
+def first_created(found: Iterable[Mapping[str, Any]]) -> str:
+    """The earliest creationTimestamp of `found`, as the API server wrote it (RFC 3339 in
+    UTC, which sorts as text); "" when none has one that could be one."""
+    stamps = [
+        stamp
+        for obj in found
+        if isinstance(stamp := (obj.get("metadata") or {}).get("creationTimestamp"), str)
+        and 0 < len(stamp) <= _MAX_STAMP
+    ]
+    return min(stamps, default="")
+
+
+_MAX_STAMP = 40  # "2026-01-02T03:04:05.123456789+00:00" and then some
+
+
 def is_owned(obj: Mapping[str, Any], instance: str) -> bool:
     labels = labels_of(obj)
     return all(labels.get(k) == v for k, v in ownership_labels(instance).items())

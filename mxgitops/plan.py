@@ -12,6 +12,13 @@ manifests prune (within the safety limits: `pruning.py`), invalid manifests prot
 their live job, and finished jobs never run again unless their spec changes. What
 every change of one job shares is `planbase.py`'s.
 
+A finished job is recorded per run: the ledger's entry says which spec finished, the
+live objects which run they are (`bookkeeping.recorded_run`). A commit that names again
+a spec recorded finished while another spec's run is live (a revert) starts nothing: the
+run Git no longer names runs to its end under `on-change: wait`, or is stopped, and
+nothing starts after it. A run of a recorded spec made after the record is read from its
+own objects, so the record's TTL never acts on it.
+
 Half-done work and hand edits have their rules too. Leftovers of an
 interrupted replace or prune (a Service without its batch Jobs) are no running
 job: `on-change: wait` does not hold them, and the replace or prune goes on. A
@@ -38,10 +45,11 @@ from datetime import datetime
 
 from mxgitops.bookkeeping import (
     ledger_changes,
+    recorded_run,
     with_changes,
 )
 from mxgitops.changes import Action, Change, Plan, PlanOptions
-from mxgitops.ledger import JobKey, Ledger
+from mxgitops.ledger import Finished, JobKey, Ledger
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
 from mxgitops.planbase import (
     FINISHED,
@@ -62,7 +70,7 @@ from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
 from mxgitops.runtimes import refs as job_refs
 from mxgitops.runtimes import render as render_job
-from mxgitops.spec import MxJob, OnChange
+from mxgitops.spec import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.words import counted
 
 
@@ -105,6 +113,9 @@ def plan(
     ctx = options.render_context()
     now = options.now or datetime.now().astimezone()
     changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx, now) for job in desired]
+    standing = frozenset(
+        job.key for job in desired if _stands_over(_finished_record(job, ledger), live_jobs)
+    )
     changes += [_policy_hold(job, why, live_jobs.get(job.key)) for job, why in held]
     wanted = {job.key for job in desired} | {job.key for job, _ in held}
     orphans = [live_jobs[key] for key in sorted(live_jobs) if key not in wanted]
@@ -122,6 +133,7 @@ def plan(
         live_jobs=live_jobs,
         now=now,
         retention=options.ledger_retention,
+        standing=standing,
     )
     # Shown as Deleting once the ledger has judged them by the state they were in.
     changes = [
@@ -147,12 +159,7 @@ def _desired_change(
     base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
         return left_alone(base, live)
-    # A job finished before an upgrade that changed the hash (the in-place fields left
-    # it; the rendering joined it) is recorded, and its objects labelled, under the hash
-    # it had then.
-    finished = ledger.finished(job.key, job.spec_hash) or next(
-        (f for h in job.earlier_spec_hashes if (f := ledger.finished(job.key, h))), None
-    )
+    finished = _finished_record(job, ledger)
     recorded = Failure.from_json(finished.failure) if finished and finished.failure else None
     if finished is not None and live is not None and not live.has_objects:
         live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
@@ -164,6 +171,10 @@ def _desired_change(
         return starting(base, job).change(
             Action.CREATE, "new job", state=State.PENDING, creates=tuple(render_job(job, ctx))
         )
+    if finished is not None and not recorded_run(finished, live):
+        if live.spec_hash != finished.spec_hash:
+            return _named_again(job, live, finished, recorded, base)
+        finished = recorded = None  # a later run of the spec: its objects say how it is
     state, replicas = live.status()
     if finished is not None:
         state = State(finished.state)
@@ -186,6 +197,74 @@ def _desired_change(
     if state in FINISHED:
         return _finished_change(job, live, state, base, ttl_passed(job, finished, now))
     return _running_change(job, live, state, ctx, base)
+
+
+def _finished_record(job: MxJob, ledger: Ledger) -> Finished | None:
+    """The ledger's record of the job's spec finished. A job finished before an upgrade
+    that changed the hash (the in-place fields left it; the rendering joined it) is
+    recorded, and its objects labelled, under the hash it had then."""
+    return ledger.finished(job.key, job.spec_hash) or next(
+        (f for h in job.earlier_spec_hashes if (f := ledger.finished(job.key, h))), None
+    )
+
+
+def _stands_over(finished: Finished | None, live_jobs: dict[JobKey, LiveJob]) -> bool:
+    """Whether the record of the spec Git names stands over live objects of another spec
+    (`_named_again`): nothing seen on them may take its place in the ledger."""
+    if finished is None:
+        return False
+    live = live_jobs.get(finished.key)
+    return live is not None and live.has_objects and live.spec_hash != finished.spec_hash
+
+
+_MAX_STAMP = 40  # an RFC 3339 time, as the ledger writes them, fits
+
+
+def _named_again(
+    job: MxJob, live: LiveJob, finished: Finished, recorded: Failure | None, base: ChangeBase
+) -> Change:
+    """Git names a spec the ledger records finished, while the live objects are of another
+    spec: a commit reverted the job to it, say, while the spec in between runs. The
+    finished spec does not run again. The other run is no longer wanted by Git: under
+    `on-change: wait` it runs to its end, else (or once it has ended, or when its objects
+    are leftovers, no whole run) its objects are deleted; and nothing starts after it."""
+    state, replicas = live.status()
+    stamp = finished.finished_at  # the ledger's, which a hand may have edited: bounded
+    when = stamp if len(stamp) <= _MAX_STAMP and stamp.isprintable() else "a time unreadable"
+    named = (
+        f"spec changed back to runtime {job.runtime_id}, which {finished.state.lower()} at "
+        f"{when}: a finished job does not run again (to run it again, change its spec)"
+    )
+    other = f"runtime {live.runtime_id or 'mixed'}, of a spec Git no longer names,"
+    leftover = live.incomplete()
+    if state not in FINISHED and leftover is None and job.on_change is OnChange.WAIT:
+        held = replace(
+            base,
+            replicas=tuple(replicas),
+            runtime_id=live.runtime_id or "",
+            commit=live.commit or "",
+            placement=live.placement(),
+            unreachable=live.unreachable(),
+        )
+        return held.change(
+            Action.HOLD,
+            f"{named}; {other} runs to its end ({ON_CHANGE_ANNOTATION}: wait), and nothing "
+            "starts after it",
+            state=State.WAITING,  # as any change held by on-change: wait (`waiting`)
+        )
+    if leftover is not None:
+        how = f"is removed ({leftover}, no running job)"
+    elif state in FINISHED:
+        how = f"{state.lower()}: its objects are removed"
+    else:
+        how = "is stopped (deleted with its pods)"
+    done = replace(base, runtime_id=job.runtime_id, failure=recorded)
+    return done.change(
+        Action.STOP,
+        f"{named}; {other} {how}, and nothing starts after it",
+        state=State(finished.state),
+        deletes=tuple(live.refs()),
+    )
 
 
 def _policy_hold(job: MxJob, why: str, live: LiveJob | None) -> Change:

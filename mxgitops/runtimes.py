@@ -190,6 +190,7 @@ class Mixed:
         self.runtime_id: str | None = None
         self.source = jobset.source or batch.source
         self.commit = jobset.commit or batch.commit
+        self.created = min(filter(None, (batch.created, jobset.created)), default="")
 
     @property
     def key(self) -> tuple[str, str]:

@@ -137,6 +137,23 @@ def test_on_change_wait_is_read_back(runtime: str) -> None:
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
+def test_when_its_run_was_made_is_its_oldest_objects_creation_time(runtime: str) -> None:
+    """What tells a run the ledger recorded finished from a later run of the same spec."""
+    job = job_on(runtime)
+    assert runtimes.group_live(created(job))[job.key].created == ""  # not stored yet
+    found = [dict(o) for o in created(job).all()]
+    for index, obj in enumerate(found):
+        stamp = f"2026-01-02T03:04:{5 + index:02d}Z"
+        obj["metadata"] = {**obj["metadata"], "creationTimestamp": stamp}
+    group = runtimes.group_live(LiveObjects.of_objects(found))[job.key]
+    owned = set(group.refs())
+    oldest = min(o["metadata"]["creationTimestamp"] for o in found if ObjectRef.of(o) in owned)
+    assert group.created == oldest
+    found[0]["metadata"]["creationTimestamp"] = "x" * 4000  # not a time: never taken for one
+    assert len(runtimes.group_live(LiveObjects.of_objects(found))[job.key].created) <= 40
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_hand_edited_object_is_a_stray_not_the_jobs(runtime: str) -> None:
     job = job_on(runtime)
     rendered = runtimes.render(job, CTX)

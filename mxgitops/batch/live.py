@@ -317,6 +317,10 @@ class LiveJob:
             backoff_limit=backoff_limit,
         )
 
+    @cached_property
+    def created(self) -> str:
+        return objects.first_created(self._owned())
+
     def _owned(self) -> tuple[KubeObject, ...]:
         return self.jobs + self.services
 

@@ -110,6 +110,10 @@ class LiveJobSet:
             objects.annotations_of(o).get(objects.COMMIT_ANNOTATION) for o in self.jobsets
         )
 
+    @cached_property
+    def created(self) -> str:
+        return objects.first_created(self.jobsets)
+
     def refs(self) -> list[ObjectRef]:
         """What deleting the job deletes: its JobSets (their Jobs and pods follow)."""
         return sorted(ObjectRef.of(o) for o in self.jobsets)
