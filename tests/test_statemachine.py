@@ -128,9 +128,11 @@ class Machine(RuleBasedStateMachine):
         self.wanted: Spec | str | None = None  # in Git: a Spec, "invalid" or None (absent)
         self.texts: list[str | None] = [None]  # every a.yaml Git had, oldest first
         self.runs: dict[str, Run] = {}
-        self.last_end: tuple[str, str] | None = None  # (spec hash, state) of the last run ended
+        # What invariant 1 needs of the past, oldest first: ("end", spec hash) when a run
+        # ended, ("named", spec hash) when a commit named a spec.
+        self.events: list[tuple[str, str]] = []
         self.rerun_after_disruption: dict[str, int] = {}  # spec hash -> consecutive re-runs
-        self.ledger_copies: list[list[dict[str, Any]]] = []
+        self.ledger_copies: list[tuple[int, list[dict[str, Any]]]] = []  # (events then, maps)
         self.seen_uids: set[str] = set()
         self.keep_uid = ""
         self.synced()
@@ -144,6 +146,8 @@ class Machine(RuleBasedStateMachine):
         self.world.commit(text, message)
         self.texts.append(text)
         self.wanted = wanted
+        if isinstance(wanted, Spec):
+            self.events.append(("named", HASHES[wanted]))
         self.synced()
 
     @rule(index=st.integers(0, len(SPECS) - 1))
@@ -274,28 +278,45 @@ class Machine(RuleBasedStateMachine):
 
     # -- the ledger ---------------------------------------------------------------------
 
-    def _forget_unless_live(self, recorded: tuple[str, str] | None) -> None:
+    def _forget_unless_live(self, recorded: tuple[int, str] | None = None) -> None:
         """Deleting the ledger makes a finished job whose objects are gone run again
-        (docs/concepts/ledger.md): the model remembers what the cluster still shows."""
+        (docs/concepts/ledger.md): the model remembers what the cluster still shows, and
+        what the restored copy (`recorded`: when it was taken, and its spec) says."""
         live = self.live_run()
-        if live is not None and live.ended and self.last_end == (live.spec_hash, live.ended):
-            return
-        self.last_end = recorded
+        shown = live.spec_hash if live is not None and live.ended else None
+        events = [e for e in self.events if e[0] == "named" or e[1] == shown]
+        if recorded is not None:
+            then, spec_hash = recorded
+            kept = sum(1 for e in self.events[:then] if e in events)
+            events.insert(kept, ("end", spec_hash))
+        self.events = events
+
+    def finished(self, spec_hash: str) -> bool:
+        """Invariant 1's rule: `spec_hash` ran to its end, and Git has not named it again
+        since a different spec ran to its end."""
+        ends = [i for i, e in enumerate(self.events) if e == ("end", spec_hash)]
+        if not ends:
+            return False
+        later = self.events[ends[-1] + 1 :]
+        other = next(
+            (i for i, (kind, h) in enumerate(later) if kind == "end" and h != spec_hash), None
+        )
+        return other is None or ("named", spec_hash) not in later[other + 1 :]
 
     @rule()
     def ledger_lost(self) -> None:
         self.world.lose_ledger()
-        self._forget_unless_live(None)
+        self._forget_unless_live()
         self.synced()
 
     @precondition(lambda self: len(self.ledger_copies) > 1)
     @rule(back=st.integers(1, 8))
     def ledger_stale(self, back: int) -> None:
         older = self.ledger_copies[:-1]
-        copies = older[-min(back, len(older))]
+        then, copies = older[-min(back, len(older))]
         self.world.restore_ledger(copies)
         entry = from_config_maps(copies).entries.get((NS, JOB)) if copies else None
-        self._forget_unless_live(None if entry is None else (entry.spec_hash, entry.state))
+        self._forget_unless_live(None if entry is None else (then, entry.spec_hash))
         self.synced()
 
     # -- syncs --------------------------------------------------------------------------
@@ -316,7 +337,7 @@ class Machine(RuleBasedStateMachine):
 
     def _ended(self, run: Run, state: str) -> None:
         run.ended = state
-        self.last_end = (run.spec_hash, state)
+        self.events.append(("end", run.spec_hash))
 
     def synced(self, cut_after: int | None = None, controllers: bool = True) -> SyncOutcome | None:
         counts = type(self).counts
@@ -338,7 +359,7 @@ class Machine(RuleBasedStateMachine):
         if outcome is not None:
             self.check_note(outcome)
             self.check_disruptions(outcome)
-            self.ledger_copies.append(self.world.ledger_maps())
+            self.ledger_copies.append((len(self.events), self.world.ledger_maps()))
         if controllers:
             self.world.controllers()
         return outcome
@@ -355,10 +376,9 @@ class Machine(RuleBasedStateMachine):
             if rid not in self.runs:
                 new_runtimes.add(rid)
                 self.runs[rid] = Run(rid, spec_hash, dist=dist)
-            assert self.last_end is None or self.last_end[0] != spec_hash, (
+            assert not self.finished(spec_hash), (
                 f"{obj['metadata']['name']} created for spec {spec_hash[:8]}, which ran to its "
-                f"end ({self.last_end[1]}) with no other spec ended since: "
-                f"{rows(planned.changes)}"
+                f"end, not named again since another spec did: {rows(planned.changes)}"
             )
         for rid in new_runtimes:
             self._count_rerun(self.runs[rid])
@@ -398,15 +418,19 @@ class Machine(RuleBasedStateMachine):
             )
 
     def _cause(self, row: Change, run: Run) -> bool:
-        """Whether a change may delete the objects of `run`, which has not ended."""
+        """Whether a change may delete the objects of `run`, which has not ended: a
+        disruption ran it again, the manifest went (prune), or Git names another spec
+        and the manifest says `on-change: replace`. An invalid manifest, `on-change:
+        wait` and a TTL (of another run) never may."""
         if run.disruptions:
-            return row.action in (Action.REPLACE, Action.CREATE, Action.REPAIR)
+            return True
         wanted = self.wanted
-        if row.action is Action.DELETE:
-            return wanted is None
-        if row.action is Action.REPLACE and isinstance(wanted, Spec):
-            return HASHES[wanted] != run.spec_hash and wanted.on_change == "replace"
-        return False  # STOP and CLEAN are for ended runs; nothing else deletes
+        if wanted is None:
+            return row.action is Action.DELETE
+        if isinstance(wanted, Spec) and HASHES[wanted] != run.spec_hash:
+            stops = (Action.REPLACE, Action.DELETE, Action.STOP)
+            return row.action in stops and wanted.on_change == "replace"
+        return False
 
     def _wanted_name(self) -> str:
         wanted = self.wanted
