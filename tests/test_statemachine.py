@@ -127,13 +127,13 @@ class Machine(RuleBasedStateMachine):
         self.world = World(Path(tempfile.mkdtemp(dir=self.root)))
         self.wanted: Spec | str | None = None  # in Git: a Spec, "invalid" or None (absent)
         self.texts: list[str | None] = [None]  # every a.yaml Git had, oldest first
-        self.runs: dict[str, Run] = {}
+        self.runs: dict[str, Run] = {}  # the last run of each runtime id
+        self.history: list[Run] = []  # every run, oldest first
         # What invariant 1 needs of the past, oldest first: ("end", spec hash) when a run
         # ended, ("named", spec hash) when a commit named a spec.
         self.events: list[tuple[str, str]] = []
         self.rerun_after_disruption: dict[str, int] = {}  # spec hash -> consecutive re-runs
         self.ledger_copies: list[tuple[int, list[dict[str, Any]]]] = []  # (events then, maps)
-        self.seen_uids: set[str] = set()
         self.keep_uid = ""
         self.synced()
 
@@ -353,8 +353,8 @@ class Machine(RuleBasedStateMachine):
             planned = self.world.sync(dry_run=True).plan
             with contextlib.suppress(MxGitOpsError):  # stopped: what it wrote stands
                 self.world.sync(cut_after=cut_after)
+        self.check_deletes(before, planned)  # by the runs as they were before the sync
         self.check_starts(before, planned)
-        self.check_deletes(before, planned)
         self.check_ownership()
         if outcome is not None:
             self.check_note(outcome)
@@ -365,27 +365,34 @@ class Machine(RuleBasedStateMachine):
         return outcome
 
     def check_starts(self, before: dict[str, Any], planned: Plan) -> None:
-        """Invariant 1 (and the bound of invariant 4)."""
-        new_runtimes: set[str] = set()
-        for uid, obj in {o["metadata"]["uid"]: o for o in self.world.ours("jobs")}.items():
+        """Invariant 1 (and the bound of invariant 4). A runtime id is a hash of the spec,
+        so a run of a spec again has the ids of the last: a new run is one whose objects
+        are all new."""
+        now = {o["metadata"]["uid"]: o for o in self.world.ours("jobs")}
+        made: dict[str, Run] = {}
+        for uid, obj in now.items():
             labels, annotations = obj["metadata"]["labels"], obj["metadata"]["annotations"]
             if uid in before or labels[JOB_NAME_LABEL] != JOB:
                 continue
             rid, spec_hash = labels[RUNTIME_ID], annotations[SPEC_HASH]
-            dist = "SCHEDULER" in annotations.get("mxgitops.io/replicas", "")
-            if rid not in self.runs:
-                new_runtimes.add(rid)
-                self.runs[rid] = Run(rid, spec_hash, dist=dist)
+            kept = [
+                u
+                for u, o in before.items()
+                if u in now and o["metadata"]["labels"][RUNTIME_ID] == rid
+            ]
+            if not kept and rid not in made:
+                dist = "SCHEDULER" in annotations.get("mxgitops.io/replicas", "")
+                made[rid] = self.runs[rid] = Run(rid, spec_hash, dist=dist)
+                self.history.append(made[rid])
             assert not self.finished(spec_hash), (
                 f"{obj['metadata']['name']} created for spec {spec_hash[:8]}, which ran to its "
                 f"end, not named again since another spec did: {rows(planned.changes)}"
             )
-        for rid in new_runtimes:
-            self._count_rerun(self.runs[rid])
+        for run in made.values():
+            self._count_rerun(run)
 
     def _count_rerun(self, new: Run) -> None:
-        previous = [r for r in self.runs.values() if r is not new]
-        last = previous[-1] if previous else None
+        last = self.history[-2] if len(self.history) > 1 else None
         if last is not None and last.spec_hash == new.spec_hash and last.disruptions:
             self.rerun_after_disruption[new.spec_hash] = (
                 self.rerun_after_disruption.get(new.spec_hash, 0) + 1
