@@ -19,7 +19,7 @@ The model knows only what the machine made happen (which run ended, how, which p
 evicted); it never asks the product what is right. Profiles: `ci` (the default: a fixed
 budget, derandomized, no example database) and `long` (`MXGITOPS_HYPOTHESIS_PROFILE=long`,
 `bench/stateful_long.py`). The JobSet runtime is not driven here: the API double serves
-no JobSet and runs no JobSet controller (docs/development/statemachine.md).
+no JobSet and runs no JobSet controller (docs/development/index.md).
 """
 
 from __future__ import annotations
