@@ -26,6 +26,7 @@ from mxgitops.runtime.accelerators import AcceleratorConfig
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
 from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.reruns import DEFAULT_MAX_DISRUPTION_RUNS
 from mxgitops.runtime.state import MxReplicaStatus, State
 
 DEFAULT_MAX_PRUNE_SHARE = 0.5
@@ -97,6 +98,8 @@ class PlanOptions:
     now: datetime | None = None  # when finished jobs are recorded in the ledger
     cancel: frozenset[str] = frozenset()  # namespace/name: a removal that waits for nothing
     ledger_retention: timedelta = DEFAULT_LEDGER_RETENTION
+    # Runs of one spec made anew for a disruption, in a row, before it is Failed.
+    max_disruption_runs: int = DEFAULT_MAX_DISRUPTION_RUNS
 
     def render_context(self) -> RenderContext:
         return RenderContext(

@@ -30,6 +30,7 @@ from mxgitops.errors import ConfigError
 from mxgitops.manifestfiles import read_section
 from mxgitops.manifests import LoadResult, Problem
 from mxgitops.runtime.accelerators import parse_accelerators
+from mxgitops.runtime.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
 from mxgitops.spec import MAX_NAME_LENGTH, NAMESPACE, is_dns1123_label
 
 # Where Kubernetes mounts the namespace of a pod's service account.
@@ -76,6 +77,8 @@ class SyncConfig:
     git_token: str | None = field(default=None, repr=False)
     max_file_size: int = 1024 * 1024
     failure_log_lines: int = 20  # of a newly failed container's log kept; 0: none
+    # Runs of one spec made anew for a disruption, in a row, before it is Failed.
+    max_disruption_runs: int = DEFAULT_MAX_DISRUPTION_RUNS
     cancel: tuple[str, ...] = ()  # .mxgitops.yaml: namespace/name pruned without waiting
     accelerators: Mapping[str, Any] = field(default_factory=dict)  # the operator's, raw
     accelerators_file: Path | None = None  # the operator's accelerators (read into the above)
@@ -125,6 +128,11 @@ class SyncConfig:
         if not 0 <= self.max_prune_share <= 1:
             raise ConfigError(
                 f"max-prune-share must be between 0 and 1, not {self.max_prune_share}"
+            )
+        if not 0 <= self.max_disruption_runs <= MAX_DISRUPTION_RUNS:
+            raise ConfigError(
+                f"max-disruption-runs must be between 0 and {MAX_DISRUPTION_RUNS}, "
+                f"not {self.max_disruption_runs}"
             )
         if not 0 <= self.failure_log_lines <= MAX_FAILURE_LOG_LINES:
             raise ConfigError(

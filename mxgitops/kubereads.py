@@ -9,7 +9,9 @@ decoded, so memory grows with the objects kept, never with a page's body; a LIST
 bounded in pages, items, restarts and time, whatever the server sends (`listing.py`).
 A kind the caller knows to hold no object of ours (`LiveObjects.unlisted`: the ledger
 says so, `runtimes.unlisted`) is not listed at all. The Events of a pod a disruption
-took away are read only while its batch Job's condition names it and it is gone.
+took away are read only while its batch Job's condition names it and it is gone, or,
+for an `OnFailure` batch Job that counted a failed pod it no longer has (nothing names
+that pod), those of each reason that says so in its namespace.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mxgitops.errors import ClusterClientError, ClusterForbidden
 from mxgitops.kubecalls import Calls, path_of
 from mxgitops.listing import METADATA_ONLY, Progress, Trim, page_reader
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
-from mxgitops.runtime.disruption import EVENT_REASONS, departed_pod
+from mxgitops.runtime.disruption import EVENT_REASONS, counted_and_gone, departed_pod
 
 # The annotation that makes a StorageClass the default, and its beta spelling, which
 # Kubernetes still honours.
@@ -34,6 +36,11 @@ DEFAULT_STORAGE_CLASS = (
 )
 log = logging.getLogger("mxgitops")
 GONE_POLL = 0.5  # seconds between reads of objects being deleted
+EVENT_PAGE = 500  # Events read of one reason in one namespace: an hour's worth, at most
+
+
+def _involved(event: KubeObject) -> str:
+    return str((event.get("involvedObject") or {}).get("name") or "")
 
 
 class Reads(Calls):
@@ -81,20 +88,48 @@ class Reads(Calls):
         found: list[KubeObject] = []
         for namespace, name in gone:
             query = {"fieldSelector": f"involvedObject.kind=Pod,involvedObject.name={name}"}
-            try:
-                listed = self._call(
-                    "GET",
-                    f"/api/v1/namespaces/{namespace}/events",
-                    query=query,
-                    read=kubehttp.read_object,
-                )
-            except ClusterForbidden as exc:  # not granted: say less, and why
-                log.warning("how pod %s/%s went is unsaid: %s", namespace, name, exc)
-                continue
-            except ClusterClientError:  # not served: say less
-                continue
-            found += [e for e in listed.get("items") or () if e.get("reason") in EVENT_REASONS]
+            listed = self._events(namespace, query, f"how pod {namespace}/{name} went")
+            found += [e for e in listed if e.get("reason") in EVENT_REASONS]
+        return tuple(found) + self._counted_pod_events(jobs, pods)
+
+    def _counted_pod_events(
+        self, jobs: Sequence[KubeObject], pods: Sequence[KubeObject]
+    ) -> tuple[KubeObject, ...]:
+        """The Events that say how a pod was taken away, about a gone pod of an `OnFailure`
+        batch Job that counted more failed pods than it has (`counted_and_gone`): one LIST
+        of each such reason per namespace, at most `EVENT_PAGE` Events each."""
+        prefixes: dict[str, set[str]] = {}
+        for job in jobs:
+            if counted_and_gone(job, pods):
+                namespace = str(job["metadata"].get("namespace") or "")
+                prefixes.setdefault(namespace, set()).add(f"{job['metadata']['name']}-")
+        found: list[KubeObject] = []
+        for namespace, owners in sorted(prefixes.items()):
+            for reason in EVENT_REASONS:
+                query = {
+                    "fieldSelector": f"involvedObject.kind=Pod,reason={reason}",
+                    "limit": str(EVENT_PAGE),
+                }
+                listed = self._events(namespace, query, f"how pods in {namespace} went")
+                found += [e for e in listed if _involved(e).startswith(tuple(owners))]
         return tuple(found)
+
+    def _events(self, namespace: str, query: dict[str, str], what: str) -> list[KubeObject]:
+        """The core/v1 Events of `namespace` that `query` selects; none where they are not
+        granted (a warning says why: a grant taken away is not silent) or not served."""
+        try:
+            listed = self._call(
+                "GET",
+                f"/api/v1/namespaces/{namespace}/events",
+                query=query,
+                read=kubehttp.read_object,
+            )
+        except ClusterForbidden as exc:  # not granted: say less, and why
+            log.warning("%s is unsaid: %s", what, exc)
+            return []
+        except ClusterClientError:  # not served: say less
+            return []
+        return [e for e in listed.get("items") or () if isinstance(e, dict)]
 
     def _list_allowed(self, listing: Listing, selector: str) -> list[KubeObject] | None:
         """`_list_if_served`, and none read where the listing may be forbidden and is."""

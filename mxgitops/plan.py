@@ -61,10 +61,16 @@ from mxgitops.planbase import (
     waiting,
 )
 from mxgitops.pruning import hold_delete, orphan_changes, prune_refusal
-from mxgitops.runpolicy import cleanable, finished_while_suspended, ttl_passed
+from mxgitops.runpolicy import (
+    cleanable,
+    disrupted_too_often,
+    finished_while_suspended,
+    ttl_passed,
+)
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
 from mxgitops.runtime.rendering import RenderContext
+from mxgitops.runtime.reruns import with_disruptions
 from mxgitops.runtime.state import State
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.runtimes import group_live, in_use, needs_record
@@ -112,7 +118,10 @@ def plan(
     live_jobs = group_live(live)
     ctx = options.render_context()
     now = options.now or datetime.now().astimezone()
-    changes = [_desired_change(job, live_jobs.get(job.key), ledger, ctx, now) for job in desired]
+    runs = options.max_disruption_runs
+    changes = [
+        _desired_change(job, live_jobs.get(job.key), ledger, ctx, now, runs) for job in desired
+    ]
     standing = frozenset(
         job.key for job in desired if _stands_over(_finished_record(job, ledger), live_jobs)
     )
@@ -154,7 +163,12 @@ def plan(
 
 
 def _desired_change(
-    job: MxJob, live: LiveJob | None, ledger: Ledger, ctx: RenderContext, now: datetime
+    job: MxJob,
+    live: LiveJob | None,
+    ledger: Ledger,
+    ctx: RenderContext,
+    now: datetime,
+    max_runs: int,
 ) -> Change:
     base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
@@ -196,7 +210,7 @@ def _desired_change(
         return _changed_spec(job, live, state, ctx, base)
     if state in FINISHED:
         return _finished_change(job, live, state, base, ttl_passed(job, finished, now))
-    return _running_change(job, live, state, ctx, base)
+    return _running_change(job, live, state, ctx, base, max_runs)
 
 
 def _finished_record(job: MxJob, ledger: Ledger) -> Finished | None:
@@ -284,7 +298,7 @@ def _policy_hold(job: MxJob, why: str, live: LiveJob | None) -> Change:
 
 
 def _running_change(
-    job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: ChangeBase
+    job: MxJob, live: LiveJob, state: State, ctx: RenderContext, base: ChangeBase, max_runs: int
 ) -> Change:
     """Self-heal: recreate what is missing of a running job, and patch in place what
     a live Job lets change (suspend, deadlines, backoff, TTL, the on-change annotation):
@@ -296,9 +310,20 @@ def _running_change(
     explains it); recreating it would run that replica again, so only a missing
     Service is recreated then.
     """
-    disruption = live.disruption()
+    disruption, earlier = live.disruption(), live.disruptions()
+    too_often = disrupted_too_often(earlier, disruption, max_runs)
+    if too_often is not None:
+        active = tuple(live.unfinished_job_refs())
+        return replace(base, failure=too_often).change(
+            Action.STOP,
+            f"failed: disrupted {len(earlier) + (disruption is not None)} times in a row, "
+            f"more than --max-disruption-runs {max_runs} allows; its {len(active)} "
+            "objects still active are stopped",
+            state=State.FAILED,
+            deletes=active,
+        )
     if disruption is not None:
-        return _run_again(job, live, ctx, base, disruption.describe())
+        return _run_again(job, live, ctx, base, disruption.describe(), earlier, max_runs)
     missing = {ref for ref in job_refs(job) if not live.has(ref)}
     collected = []
     if job.run_policy.ttl_seconds_after_finished is not None and live.incomplete() is None:
@@ -349,19 +374,27 @@ def _running_change(
 
 
 def _run_again(
-    job: MxJob, live: LiveJob, ctx: RenderContext, base: ChangeBase, what: str
+    job: MxJob,
+    live: LiveJob,
+    ctx: RenderContext,
+    base: ChangeBase,
+    what: str,
+    earlier: Sequence[str],
+    max_runs: int,
 ) -> Change:
     """A dist job Kubernetes disrupted runs again whole: every replica is deleted, and
     made anew once they are gone (a replace, under the same names). A lone new worker
     or server cannot rejoin a running ps-lite job. Not a failure, so nothing counts it
-    against backoffLimit: the new batch Jobs start with no failure counted."""
+    against backoffLimit: the new batch Jobs start with no failure counted. They record
+    the disruptions so far, which `--max-disruption-runs` bounds (`runtime/reruns.py`)."""
     change = starting(base, job).change(
         Action.REPLACE,
-        f"disrupted, not failed: {what}; the job runs again whole (a disruption is not "
+        f"disrupted, not failed: {what}; the job runs again whole (run again "
+        f"{len(earlier) + 1} of at most {max_runs} times in a row; a disruption is not "
         "counted against backoffLimit)",
         state=State.PENDING,
         deletes=tuple(live.refs()),
-        creates=tuple(render_job(job, ctx)),
+        creates=with_disruptions(render_job(job, ctx), [*earlier, what]),
     )
     return replace(change, starts_after_deletes=True)
 

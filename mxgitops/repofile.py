@@ -48,6 +48,7 @@ OPERATOR_SETTINGS: dict[str, str] = {
     "instance": "--instance",
     "stateNamespace": "--state-namespace",
     "maxPruneShare": "--max-prune-share",
+    "maxDisruptionRuns": "--max-disruption-runs",
     "forcePrune": "--force-prune",
     "parallelism": "--parallelism",
     "maxFileSize": "--max-file-size",

@@ -3,16 +3,21 @@
 `plan.py` builds the changes; these say which objects they concern. A finished job's
 `ttlSecondsAfterFinished` and `cleanPodPolicy`, which Kubeflow's operator carried out
 on the MXJob as a whole, and `suspend` on a dist job some of whose replicas finished,
-which the operator resumed whole.
+which the operator resumed whole. And the operator's bound on running a job again for
+disruptions, which Kubeflow's operator did not have (it failed a disrupted job).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from mxgitops.bookkeeping import stamped_before
 from mxgitops.ledger import Finished
 from mxgitops.objects import ObjectRef
+from mxgitops.runtime.disruption import Disruption
+from mxgitops.runtime.failure import MAX_MESSAGE, Failure
+from mxgitops.runtime.reruns import replica_of
 from mxgitops.runtimes import Live as LiveJob
 from mxgitops.spec import CleanPodPolicy, JobMode, MxJob
 
@@ -53,3 +58,23 @@ def finished_while_suspended(job: MxJob, live: LiveJob) -> tuple[ObjectRef, ...]
     if not job.run_policy.suspend or job.mode is not JobMode.DIST:
         return ()
     return tuple(live.finished_replicas())
+
+
+DISRUPTION_RUNS_EXCEEDED = "DisruptionRunsExceeded"  # the reason of such a job's failure
+
+
+def disrupted_too_often(
+    earlier: Sequence[str], now: Disruption | None, max_runs: int
+) -> Failure | None:
+    """The job's failure once the disruptions it met in a row (`earlier`, each run again
+    since, and `now`, which would run it again) are more than `max_runs`, listing them;
+    None while they are not. A disruption is no failure, but one the job meets again and
+    again is most likely its own doing (`runtime/reruns.py`)."""
+    said = [*earlier, *([now.describe()] if now is not None else [])]
+    if len(said) <= max_runs:
+        return None
+    head = f"disrupted {len(said)} times in a row, past --max-disruption-runs {max_runs}: "
+    room = max((MAX_MESSAGE - len(head)) // len(said) - 4, 16)
+    listed = "; ".join(f"{n}) {s[:room]}" for n, s in enumerate(said, 1))
+    replica = now.replica if now is not None else replica_of(said[-1]) or "JobSet"
+    return Failure(replica, None, DISRUPTION_RUNS_EXCEEDED, (head + listed)[:MAX_MESSAGE])

@@ -229,6 +229,9 @@ class Mixed:
     def disruption(self) -> Disruption | None:
         return None  # replaced whole by any spec already
 
+    def disruptions(self) -> tuple[str, ...]:
+        return ()
+
     def on_change(self) -> OnChange:
         return OnChange.REPLACE
 

@@ -119,6 +119,7 @@ def sync(
             max_prune_share=config.max_prune_share,
             force_prune=config.force_prune,
             cancel=frozenset(config.cancel),
+            max_disruption_runs=config.max_disruption_runs,
         )
         progress.phase("reading the cluster")
         cluster = _cluster(config, connect, notices)

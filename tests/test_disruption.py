@@ -10,6 +10,7 @@ backoffLimit (`docs/concepts/faults.md`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -275,6 +276,44 @@ def test_the_events_of_a_gone_pod_are_read_only_for_it_and_only_then() -> None:
     assert reads._departed_pod_events(failed, []) == ()
 
 
+def test_the_events_of_on_failure_pods_counted_and_gone_are_read_by_reason() -> None:
+    """Nothing names an OnFailure pod its batch Job counted and that is gone: one LIST
+    per namespace of the Events of each reason that says how a pod was taken away, kept
+    only those about a pod of such a batch Job; none while every counted pod is there."""
+    asked: list[tuple[str, dict[str, str]]] = []
+
+    def call(method: str, path: str, *, query: dict[str, str], **_: Any) -> Any:
+        asked.append((path, query))
+        reason = query["fieldSelector"].rpartition("=")[2]
+        items = [
+            {"reason": reason, "involvedObject": {"kind": "Pod", "name": f"{owner}-x1"}}
+            for owner in ("j", "jx", "other")
+        ]
+        return {"items": items}
+
+    reads = Reads(api_client=None)  # type: ignore[arg-type]
+    reads._call = call  # type: ignore[assignment, method-assign]
+    counted = batch_job(restart=ON_FAILURE, failed=1)
+    counted["metadata"]["namespace"] = "ml"
+    found = reads._departed_pod_events([counted], [])
+    assert sorted(e["reason"] for e in found) == ["Evicted", "Preempted", "TaintManagerEviction"]
+    assert {e["involvedObject"]["name"] for e in found} == {"j-x1"}
+    assert asked == [
+        (
+            "/api/v1/namespaces/ml/events",
+            {"fieldSelector": f"involvedObject.kind=Pod,reason={reason}", "limit": "500"},
+        )
+        for reason in ("Preempted", "TaintManagerEviction", "Evicted")
+    ]
+    kept = failed_pod({}, name="j-abc")
+    kept["metadata"].update(namespace="ml", labels={"batch.kubernetes.io/job-name": "j"})
+    asked.clear()
+    assert reads._departed_pod_events([counted], [kept]) == () and asked == []
+    never = batch_job(restart=NEVER, failed=1)
+    never["metadata"]["namespace"] = "ml"
+    assert reads._departed_pod_events([never], []) == () and asked == []
+
+
 def test_a_local_job_is_left_to_kubernetes_which_replaces_its_pod() -> None:
     mx = job("l", servers=0, workers=1, restart="Never")
     evicted = disrupted(failed_pod({}), KUBELET_EVICTION)
@@ -315,18 +354,114 @@ def only_change(mx: spec.MxJob, objects: LiveObjects) -> Any:
     return change
 
 
-def test_an_on_failure_dist_job_whose_counted_pod_is_gone_was_disrupted() -> None:
-    """Under OnFailure the program's exits restart in place; a pod its batch Job counted
-    and that is gone was deleted: its node lost (the taint manager) or preempted."""
-    mx = job("o", restart="OnFailure")
+def test_an_on_failure_counted_pod_gone_without_a_record_is_the_jobs_failure() -> None:
+    """Under OnFailure a failed pod fails the job (Kubeflow's rule). The pod garbage
+    collector and cleanup scripts delete failed pods: a counted pod that is gone, with no
+    Event saying Kubernetes took it away, is that failure, not a disruption."""
     replacement = pod(RUNNING, name="new")
+    assert replica_state(batch_job(restart=ON_FAILURE, failed=1), [replacement]) is (
+        ReplicaState.FAILED
+    )
+    mx = job("o", restart="OnFailure")
     objects = live_with(mx, "worker", 0, [replacement], failed=1)
     change = only_change(mx, objects)
-    assert change.action is Action.REPLACE, change.reason
-    assert "WORKER 0 lost its pod: deleted" in change.reason
+    assert (change.state, change.action) == (State.FAILED, Action.STOP), change.reason
     kept = failed_pod(terminated(1, "boom"), name="old", started="2025-12-31T00:00:00Z")
     objects = live_with(mx, "worker", 0, [kept, replacement], failed=1)
-    assert only_change(mx, objects).state is State.FAILED  # Kubeflow's rule: a failed pod
+    assert only_change(mx, objects).state is State.FAILED
+
+
+def gone_pod_event(objects: LiveObjects, role: str, index: int = 0, **event: Any) -> LiveObjects:
+    """`objects` with a core/v1 Event about a gone pod of the batch Job of `role` `index`."""
+    (owner,) = [j for j in objects.jobs if re.search(f"-{role}-.*-{index}$", j["metadata"]["name"])]
+    about = {"kind": "Pod", "name": f"{owner['metadata']['name']}-x7k2p", "namespace": NS}
+    metadata = {"namespace": NS, "name": "e1", **event.pop("metadata", {})}
+    found = {"metadata": metadata, "involvedObject": about, **event}
+    return dataclasses.replace(objects, pod_events=(*objects.pod_events, found))
+
+
+def test_an_on_failure_counted_pod_gone_with_a_preemption_event_was_disrupted() -> None:
+    mx = job("o", restart="OnFailure")
+    objects = live_with(mx, "worker", 0, [pod(RUNNING, name="new")], failed=1)
+    preempted = gone_pod_event(
+        objects, "worker", reason="Preempted", message="Preempted by pod 0f3c on node n2"
+    )
+    change = only_change(mx, preempted)
+    assert change.action is Action.REPLACE, change.reason
+    assert change.reason.startswith(
+        "disrupted, not failed: WORKER 0 preempted on node n2 (PreemptionByScheduler"
+    ), change.reason
+    scheduled = gone_pod_event(objects, "worker", reason="Scheduled", message="assigned")
+    assert only_change(mx, scheduled).state is State.FAILED  # says nothing of a disruption
+
+
+# The kubelet's words when a pod it evicts used more than it requested (its eviction
+# message, on the pod's DisruptionTarget condition and status, and on its Event).
+OVERUSE = (
+    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. "
+    "Container mxnet was using 3Gi, request is 1Gi, has larger consumption of memory. "
+)
+
+
+def own_eviction(base: dict[str, Any]) -> dict[str, Any]:
+    evicted = disrupted(base, {**KUBELET_EVICTION, "message": OVERUSE})
+    evicted["status"].update(reason="Evicted", message=OVERUSE)
+    return evicted
+
+
+def test_a_kubelet_eviction_for_the_pods_own_use_is_no_disruption() -> None:
+    assert pod_disruption(own_eviction(failed_pod({}))) is None
+    assert pod_disruption(disrupted(failed_pod({}), KUBELET_EVICTION)) is not None
+    storage = 'Container mxnet exceeded its local ephemeral storage limit "1Gi". '
+    assert pod_disruption(disrupted(failed_pod({}), {**KUBELET_EVICTION, "message": storage})) is (
+        None
+    )
+
+
+@pytest.mark.parametrize("restart", [NEVER, ON_FAILURE, EXIT_CODE], ids=str)
+def test_a_replica_evicted_for_its_own_use_fails_under_any_restart_policy(
+    restart: spec.RestartPolicy,
+) -> None:
+    evicted = own_eviction(failed_pod(terminated(143, reason="Error")))
+    # a local job's batch Job ignores it (not counted) and makes a new pod
+    ignored = [evicted, pod(RUNNING, name="new", started="2026-01-01T01:00:00Z")]
+    assert replica_state(batch_job(restart=restart), ignored) is ReplicaState.FAILED
+    failed = batch_job(restart=restart, failed=1, conditions=[FAIL_JOB])
+    assert replica_state(failed, [evicted]) is ReplicaState.FAILED
+
+
+def test_a_dist_job_evicted_for_its_own_use_fails_and_says_why() -> None:
+    mx = job("d", restart="Never")
+    evicted = own_eviction(failed_pod(terminated(137, reason="Error"), name="w1"))
+    objects = live_with(mx, "worker", 1, [evicted], failed=1, conditions=[FAIL_JOB])
+    change = only_change(mx, objects)
+    assert (change.state, change.action) == (State.FAILED, Action.STOP), change.reason
+    assert change.failure is not None and change.failure.replica == "WORKER 1"
+    assert "Container mxnet was using 3Gi, request is 1Gi" in change.failure.message
+    assert "Evicted" in change.failure.reason
+
+
+def test_a_gone_pod_evicted_for_its_own_use_is_known_by_the_kubelets_event() -> None:
+    """The eviction Event's annotations (`offending_containers_usage`) name the usage
+    above the request; without them (or empty: none used more than it asked) the
+    eviction is the node's doing, a disruption."""
+    mx = job("d", restart="Never")
+    objects = live_with(mx, "server", 0, [], failed=1, conditions=[FAIL_JOB])
+    evidence = {
+        "offending_containers": "mxnet",
+        "offending_containers_usage": "3Gi",
+        "starved_resource": "memory",
+    }
+    said = {"reason": "Evicted", "message": "The node was low on resource: memory. "}
+    own = gone_pod_event(objects, "server", **said, metadata={"annotations": evidence})
+    change = only_change(mx, own)
+    assert change.state is State.FAILED, change.reason
+    assert change.failure is not None and "3Gi" in change.failure.message
+    none = {**evidence, "offending_containers": "", "offending_containers_usage": ""}
+    node = gone_pod_event(objects, "server", **said, metadata={"annotations": none})
+    change = only_change(mx, node)
+    assert change.action is Action.REPLACE, change.reason
+    assert "evicted by the kubelet of node" in change.reason
 
 
 # -- JobSet: the JobSet controller restarts a disrupted gang whole, uncounted ------------

@@ -14,10 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from mxgitops import cluster
 from tests.helpers.reconcile_e2e import (
     NS,
     Syncer,
     batch_job,
+    delete,
     job_objects,
     mxjob,
     repo,
@@ -141,3 +145,129 @@ def test_exit_code_backoff_limit_counts_retried_failures_across_the_job(
     job = summary_of(run(), "killed")
     assert job.state == "Failed", job.reason
     assert job.failure is not None and "BackoffLimitExceeded" in job.failure["reason"]
+
+
+# -- disruptions that are the job's own doing (issue 43) --------------------------------
+
+DOUBLE_EVICTS = "the double evicts a pod in one step; real evictions: tests/faults/"
+OVERUSE = (
+    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. "
+    "Container mxnet was using 3Gi, request is 1Gi, has larger consumption of memory. "
+)
+
+
+def disruption(reason: str, message: str) -> dict[str, Any]:
+    return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message}
+
+
+def only_pod(kubeapi: KubeAPI, job: str, role: str = "worker", index: int = 0) -> str:
+    (pod,) = pods_of(kubeapi, batch_job(kubeapi, job, role, index))
+    return str(pod["metadata"]["name"])
+
+
+def event_about(kubeapi: KubeAPI, pod: str, reason: str, message: str, **annotations: str) -> None:
+    """A core/v1 Event about `pod`, as the component that took it away writes one."""
+    metadata: dict[str, Any] = {"name": f"{pod}.e1", "namespace": NS}
+    if annotations:
+        metadata["annotations"] = annotations
+    about = {"kind": "Pod", "name": pod, "namespace": NS, "apiVersion": "v1"}
+    body = {"apiVersion": "v1", "kind": "Event", "metadata": metadata, "involvedObject": about}
+    kubeapi.create({**body, "reason": reason, "message": message, "type": "Warning"}, NS)
+
+
+@pytest.mark.double_only(DOUBLE_EVICTS)
+def test_an_on_failure_failed_pod_garbage_collected_fails_the_job(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """The pod garbage collector (or a cleanup script) deletes a failed pod that nothing
+    took away: its batch Job still counts it, and the job has failed, as with the pod."""
+    start(kubeapi, run, repo, mxjob("gc", restart="OnFailure"))
+    pod = only_pod(kubeapi, "gc", index=1)
+    kubeapi.evict(pod, NS, message="Pod was rejected: the node is out of memory")
+    delete(kubeapi, "pods", pod)
+    kubeapi.run_job_controller(NS)
+    job = summary_of(run(), "gc")
+    assert (job.state, job.action) == ("Failed", "stop"), job.reason
+    assert job.failure is not None and job.failure["replica"] == "WORKER 1"
+    assert summary_of(run(), "gc").state == "Failed"
+
+
+@pytest.mark.double_only(DOUBLE_EVICTS)
+def test_an_on_failure_pod_gone_with_a_preemption_event_runs_again_whole(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    start(kubeapi, run, repo, mxjob("pre", restart="OnFailure"))
+    pod = only_pod(kubeapi, "pre", index=1)
+    kubeapi.evict(pod, NS, message="", condition=disruption("PreemptionByScheduler", "preempt"))
+    event_about(kubeapi, pod, "Preempted", "Preempted by pod 0f3c on node n2")
+    delete(kubeapi, "pods", pod)
+    job = summary_of(run(), "pre")
+    assert (job.state, job.action) == ("Pending", "replace"), job.reason
+    assert "WORKER 1 preempted on node n2" in job.reason
+
+
+@pytest.mark.double_only(DOUBLE_EVICTS)
+def test_a_kubelet_eviction_is_the_jobs_failure_only_with_kubernetes_evidence(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    start(kubeapi, run, repo, mxjob("own", restart="Never"), mxjob("node", restart="Never"))
+    for name, message in (("own", OVERUSE), ("node", "The node was low on resource: memory. ")):
+        condition = disruption("TerminationByKubelet", message)
+        kubeapi.evict(only_pod(kubeapi, name, index=1), NS, message=message, condition=condition)
+    kubeapi.run_job_controller(NS)
+    outcome = run()
+    own, node = summary_of(outcome, "own"), summary_of(outcome, "node")
+    assert (own.state, own.action) == ("Failed", "stop"), own.reason
+    assert own.failure is not None and "using 3Gi, request is 1Gi" in own.failure["message"]
+    assert (node.state, node.action) == ("Pending", "replace"), node.reason
+    assert "WORKER 1 evicted by the kubelet of node" in node.reason
+
+
+@pytest.mark.double_only(DOUBLE_EVICTS)
+def test_consecutive_disruptions_past_the_bound_fail_the_job_listing_them(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """--max-disruption-runs 1: one re-run; the second disruption in a row fails it."""
+    start(kubeapi, run, repo, mxjob("node", restart="Never"))
+    taint = disruption("DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+    reasons = []
+    for index in (0, 1):
+        kubeapi.evict(only_pod(kubeapi, "node", index=index), NS, message="", condition=taint)
+        kubeapi.run_job_controller(NS)
+        job = summary_of(run(max_disruption_runs=1), "node")
+        reasons.append(job.reason)
+        kubeapi.run_job_controller(NS)
+        for obj in job_objects(kubeapi, "node"):
+            kubeapi.kubelet(job=obj["metadata"]["name"], namespace=NS, phase="Running")
+    assert reasons[0].startswith("disrupted, not failed: WORKER 0 evicted"), reasons
+    assert (job.state, job.action) == ("Failed", "stop"), job.reason
+    assert job.failure is not None and job.failure["reason"] == "DisruptionRunsExceeded"
+    message = job.failure["message"]
+    assert message.startswith("disrupted 2 times in a row, past --max-disruption-runs 1:")
+    assert "WORKER 0 evicted" in message and "WORKER 1 evicted" in message
+    assert summary_of(run(max_disruption_runs=1), "node").state == "Failed"
+
+
+def test_the_server_selects_the_events_of_counted_pods_gone_by_reason(
+    kubeapi: KubeAPI, repo: Path, run: Syncer
+) -> None:
+    """The Events of an OnFailure batch Job's gone pods are listed by reason, with a
+    field selector only the server's Event strategy knows (`involvedObject.kind`,
+    `reason`): the real server judges it."""
+    start(kubeapi, run, repo, mxjob("sel", restart="OnFailure"))
+    worker = batch_job(kubeapi, "sel", "worker", 1)
+    event_about(kubeapi, f"{worker}-gone1", "Preempted", "Preempted by pod 0f3c on node n2")
+    event_about(kubeapi, f"{worker}-gone2", "Scheduled", "Successfully assigned")
+    event_about(kubeapi, "someone-else-x1", "Preempted", "Preempted by pod 0f3c on node n2")
+    counted = {
+        "metadata": {
+            "name": worker,
+            "namespace": NS,
+            "annotations": {"mxgitops.io/restart-policy": "OnFailure"},
+        },
+        "status": {"failed": 1},
+    }
+    found = cluster.connect(kubeconfig=kubeapi.kubeconfig)._counted_pod_events([counted], [])
+    assert [(e["involvedObject"]["name"], e["reason"]) for e in found] == [
+        (f"{worker}-gone1", "Preempted")
+    ]

@@ -13,20 +13,33 @@ from typing import Any
 
 from mxgitops.batch.status import JobShape, backoff_exceeded, replica_state, replicas_of
 from mxgitops.objects import KubeObject, LiveObjects
+from mxgitops.runtime.disruption import own_eviction
 from mxgitops.runtime.failure import MAX_MESSAGE, Failure
 from mxgitops.runtime.pods import last_terminated, newest_pod
 from mxgitops.runtime.state import ReplicaState
 
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"  # the Job controller's and operator's reason
+EVICTED = "Evicted"  # the kubelet's reason, for a pod it evicted for its own use
 
 
 def replica_failure(
-    replica: str, batch_job: Mapping[str, Any] | None, pods: Sequence[KubeObject]
+    replica: str,
+    batch_job: Mapping[str, Any] | None,
+    pods: Sequence[KubeObject],
+    events: Sequence[KubeObject] = (),
 ) -> Failure | None:
-    """What made this replica fail, or None if it did not."""
-    if replica_state(batch_job, pods) is not ReplicaState.FAILED:
+    """What made this replica fail, or None if it did not: the kubelet's eviction
+    message first, where it evicted a pod of it for its own use."""
+    if replica_state(batch_job, pods, events) is not ReplicaState.FAILED:
         return None
-    reasons, message, exit_code, pod_name = [], "", None, ""
+    reasons, message, exit_code, pod_name = (
+        [],
+        own_eviction(batch_job, pods, events) or "",
+        None,
+        "",
+    )
+    if message:
+        reasons.append(EVICTED)
     if pods:
         pod = newest_pod(pods)
         pod_name = str((pod.get("metadata") or {}).get("name") or "")
@@ -34,7 +47,7 @@ def replica_failure(
         if terminated:
             exit_code = int(terminated.get("exitCode", -1))
             reasons.append(str(terminated.get("reason") or ""))
-            message = str(terminated.get("message") or "")
+            message = message or str(terminated.get("message") or "")
     for condition in ((batch_job or {}).get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Failed" and condition.get("status") == "True":
             reasons.append(str(condition.get("reason") or ""))
@@ -52,7 +65,7 @@ def backoff_failure(shape: JobShape, live: LiveObjects) -> Failure | None:
     (replica_type, index), why = exceeded
     pods = [
         pod
-        for type_, index_, _, replica_pods in replicas_of(shape, live)
+        for type_, index_, _, replica_pods, _ in replicas_of(shape, live)
         if (type_, index_) == (replica_type, index)
         for pod in replica_pods
     ]

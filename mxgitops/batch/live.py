@@ -55,7 +55,12 @@ from mxgitops.model import (
 )
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.runtime.base import Stray
-from mxgitops.runtime.disruption import Disruption, first_disruption
+from mxgitops.runtime.disruption import (
+    BATCH_JOB_NAME_LABEL,
+    Disruption,
+    first_disruption,
+    replaced,
+)
 from mxgitops.runtime.failure import Failure
 from mxgitops.runtime.inplace import InPlace
 from mxgitops.runtime.labels import (
@@ -67,9 +72,9 @@ from mxgitops.runtime.labels import (
     TASK_INDEX_LABEL,
     parse_replicas_annotation,
 )
+from mxgitops.runtime.reruns import recorded
 from mxgitops.runtime.state import MxReplicaStatus, State
 
-BATCH_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 _JOB_TYPES = {t.role: t.value for t in ReplicaType}  # the job_type label of each role
 _ALL_WORKERS = SuccessPolicy.ALL_WORKERS.value
 _OBJECT_NAME = re.compile(
@@ -239,8 +244,10 @@ class LiveJob:
 
     def failure(self) -> Failure | None:
         """Why the judged runtime failed: its first failed replica's account, or None."""
-        for replica_type, index, batch_job, pods in replicas_of(self._shape, self._objects()):
-            failure = replica_failure(f"{replica_type.value} {index}", batch_job, pods)
+        for replica_type, index, batch_job, pods, events in replicas_of(
+            self._shape, self._objects()
+        ):
+            failure = replica_failure(f"{replica_type.value} {index}", batch_job, pods, events)
             if failure is not None:
                 return failure
         return backoff_failure(self._shape, self._objects())
@@ -256,21 +263,29 @@ class LiveJob:
                 f"{replica_type.value} {index}",
                 batch_job,
                 pods,
-                _lost_pod(batch_job, pods),
-                self._events_of(batch_job),
+                _lost_pod(batch_job, pods, events),
+                events,
             )
-            for replica_type, index, batch_job, pods in replicas_of(self._shape, self._objects())
+            for replica_type, index, batch_job, pods, events in replicas_of(
+                self._shape, self._objects()
+            )
         )
 
-    def _events_of(self, batch_job: KubeObject | None) -> list[KubeObject]:
-        """The Events about the gone pods of `batch_job` (named `{batch job}-{suffix}`)."""
-        if batch_job is None:
-            return []
-        prefix = f"{(batch_job.get('metadata') or {}).get('name')}-"
-        return [e for e in self.pod_events if _involved(e).startswith(prefix)]
+    def disruptions(self) -> tuple[str, ...]:
+        """The disruptions this spec met in a row, each run again since (`reruns.py`): as
+        its objects record them, and a local job's disrupted pods that its batch Job
+        replaced (a dist job's are the disruption the planner runs it again for)."""
+        earlier = recorded(self._owned())
+        if self._shape.mode is JobMode.DIST:
+            return earlier
+        return earlier + tuple(
+            said
+            for replica_type, index, _, pods, _ in replicas_of(self._shape, self._objects())
+            for said in replaced(f"{replica_type.value} {index}", pods)
+        )
 
     def _objects(self) -> LiveObjects:
-        return LiveObjects(self.jobs, self.services, self.pods)
+        return LiveObjects(self.jobs, self.services, self.pods, pod_events=self.pod_events)
 
     @cached_property
     def _shape(self) -> JobShape:
@@ -341,14 +356,16 @@ class LiveJob:
 
 
 def _lost_pod(
-    batch_job: KubeObject | None, pods: tuple[KubeObject, ...] | list[KubeObject]
+    batch_job: KubeObject | None,
+    pods: tuple[KubeObject, ...] | list[KubeObject],
+    events: list[KubeObject],
 ) -> bool:
-    """An `OnFailure` replica's batch Job counted a failed pod that is gone: deleted
-    (its node lost, a preemption), a disruption (`status.counts_as_failure`)."""
+    """An `OnFailure` replica's batch Job counted a failed pod that is gone, and an Event
+    about it says Kubernetes took it away (`status.counts_as_failure`)."""
     if batch_job is None or restart_policy_of(batch_job) is not RestartPolicy.ON_FAILURE:
         return False
-    counted = int((batch_job.get("status") or {}).get("failed") or 0) >= 1
-    return counted and not counts_as_failure(RestartPolicy.ON_FAILURE, pods)
+    counted = int((batch_job.get("status") or {}).get("failed") or 0)
+    return counted >= 1 and not counts_as_failure(RestartPolicy.ON_FAILURE, pods, counted, events)
 
 
 def _most_replicas(annotations: Iterable[str]) -> dict[ReplicaType, int]:

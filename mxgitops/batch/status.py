@@ -9,7 +9,9 @@ a restart policy (the replica's `restartPolicy`, default `Never`):
   rejoin a running job: a retry would only hang it, holding its GPUs. Every
   failure counts, whatever its exit code or termination message.
 - `OnFailure`: the container restarts in place (the kubelet), and the replica
-  stays Running; a pod that fails all the same (evicted) fails the job.
+  stays Running; a pod that fails all the same fails the job, also once it is gone
+  (the pod garbage collector deletes failed pods), unless Kubernetes recorded that it
+  took the pod away (`disruption.py`).
 - `ExitCode`: exit codes 1-127 are the program's own verdict and fail the job
   at once (a pod failure policy); so does a pod failed while `mxnet` exited 0
   (a sidecar failed it: read here, no pod failure policy can name 0); any other
@@ -19,7 +21,9 @@ a restart policy (the replica's `restartPolicy`, default `Never`):
 
 A pod Kubernetes took away (its `DisruptionTarget` condition: evicted, preempted,
 its node lost) is no failure under any policy (`disruption.py`, where Kubeflow's
-operator failed the job): the replica reads Running, the job runs again whole.
+operator failed the job): the replica reads Running, the job runs again whole. A pod
+the kubelet evicted for using more than it requested failed by its own use: the
+replica reads Failed, under any policy.
 
 `runPolicy.backoffLimit` is one budget for the whole job, as the operator
 counted it: the container restarts of `OnFailure` replicas (in running pods)
@@ -65,7 +69,12 @@ from mxgitops.model import (
     SuccessPolicy,
 )
 from mxgitops.objects import KubeObject, LiveObjects
-from mxgitops.runtime.disruption import failed_by_disruption, is_disrupted
+from mxgitops.runtime.disruption import (
+    event_disruption,
+    failed_by_disruption,
+    is_disrupted,
+    own_eviction,
+)
 from mxgitops.runtime.labels import (
     JOB_TYPE_LABEL,
     RESTART_POLICY_ANNOTATION,
@@ -142,7 +151,7 @@ def _succeeded_first(shape: JobShape, found: _Replicas) -> bool:
     failed: list[str | None] = []
     for replica_type, count in shape.replicas.items():
         for batch_job, pods in found.replica_set(replica_type, count):
-            state = replica_state(batch_job, pods)
+            state = replica_state(batch_job, pods, found.events_of(batch_job))
             if state is ReplicaState.FAILED:
                 failed.append(finished_at(batch_job, pods, failed=True))
             elif replica_type is deciding:
@@ -225,7 +234,7 @@ def _replica_set_status(
 ) -> MxReplicaStatus:
     states, reasons = [], []
     for batch_job, replica_pods in found.replica_set(replica_type, replicas):
-        state = replica_state(batch_job, replica_pods)
+        state = replica_state(batch_job, replica_pods, found.events_of(batch_job))
         states.append(state)
         if state is ReplicaState.PENDING and replica_pods:
             reasons.append(pending_reason(newest_pod(replica_pods)))
@@ -234,11 +243,12 @@ def _replica_set_status(
 
 def replicas_of(
     shape: JobShape, live: LiveObjects
-) -> list[tuple[ReplicaType, int, KubeObject | None, list[KubeObject]]]:
-    """Every replica of the judged runtime: (type, index, its batch Job, its pods)."""
+) -> list[tuple[ReplicaType, int, KubeObject | None, list[KubeObject], list[KubeObject]]]:
+    """Every replica of the judged runtime: (type, index, its batch Job, its pods, the
+    Events about its gone pods)."""
     found = _Replicas.of(shape, live)
     return [
-        (replica_type, index, batch_job, pods)
+        (replica_type, index, batch_job, pods, found.events_of(batch_job))
         for replica_type, count in shape.replicas.items()
         for index, (batch_job, pods) in enumerate(found.replica_set(replica_type, count))
     ]
@@ -252,6 +262,7 @@ class _Replicas:
 
     jobs: Mapping[tuple[str, int], KubeObject]  # the first one listed, if several
     pods: Mapping[tuple[str, int], list[KubeObject]]  # in the order listed
+    events: Mapping[str, list[KubeObject]]  # about gone pods, by their batch Job's name
 
     @classmethod
     def of(cls, shape: JobShape, live: LiveObjects) -> _Replicas:
@@ -265,7 +276,17 @@ class _Replicas:
             key = _replica_key(pod, shape)
             if key is not None:
                 pods.setdefault(key, []).append(pod)
-        return cls(jobs, pods)
+        events: dict[str, list[KubeObject]] = {}
+        for event in live.pod_events:  # a pod is named `{batch job}-{suffix}`
+            involved = str((event.get("involvedObject") or {}).get("name") or "")
+            events.setdefault(involved.rpartition("-")[0], []).append(event)
+        return cls(jobs, pods, events)
+
+    def events_of(self, batch_job: KubeObject | None) -> list[KubeObject]:
+        """The Events about the gone pods of `batch_job`."""
+        if batch_job is None:
+            return []
+        return self.events.get(str((batch_job.get("metadata") or {}).get("name")), [])
 
     def replica_set(
         self, replica_type: ReplicaType, replicas: int
@@ -294,14 +315,19 @@ def restart_policy_of(batch_job: Mapping[str, Any]) -> RestartPolicy:
 
 
 def replica_state(
-    batch_job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
+    batch_job: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, Any]] = (),
 ) -> ReplicaState:
-    """One replica's state from its batch Job and that Job's pods."""
+    """One replica's state from its batch Job, that Job's pods and the Events about
+    those of them that are gone."""
     if batch_job is None:
         return ReplicaState.UNKNOWN
     job_status_: Mapping[str, Any] = batch_job.get("status") or {}
     if int(job_status_.get("succeeded") or 0) >= 1:
         return ReplicaState.SUCCEEDED
+    if own_eviction(batch_job, pods, events) is not None:
+        return ReplicaState.FAILED  # evicted for its own use: it failed (disruption.py)
     if failed_by_disruption(batch_job) is not None:
         return ReplicaState.RUNNING  # runs again whole (disruption.py), not failed
     if any(
@@ -314,8 +340,13 @@ def replica_state(
     restart = restart_policy_of(batch_job)
     if restart is RestartPolicy.EXIT_CODE and _failed_for_good(pods):
         return ReplicaState.FAILED
-    retried = int(job_status_.get("failed") or 0) >= 1
-    if retried and restart is not RestartPolicy.EXIT_CODE and counts_as_failure(restart, pods):
+    counted = int(job_status_.get("failed") or 0)
+    retried = counted >= 1
+    if (
+        retried
+        and restart is not RestartPolicy.EXIT_CODE
+        and counts_as_failure(restart, pods, counted, events)
+    ):
         return ReplicaState.FAILED  # a failed pod fails the job, even once replaced
     state = pod_replica_state(newest_pod(pods), restart) if pods else ReplicaState.PENDING
     if retried and state is ReplicaState.PENDING:
@@ -338,16 +369,24 @@ def _failed_for_good(pods: Sequence[Mapping[str, Any]]) -> bool:
     )
 
 
-def counts_as_failure(restart: RestartPolicy, pods: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a failed pod its batch Job counted is the program's failure, not a
+def counts_as_failure(
+    restart: RestartPolicy,
+    pods: Sequence[Mapping[str, Any]],
+    counted: int = 1,
+    events: Sequence[Mapping[str, Any]] = (),
+) -> bool:
+    """Whether the failed pods its batch Job `counted` are the program's failure, not a
     disruption (`disruption.py`). Under `Never`, unless the failed pods kept all say
     Kubernetes took them away. Under `OnFailure`, whose program's exits restart in
-    place, only when a failed pod kept says nothing of the kind: a pod counted and
-    gone was deleted (a node lost, a preemption), which the program never does."""
+    place, when a failed pod kept says nothing of the kind, or a pod counted is gone
+    and no Event about a gone pod (`events`) says Kubernetes took it away: the pod
+    garbage collector deletes failed pods, which a disruption does not make."""
     failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
     if any(not is_disrupted(p) for p in failed):
         return True
-    return restart is RestartPolicy.NEVER and not failed
+    if restart is RestartPolicy.NEVER:
+        return not failed
+    return counted > len(failed) and not any(map(event_disruption, events))
 
 
 def in_namespace(live: LiveObjects, namespace: str) -> LiveObjects:

@@ -35,6 +35,7 @@ from mxgitops.config import (
     SyncConfig,
     from_options,
 )
+from mxgitops.runtime.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
 
 if TYPE_CHECKING:
     from mxgitops.errors import MxGitOpsError
@@ -118,6 +119,14 @@ went well).
     help="Concurrent writes to the API server.  [default: 8]",
 )
 @request_timeout_setting
+@setting(
+    "--max-disruption-runs",
+    type=click.IntRange(0, MAX_DISRUPTION_RUNS),
+    metavar="N",
+    help="Times in a row one spec of a job runs again for a disruption (an eviction, a "
+    "preemption, a node lost: never counted against backoffLimit) before the job is "
+    f"Failed, listing them; 0 fails it at the first.  [default: {DEFAULT_MAX_DISRUPTION_RUNS}]",
+)
 @setting(
     "--failure-log-lines",
     type=click.IntRange(0, MAX_FAILURE_LOG_LINES),

@@ -37,7 +37,7 @@ from mxgitops.jobset.placement import (
     unreachable,
 )
 from mxgitops.jobset.render import HOLD_LABEL
-from mxgitops.jobset.stopped import current_run, stopped_after_finishing
+from mxgitops.jobset.stopped import current_run, disruption_restarts, stopped_after_finishing
 from mxgitops.model import (
     ON_CHANGE_ANNOTATION,
     RUNTIME_ID_LENGTH,
@@ -59,6 +59,7 @@ from mxgitops.runtime.labels import (
     parse_replicas_annotation,
 )
 from mxgitops.runtime.pods import newest_pod, pending_reason, pod_replica_state
+from mxgitops.runtime.reruns import recorded
 from mxgitops.runtime.state import MxReplicaStatus, ReplicaState, State, aggregate
 
 _NAME = re.compile(rf"(?P<job>.+)-(?P<rid>[0-9a-z]{{{RUNTIME_ID_LENGTH}}})")
@@ -301,6 +302,12 @@ class LiveJobSet:
         if ReplicaType.SCHEDULER not in counts:
             return None  # a local job: its one worker finishing finishes the JobSet
         return stopped_after_finishing(jobset, self.pods)
+
+    def disruptions(self) -> tuple[str, ...]:
+        """The disruptions this spec met in a row, each run again since (`reruns.py`): as
+        its JobSet records them, and its restarts for them (`stopped.py`)."""
+        jobset = self._judged
+        return () if jobset is None else recorded((jobset,)) + disruption_restarts(jobset)
 
     def failure(self) -> Failure | None:
         """Why the judged JobSet failed: its failed replica's pod, and its condition."""

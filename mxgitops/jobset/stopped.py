@@ -13,6 +13,10 @@ JobSet made anew, queued again as Kueue requeues a preempted gang, nothing count
 against backoffLimit. Seen while the gang is stopped, or, if Kueue readmitted it
 before a sync looked, once it runs again: a pod of the run made after another had
 finished (a run never stopped makes every pod before any of them finishes).
+
+Every other disruption the JobSet controller restarts whole itself, uncounted by its
+`maxRestarts` but counted in its status (`disruption_restarts`), which
+`--max-disruption-runs` bounds as it bounds the planner's re-runs (`runtime/reruns.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from mxgitops.jobset.failure import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL
 from mxgitops.objects import KubeObject
 from mxgitops.runtime.disruption import Disruption
 from mxgitops.runtime.labels import JOB_TYPE_LABEL, REPLICA_TYPES
+from mxgitops.runtime.reruns import MAX_DISRUPTION_RUNS
 
 # JobSet's label of the run (status.restarts) a child Job and its pods belong to.
 RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
@@ -54,6 +59,21 @@ def stopped_after_finishing(
             "started again): they wait for it for ever",
         )
     return None
+
+
+def disruption_restarts(jobset: Mapping[str, Any]) -> tuple[str, ...]:
+    """One entry per restart of the gang its disruption rule made (`render.py`'s
+    `RestartJobSetAndIgnoreMaxRestarts`): `status.restarts` less those that count
+    towards `maxRestarts` (`restartsCountTowardsMax`). The JobSet says how many, not how
+    each went."""
+    status = jobset.get("status") or {}
+    restarts = _count(status.get("restarts")) - _count(status.get("restartsCountTowardsMax"))
+    restarted = "restarted whole by the JobSet controller after a disruption"
+    return (restarted,) * min(max(restarts, 0), MAX_DISRUPTION_RUNS)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def current_run(jobset: Mapping[str, Any], pods: Iterable[KubeObject]) -> list[KubeObject]:

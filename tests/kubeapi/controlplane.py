@@ -23,7 +23,8 @@ events and new resourceVersions.
   CrashLoopBackOff).  Afterwards the owning Jobs' status is synced, but new
   pods only appear on the next job-controller step.
 
-Not modelled: the job-tracking finalizer on pods, Indexed jobs' per-index
+Not modelled: the job-tracking finalizer on pods (a failed pod counted stays
+counted once deleted, as it makes it), Indexed jobs' per-index
 accounting, pod backoff delays, ttlSecondsAfterFinished, scheduling.
 """
 
@@ -97,6 +98,9 @@ class ControlPlane:
     def __init__(self, rest: Rest) -> None:
         self.rest = rest
         self.store = rest.store
+        # The failed pods each Job counted, by uid: the real controller keeps counting a
+        # failed pod once deleted (its job-tracking finalizer), so `failed` never drops.
+        self._counted: dict[str, set[str]] = {}
 
     def advance_clock(self, seconds: float) -> None:
         """Move the simulated clock (timestamps, activeDeadlineSeconds) forward."""
@@ -169,12 +173,12 @@ class ControlPlane:
             and not p["metadata"].get("deletionTimestamp")
         ]
         succeeded = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"]
-        counted_failures, failure = 0, None
+        counted, failure = self._counted.setdefault(job["metadata"]["uid"], set()), None
         for pod in (p for p in pods if (p.get("status") or {}).get("phase") == "Failed"):
             matched = policy_action(spec.get("podFailurePolicy"), pod)
             if matched and matched[0] == "Ignore":
                 continue
-            counted_failures += 1
+            counted.add(pod["metadata"]["uid"])
             if matched and matched[0] == "FailJob" and failure is None:
                 failure = ("PodFailurePolicy", matched[1])
         created: list[dict[str, Any]] = []
@@ -197,7 +201,7 @@ class ControlPlane:
             on_failure = spec["template"]["spec"].get("restartPolicy") == "OnFailure"
             deadline = spec.get("activeDeadlineSeconds")
             if failure is None and (
-                counted_failures > backoff
+                len(counted) > backoff
                 or (on_failure and (restarts > 0 if backoff == 0 else restarts >= backoff))
             ):
                 failure = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
@@ -215,7 +219,7 @@ class ControlPlane:
                 else bool(succeeded) and not active
             )
             if failure:
-                counted_failures += len(active)
+                counted.update(p["metadata"]["uid"] for p in active)
                 self._kill(active)
                 active = []
                 self._set_condition(status, "FailureTarget", *failure, now)
@@ -242,7 +246,7 @@ class ControlPlane:
         for key, value in (
             ("active", len(active)),
             ("succeeded", len(succeeded)),
-            ("failed", counted_failures),
+            ("failed", len(counted)),
         ):
             if value:
                 status[key] = value
@@ -328,6 +332,31 @@ class ControlPlane:
                 if candidate["metadata"]["uid"] in owners:
                     self.sync_job(candidate, create_pods=False)
             return updated
+
+    def evict(
+        self, pod: str, namespace: str, *, message: str, condition: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Take a pod away, as the kubelet under node pressure or the taint manager does,
+        whatever its restartPolicy: every container killed (137), the pod Failed with
+        reason Evicted and ``message``, and ``condition`` (a ``DisruptionTarget``, or
+        none: a pod failed by its node) among its conditions; its Job synced."""
+        with self.store.lock:
+            new = copy.deepcopy(self.rest.get(PODS, namespace, pod))
+            status, now = new.setdefault("status", {}), self.store.timestamp()
+            for container in status.get("containerStatuses") or []:
+                running = (container.get("state") or {}).get("running") or {}
+                killed = {"exitCode": 137, "reason": "Error", "finishedAt": now}
+                killed["startedAt"] = running.get("startedAt", now)
+                container.update(state={"terminated": killed}, ready=False)
+            status.update(phase="Failed", reason="Evicted", message=message)
+            if condition is not None:
+                status["conditions"] = [*(status.get("conditions") or []), condition]
+            updated = self.store.put(PODS, new)
+            for owner in new["metadata"].get("ownerReferences") or []:
+                for candidate in self.store.objects(JOBS, namespace):
+                    if candidate["metadata"]["uid"] == owner.get("uid"):
+                        self.sync_job(candidate, create_pods=False)
+            return copy.deepcopy(updated)
 
     def _run_pod(
         self,

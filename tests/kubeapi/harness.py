@@ -174,6 +174,10 @@ class KubeAPI:
 
     set_pod_phase = kubelet
 
+    def evict(self, pod: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
+        """See :meth:`.controlplane.ControlPlane.evict`."""
+        return copy.deepcopy(self.server.control.evict(pod, namespace, **kwargs))
+
     def container_log(self, *, job: str, namespace: str, text: str) -> None:
         """What every pod of the batch Job ``job`` serves as its log (double only)."""
         self.server.pod_logs.set(namespace, job, text)

@@ -289,7 +289,15 @@ def match_labels(requirements: tuple[Requirement, ...], labels: Mapping[str, str
     return all(r.matches(labels) for r in requirements)
 
 
-FIELD_LABELS = ("metadata.name", "metadata.namespace")
+# Every kind's, and those of a core/v1 Event that mxgitops selects by (the API server
+# refuses the latter on other kinds; the double does not check which kind is listed).
+FIELD_LABELS = (
+    "metadata.name",
+    "metadata.namespace",
+    "involvedObject.kind",
+    "involvedObject.name",
+    "reason",
+)
 
 
 @dataclass(frozen=True)
@@ -299,9 +307,9 @@ class FieldRequirement:
     value: str
 
     def matches(self, obj: Mapping[str, object]) -> bool:
-        meta = obj.get("metadata") or {}
-        assert isinstance(meta, dict)
-        have = meta.get(self.field.split(".", 1)[1], "")
+        have: object = obj
+        for part in self.field.split("."):
+            have = have.get(part, "") if isinstance(have, dict) else ""
         return bool(have == self.value) == self.equal
 
 
@@ -335,7 +343,7 @@ def _unescape(value: str) -> str:
 
 
 def parse_field_selector(text: str) -> tuple[FieldRequirement, ...]:
-    """Parse ``fieldSelector`` (``fields.ParseSelector``) for name/namespace."""
+    """Parse ``fieldSelector`` (``fields.ParseSelector``) for `FIELD_LABELS`."""
     requirements: list[FieldRequirement] = []
     if not text:
         return ()
