@@ -52,6 +52,8 @@ from mxgitops.summary import Summary
 from mxgitops.sync import SyncOutcome
 from tests.helpers.statemachine import (
     DISRUPTION_RUNS,
+    DISRUPTIONS,
+    EVICTIONS,
     HAS_BOUND,
     INVALID,
     JOB,
@@ -240,13 +242,23 @@ class Machine(RuleBasedStateMachine):
         self.synced()
 
     @precondition(lambda self: self.running())
-    @rule(which=st.integers(0, 3))
-    def pod_evicted(self, which: int) -> None:
+    @rule(which=st.integers(0, 3), how=st.sampled_from(sorted(EVICTIONS)), gone=st.booleans())
+    def pod_evicted(self, which: int, how: str, gone: bool) -> None:
+        """A pod is taken away: a disruption, unless Kubernetes records none (its node
+        failed it) or says the pod used more than it requested (the job's failure). With
+        `gone`, the pod is deleted before the sync sees it (an eviction deletes it; the
+        pod garbage collector or a clean-up script may be faster than the sync)."""
         run = self.live_run()
         assert run is not None
         pods = sorted(p["metadata"]["name"] for p in self._pods(run, alive=True))
-        self.world.evict(pods[which % len(pods)])
-        run.disruptions += 1
+        pod = pods[which % len(pods)]
+        self.world.evict(pod, how)
+        if gone:
+            self.world.delete_pod(pod)
+        if how in DISRUPTIONS:
+            run.disruptions += 1
+        else:
+            self._ended(run, "Failed")
         self.synced()
 
     def _collectable(self) -> list[str]:
@@ -473,6 +485,12 @@ class Machine(RuleBasedStateMachine):
         live = self.live_run()
         if live is None:
             assert not self.world.runtimes(), "two runtimes live"
+            wanted = self.wanted
+            if isinstance(wanted, Spec) and self.finished(HASHES[wanted]):
+                ended = next(
+                    r.ended for r in reversed(self.history) if r.spec_hash == HASHES[wanted]
+                )
+                assert row is not None and row.state == ended, (row, ended)
             return
         assert row is not None, f"no row for {JOB}, whose runtime {live.runtime_id} is live"
         assert row.runtime_id == live.runtime_id, (row.runtime_id, live.runtime_id)
@@ -542,12 +560,18 @@ def test_a_revert_to_a_finished_spec_starts_nothing_and_stops_nothing(machine_ro
     )
 
 
-def test_a_failed_pod_collected_under_on_failure_is_no_disruption(machine_root: Path) -> None:
+def test_a_failed_pod_collected_under_on_failure_stays_a_failure(machine_root: Path) -> None:
     replay(
-        ("commit_spec", {"index": 4}),  # OnFailure, backoffLimit 2
-        ("worker_fails", {}),  # restarted in place, counted
-        ("pod_collected", {"which": 0}),  # the clean-up script deletes the pod
+        ("commit_spec", {"index": 0}),  # OnFailure, no backoffLimit
+        # No disruption recorded, and the pod garbage collector deletes the pod.
+        ("pod_evicted", {"which": 0, "how": "node failed it", "gone": True}),
+        ("second_sync", {}),
     )
+
+
+def test_disruptions_run_a_job_again_a_bounded_number_of_times(machine_root: Path) -> None:
+    evicted = ("pod_evicted", {"which": 0, "how": "preempted", "gone": False})
+    replay(("commit_spec", {"index": 1}), evicted, evicted, evicted, ("second_sync", {}))
 
 
 def test_a_ttl_never_takes_a_running_job(machine_root: Path) -> None:

@@ -9,7 +9,6 @@ Hypothesis example: its own double, remote and cache, under a directory of its o
 
 from __future__ import annotations
 
-import copy
 import functools
 import shutil
 from collections.abc import Iterator
@@ -53,7 +52,7 @@ RUNTIME_ID = "runtime_id"
 DISRUPTION_RUNS = 2
 HAS_BOUND = "max_disruption_runs" in {f.name for f in fields(SyncConfig)}
 BOUND = {"max_disruption_runs": DISRUPTION_RUNS} if HAS_BOUND else {}
-PODS, JOBS, CONFIGMAPS = resource("pods"), resource("jobs"), resource("configmaps")
+PODS, CONFIGMAPS = resource("pods"), resource("configmaps")
 
 
 @dataclass(frozen=True)
@@ -99,6 +98,27 @@ INVALID = yaml.safe_dump(
         },
     }
 )
+
+
+def _disruption(reason: str, message: str) -> dict[str, str]:
+    return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message}
+
+
+_LOW = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. "
+# How a pod is taken away: its DisruptionTarget condition (None: a pod its node failed,
+# which Kubernetes records as no disruption) and its status message.
+EVICTIONS: dict[str, tuple[dict[str, str] | None, str]] = {
+    "drain": (_disruption("EvictionByEvictionAPI", "Eviction API: evicting"), ""),
+    "preempted": (_disruption("PreemptionByScheduler", "default-scheduler: preempting"), ""),
+    "node pressure": (_disruption("TerminationByKubelet", _LOW), _LOW),
+    # The kubelet says the pod used more than it requested: the job's own doing.
+    "own use": (
+        _disruption("TerminationByKubelet", _LOW),
+        _LOW + "Container mxnet was using 3Gi, request is 1Gi, has larger consumption of memory. ",
+    ),
+    "node failed it": (None, "Pod was rejected: the node is out of memory"),
+}
+DISRUPTIONS = ("drain", "preempted", "node pressure")  # the others are the job's failure
 
 
 class _ShiftedClock(datetime):
@@ -244,44 +264,10 @@ class World:
         """Every unfinished pod of the batch Job `batch` goes to `phase`; how many."""
         return len(self.api.kubelet(job=batch, namespace=NS, phase=phase, **how))
 
-    def evict(self, pod_name: str) -> None:
-        """The Eviction API took the pod: DisruptionTarget, then its containers were
-        stopped (143) and it ended Failed whatever its restart policy; the job controller
-        saw it before the pod went."""
-        store = self.api.server.store
-        with store.lock:
-            found = store.get(PODS, NS, pod_name)
-            assert found is not None, pod_name
-            pod = copy.deepcopy(found)
-            now = store.timestamp()
-            status = pod.setdefault("status", {})
-            status["conditions"] = [
-                *(status.get("conditions") or []),
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "reason": "EvictionByEvictionAPI",
-                    "message": "Eviction API: evicting",
-                    "lastTransitionTime": now,
-                },
-            ]
-            for cs in status.get("containerStatuses") or []:
-                started = (cs.get("state") or {}).get("running", {}).get("startedAt", now)
-                cs["state"] = {
-                    "terminated": {
-                        "exitCode": 143,
-                        "reason": "Error",
-                        "startedAt": started,
-                        "finishedAt": now,
-                    }
-                }
-                cs["ready"] = cs["started"] = False
-            status["phase"] = "Failed"
-            store.put(PODS, pod)
-            owners = {r["uid"] for r in pod["metadata"].get("ownerReferences") or []}
-            for job in store.objects(JOBS, NS):
-                if job["metadata"]["uid"] in owners:
-                    self.api.server.control.sync_job(job, create_pods=False)
+    def evict(self, pod_name: str, how: str) -> None:
+        """The pod is taken away, whatever its restart policy (`EVICTIONS[how]`)."""
+        condition, message = EVICTIONS[how]
+        self.api.evict(pod_name, NS, message=message, condition=condition)
 
     def delete_pod(self, pod_name: str) -> None:
         """The pod garbage collector (or a clean-up script) deleted the pod."""
