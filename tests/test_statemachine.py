@@ -137,6 +137,7 @@ class Machine(RuleBasedStateMachine):
         self.rerun_after_disruption: dict[str, int] = {}  # spec hash -> consecutive re-runs
         self.ledger_copies: list[tuple[int, list[dict[str, Any]]]] = []  # (events then, maps)
         self.keep_uid = ""
+        self.last_cut = False
         self.synced()
 
     def teardown(self) -> None:
@@ -337,6 +338,7 @@ class Machine(RuleBasedStateMachine):
     def sync_cut_off(self, writes: int) -> None:
         self.synced(cut_after=writes)
 
+    @precondition(lambda self: not self.last_cut)  # after a cut, the next sync finishes it
     @rule()
     def second_sync(self) -> None:
         """Another sync with nothing changed since the last: it starts and stops nothing."""
@@ -354,6 +356,7 @@ class Machine(RuleBasedStateMachine):
     def synced(self, cut_after: int | None = None, controllers: bool = True) -> SyncOutcome | None:
         counts = type(self).counts
         counts.syncs += 1
+        self.last_cut = cut_after is not None
         before = {o["metadata"]["uid"]: o for o in self.world.ours("jobs")}
         planned: Plan | None = None
         outcome: SyncOutcome | None = None
@@ -364,7 +367,8 @@ class Machine(RuleBasedStateMachine):
             # What the cut sync set out to do: the same plan, read from the same state.
             planned = self.world.sync(dry_run=True).plan
             with contextlib.suppress(MxGitOpsError):  # stopped: what it wrote stands
-                self.world.sync(cut_after=cut_after)
+                outcome = self.world.sync(cut_after=cut_after)  # its rows say what was not
+                planned = outcome.plan
         self.check_deletes(before, planned)  # by the runs as they were before the sync
         self.check_starts(before, planned)
         self.check_ownership()
