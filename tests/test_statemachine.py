@@ -585,6 +585,18 @@ def test_disruptions_run_a_job_again_a_bounded_number_of_times(machine_root: Pat
     replay(("commit_spec", {"index": 1}), evicted, evicted, evicted, ("second_sync", {}))
 
 
+def test_a_revert_to_a_failed_spec_stops_the_run_in_between_and_starts_nothing(
+    machine_root: Path,
+) -> None:
+    """Found by the long profile on the code before the fix (shrunk by hand)."""
+    replay(
+        ("commit_spec", {"index": 3}),  # H1: dist, Never, on-change: replace
+        ("worker_fails", {}),  # H1 Failed
+        ("commit_spec", {"index": 0}),  # H2 runs
+        ("revert", {"back": 2}),  # Git names H1 again while H2 runs
+    )
+
+
 def test_a_ttl_never_takes_a_running_job(machine_root: Path) -> None:
     replay(
         ("commit_spec", {"index": 2}),  # H1, on-change wait, ttlSecondsAfterFinished 60
