@@ -21,7 +21,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from tests.gitfixtures import isolate_git
+from tests.gitrepos.fixtures import isolate_git
 from tests.helpers.statemachine import shifted_clock
 from tests.test_statemachine import Counts, Machine
 

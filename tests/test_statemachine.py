@@ -43,13 +43,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from mxgitops.changes import Action, Change, Plan
+from mxgitops.commands.sync import SyncOutcome
 from mxgitops.errors import MxGitOpsError
-from mxgitops.ledger import from_config_maps
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.objects import JOB_NAME_LABEL, ObjectRef
-from mxgitops.spec import from_manifest
-from mxgitops.summary import Summary
-from mxgitops.sync import SyncOutcome
+from mxgitops.outputs.summary import Summary
+from mxgitops.planning.changes import Action, Change, Plan
+from mxgitops.planning.ledger import from_config_maps
 from tests.helpers.statemachine import (
     DISRUPTION_RUNS,
     DISRUPTIONS,

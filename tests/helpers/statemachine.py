@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import cluster, commands, plan, report
-from mxgitops.config import SyncConfig
+from mxgitops import commands
+from mxgitops.commands.sync import SyncOutcome, sync
 from mxgitops.errors import ClusterError
-from mxgitops.ledger import is_shard
+from mxgitops.kube import calls, cluster
 from mxgitops.model import ON_CHANGE_ANNOTATION
 from mxgitops.objects import (
     INSTANCE_LABEL,
@@ -33,9 +33,12 @@ from mxgitops.objects import (
     Write,
     WriteResult,
 )
-from mxgitops.summary import JobSummary, Summary
-from mxgitops.sync import SyncOutcome, sync
-from tests.gitfixtures import GitRemote, new_git_remote
+from mxgitops.outputs import report
+from mxgitops.outputs.summary import JobSummary, Summary
+from mxgitops.planning import plan
+from mxgitops.planning.ledger import is_shard
+from mxgitops.settings.config import SyncConfig
+from tests.gitrepos.fixtures import GitRemote, new_git_remote
 from tests.helpers.reconcile_e2e import mxjob
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource
@@ -44,7 +47,7 @@ NS = "ml"
 INSTANCE = "sm"
 JOB = "a"  # the job the machine changes
 KEEP = "keep"  # a job nobody changes: the tree is never empty, and it must never be touched
-RETRY = cluster.RetryPolicy(attempts=3, base_delay=0.01, max_delay=2)
+RETRY = calls.RetryPolicy(attempts=3, base_delay=0.01, max_delay=2)
 SPEC_HASH = "mxgitops.io/spec-hash"
 RUNTIME_ID = "runtime_id"
 # Consecutive runs of one spec that disruptions may cost: the operator's bound where the
