@@ -33,9 +33,9 @@ import yaml
 
 from mxgitops.commands.sync import sync
 from mxgitops.kube import cluster
-from mxgitops.planning import ledger
 from mxgitops.planning.ledger import Finished, Ledger
 from mxgitops.settings.config import SyncConfig
+from mxgitops.state import ledgerstore
 from tests.kubeapi.harness import KubeAPI
 
 NS = "bench"
@@ -87,7 +87,7 @@ def big_ledger(count: int, tmp: Path) -> None:
             )
             for i in range(count)
         }
-        shards = ledger.to_config_maps(Ledger(entries), instance=INSTANCE, namespace=NS)
+        shards = ledgerstore.to_config_maps(Ledger(entries), instance=INSTANCE, namespace=NS)
         for obj in shards:
             api.create(obj, NS)
         repo = repo_of(tmp / "repo-a", manifest("live"))

@@ -35,7 +35,7 @@ from tests.helpers.cronjob import (
 )
 
 TENANT = CRONJOB / "components/tenancy/tenant.yaml"
-# What a sync does, per (API group, resource): cluster.py, lease.py and ledger.py.
+# What a sync does, per (API group, resource): cluster.py, lease.py and ledgerstore.py.
 CLUSTER_WIDE = {
     ("batch", "jobs"): {"list", "get", "create", "patch", "delete"},
     ("", "services"): {"list", "get", "create", "patch", "delete"},

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mxgitops.planning import ledger
+from mxgitops.state import ledgerstore
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob import Docs, granted, only, pod_template
 from tests.helpers.cronjob_e2e import CronJobRun, example_files, install, rendered
@@ -107,7 +107,9 @@ def check_the_cronjob(
     kubeapi.kubelet(job=worker, namespace=JOBS_NAMESPACE, phase="Succeeded")
     second = run(monkeypatch)
     assert second.exit_code == 0, second.output
-    book = ledger.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", state))
+    book = ledgerstore.from_config_map(
+        kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", state)
+    )
     assert {key[1] for key in book.entries} == {"cifar10-local"}
     assert kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", JOBS_NAMESPACE) is None
 

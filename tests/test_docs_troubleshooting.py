@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 
 from mxgitops.cli import main
 from mxgitops.objects import ownership_labels
-from mxgitops.planning import ledger
+from mxgitops.state import ledgerstore
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.ledger_durability import ROW
 from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
@@ -86,7 +86,7 @@ def test_a_sync_reading_a_damaged_ledger_prints_what_ledger_damaged_quotes(
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": name, "labels": ownership_labels(INSTANCE)},
-            "data": {ledger.DATA_KEY: broken},
+            "data": {ledgerstore.DATA_KEY: broken},
         },
         NS,
     )

@@ -25,9 +25,9 @@ from mxgitops.commands.sync import SyncOutcome, sync
 from mxgitops.errors import StateDamagedError
 from mxgitops.kube import cluster, lease
 from mxgitops.objects import LiveObjects, ownership_labels
-from mxgitops.planning import ledger
 from mxgitops.planning.ledger import Finished, Ledger
 from mxgitops.settings.config import SyncConfig
+from mxgitops.state import ledgerstore
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.ledger_durability import ROW
 from tests.helpers.reconcile_e2e import (
@@ -67,9 +67,11 @@ def job_posts(api: KubeAPI) -> list[str]:
 
 def book(api: KubeAPI) -> Ledger:
     shards = [
-        o for o in api.objects("configmaps", NS) if ledger.is_shard(o["metadata"]["name"], INSTANCE)
+        o
+        for o in api.objects("configmaps", NS)
+        if ledgerstore.is_shard(o["metadata"]["name"], INSTANCE)
     ]
-    return ledger.from_config_maps(shards)
+    return ledgerstore.from_config_maps(shards)
 
 
 def finished_and_expired(api: KubeAPI, run: Callable[[], SyncOutcome], *jobs: str) -> None:
@@ -206,22 +208,24 @@ RECENTLY = datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def seed(api: KubeAPI, book_: Ledger) -> None:
-    for obj in ledger.to_config_maps(book_, instance=INSTANCE, namespace=NS):
+    for obj in ledgerstore.to_config_maps(book_, instance=INSTANCE, namespace=NS):
         api.create(obj, NS)
 
 
 def test_shards_hold_every_entry_and_the_layout_only_grows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ledger, "MAX_BYTES", 8 * 1024)
+    monkeypatch.setattr(ledgerstore, "MAX_BYTES", 8 * 1024)
     many = entries(1_000)
-    objs = ledger.to_config_maps(Ledger(many), instance=INSTANCE, namespace=NS)
+    objs = ledgerstore.to_config_maps(Ledger(many), instance=INSTANCE, namespace=NS)
     assert len(objs) >= 16 and len(objs) & (len(objs) - 1) == 0  # a power of two
-    assert all(len(o["data"][ledger.DATA_KEY].encode()) <= 8 * 1024 for o in objs)
+    assert all(len(o["data"][ledgerstore.DATA_KEY].encode()) <= 8 * 1024 for o in objs)
     assert [o["metadata"]["name"] for o in objs[:2]] == [LEDGER, f"{LEDGER}.1"]
-    read = ledger.from_config_maps(objs)
+    read = ledgerstore.from_config_maps(objs)
     assert read.entries == many and read.shards == len(objs)
-    fewer = ledger.to_config_maps(read.with_entries(entries(10)), instance=INSTANCE, namespace=NS)
+    fewer = ledgerstore.to_config_maps(
+        read.with_entries(entries(10)), instance=INSTANCE, namespace=NS
+    )
     assert len(fewer) == len(objs)  # no shard is left behind with stale rows
 
 
@@ -229,17 +233,17 @@ def test_a_layout_change_cut_short_loses_nothing() -> None:
     """Entries in two shards (new written, old not yet trimmed): the newest wins."""
     old = Finished(NS, "a", "h1", "Succeeded", "2026-01-01T00:00:00+00:00")
     new = Finished(NS, "a", "h2", "Failed", "2026-02-01T00:00:00+00:00")
-    first = ledger.to_config_maps(Ledger({old.key: old}), instance=INSTANCE, namespace=NS)[0]
-    second = ledger.to_config_maps(Ledger({new.key: new}), instance=INSTANCE, namespace=NS)[0]
+    first = ledgerstore.to_config_maps(Ledger({old.key: old}), instance=INSTANCE, namespace=NS)[0]
+    second = ledgerstore.to_config_maps(Ledger({new.key: new}), instance=INSTANCE, namespace=NS)[0]
     second["metadata"]["name"] = f"{LEDGER}.1"
-    assert ledger.from_config_maps([first, second]).entries == {new.key: new}
-    assert ledger.from_config_maps([second, first]).entries == {new.key: new}
+    assert ledgerstore.from_config_maps([first, second]).entries == {new.key: new}
+    assert ledgerstore.from_config_maps([second, first]).entries == {new.key: new}
 
 
 def test_one_more_finished_job_beyond_a_full_config_map_drops_nothing(
     kubeapi: KubeAPI, repo: Path, run: Syncer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ledger, "MAX_BYTES", 16 * 1024)
+    monkeypatch.setattr(ledgerstore, "MAX_BYTES", 16 * 1024)
     seed(kubeapi, Ledger(entries(80, unseen=RECENTLY)))
     write(repo, mxjob("last", servers=0))
     run()
@@ -268,7 +272,7 @@ def damage(api: KubeAPI, text: str) -> None:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": LEDGER, "labels": ownership_labels(INSTANCE)},
-            "data": {ledger.DATA_KEY: text},
+            "data": {ledgerstore.DATA_KEY: text},
         },
         NS,
     )

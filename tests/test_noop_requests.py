@@ -1,6 +1,6 @@
 """What a sync reads: a no-op of an instance that never used JobSet is the 4 LISTs.
 
-The ledger records the runtimes this instance may have objects of (`ledger.py`,
+The ledger records the runtimes this instance may have objects of (`ledgerstore.py`,
 `runtimes.unlisted`). JobSets are listed unless it positively says none can exist and
 no desired job runs on JobSet; it names JobSet before the first JobSet is created, and
 goes back to batch alone only after a sync that listed JobSets, found none and created
@@ -17,8 +17,8 @@ import pytest
 
 from mxgitops.kube.reads import Reads
 from mxgitops.objects import Kind
-from mxgitops.planning import ledger
 from mxgitops.runtimes.jobset.kinds import JOBSET
+from mxgitops.state import ledgerstore
 from tests.helpers.noop_requests import LEDGER, recorded
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
@@ -48,9 +48,9 @@ def record(api: KubeAPI, value: str | None) -> None:
     """Set the record of runtimes by hand (None: remove it, as an earlier version wrote)."""
     found = api.get("ConfigMap", LEDGER, NS)
     assert found is not None
-    data = {k: v for k, v in (found.get("data") or {}).items() if k != ledger.RUNTIMES_KEY}
+    data = {k: v for k, v in (found.get("data") or {}).items() if k != ledgerstore.RUNTIMES_KEY}
     if value is not None:
-        data[ledger.RUNTIMES_KEY] = value
+        data[ledgerstore.RUNTIMES_KEY] = value
     delete(api, "configmaps", LEDGER)
     labels = found["metadata"]["labels"]
     metadata = {"name": LEDGER, "labels": labels}
@@ -94,7 +94,7 @@ def test_a_ledger_that_does_not_say_lists_jobsets_then_records_batch_once(
     outcome = run()
     assert outcome.ok, outcome.summary
     assert requests(kubeapi).count(JOBSETS) == 1
-    unreadable = [n for n in outcome.notices if f"{ledger.RUNTIMES_KEY}: " in n]
+    unreadable = [n for n in outcome.notices if f"{ledgerstore.RUNTIMES_KEY}: " in n]
     assert bool(unreadable) == (value is not None), outcome.notices
     assert [e["path"].rsplit("/", 1)[-1] for e in writes(kubeapi) if e["resource"] != "leases"] == [
         LEDGER,

@@ -1,7 +1,7 @@
 """Bookkeeping: which finished jobs the ledger records, keeps and forgets.
 
 A finished job never runs again unless its spec changes, even once its objects
-are gone; the ledger (`ledger.py`, which stores it) is what remembers. Each
+are gone; the ledger (`ledger.py`; `state/ledgerstore.py` stores it) is what remembers. Each
 plan changes the ledger too, and this module decides how, from the plan's
 changes, each ledger change with a reason (`LedgerChange`):
 

@@ -1,7 +1,7 @@
 """What a sync reads of the cluster to plan from, and the ledger it writes back.
 
 The ConfigMaps of the instance's home namespace come first, in one LIST: the
-ledger's shards (`ledger.py`) and the hand-off record (`handoff.py`). The
+ledger's shards (`ledgerstore.py`) and the hand-off record (`handoff.py`). The
 ledger says which runtimes this instance may have objects of, so the live
 objects come next, one LIST per kind, without the kinds that cannot hold any of
 ours (`runtimes.unlisted`): a no-op sync of an instance that never used a runtime
@@ -30,7 +30,7 @@ from mxgitops.planning.changes import Plan
 from mxgitops.planning.ledger import JobKey
 from mxgitops.runtimes import registry as runtimes
 from mxgitops.runtimes.registry import unlisted
-from mxgitops.state import handoff
+from mxgitops.state import handoff, ledgerstore
 from mxgitops.state.apply import ChangeSet
 
 log = logging.getLogger("mxgitops")
@@ -104,8 +104,8 @@ def _read_live(
 def _read_books(cluster: kube.Cluster, home: Home) -> tuple[ledger.Ledger, str]:
     """The ledger and the hand-off record's version: all shards in one LIST, however many."""
     found = cluster.list_all(Kind.CONFIG_MAP, ownership_selector(home.instance), home.namespace)
-    shards = [o for o in found if ledger.is_shard(o["metadata"]["name"], home.instance)]
-    return ledger.from_config_maps(shards), handoff.version(found, home.instance)
+    shards = [o for o in found if ledgerstore.is_shard(o["metadata"]["name"], home.instance)]
+    return ledgerstore.from_config_maps(shards), handoff.version(found, home.instance)
 
 
 def read_again(
@@ -138,7 +138,7 @@ def record_first(
     if done.recorded_first is None:
         return None, {}
     try:
-        stored = ledger.save(
+        stored = ledgerstore.save(
             cluster, done.recorded_first, instance=home.instance, namespace=home.namespace
         )
     except ClusterError as exc:
@@ -166,7 +166,7 @@ def write_ledger(
     if stored_first is not None:
         book = book.with_stored(stored_first)
     try:
-        ledger.save(cluster, book, instance=home.instance, namespace=home.namespace)
+        ledgerstore.save(cluster, book, instance=home.instance, namespace=home.namespace)
     except ClusterError as exc:
         return replace(changeset, ledger_error=f"recording finished jobs failed: {exc}")
     return changeset
