@@ -25,6 +25,7 @@ from urllib.parse import quote, urlencode
 
 from mxgitops.errors import ClusterClientError, ClusterUnreachable, LeaseLostError
 from mxgitops.kube import transport as kubehttp
+from mxgitops.kube.exchange import Response
 from mxgitops.kube.lease import Fence
 from mxgitops.kube.listing import LIST_PAGE_SIZE
 from mxgitops.objects import Kind, KubeObject, ObjectRef
@@ -120,7 +121,7 @@ class Calls:
         method: str,
         path: str,
         *,
-        read: Callable[[kubehttp.Response], T],
+        read: Callable[[Response], T],
         query: dict[str, str] | None = None,
         body: KubeObject | None = None,
         warnings: list[str] | None = None,

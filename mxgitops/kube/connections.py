@@ -1,4 +1,4 @@
-"""The connections of `kubehttp.Transport` to one API server, and one request's
+"""The connections of `transport.Transport` to one API server, and one request's
 exchange over them: the request sent, the answer handed over, the connection kept
 for the next request only when the answer was read to its end.
 
@@ -12,16 +12,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httptools
 import urllib3
 from urllib3.util.wait import wait_for_read
 
 from mxgitops.errors import ClusterError
-
-if TYPE_CHECKING:
-    from mxgitops.kube.transport import Response
+from mxgitops.kube.exchange import Response
 
 # What an exchange raises when no answer came: the socket's errors (a reset, a
 # timeout, an answer cut short), a malformed answer, and urllib3's through a proxy.
@@ -128,7 +126,7 @@ class Connection:
 
 
 class Answer:
-    """An answer read from a socket as the caller asks for its body (`kubehttp.Response`):
+    """An answer read from a socket as the caller asks for its body (`exchange.Response`):
     its status line and headers first, the body then in pieces of at most the size
     asked for (a LIST's body is never held whole). Every wait for the socket ends by
     `deadline` (time.monotonic()): a server that sends a byte now and then, each wait

@@ -15,8 +15,8 @@ import json
 from collections.abc import Callable
 
 from mxgitops.errors import ClusterClientError, ClusterError
-from mxgitops.kube import transport as kubehttp
 from mxgitops.kube.calls import Calls, path_of
+from mxgitops.kube.exchange import Response
 from mxgitops.objects import Kind, KubeObject
 
 MAX_EVENT = 4 << 20  # bytes of one watch event: an object is at most etcd's 1.5 MiB
@@ -111,7 +111,7 @@ class CronJobRuns(Calls):
         return seen[-1]
 
 
-def _lines(response: kubehttp.Response, each: Callable[[bytes], None]) -> None:
+def _lines(response: Response, each: Callable[[bytes], None]) -> None:
     """Call `each` with every line of the body as it arrives (a watch's events come
     one line at a time, so nothing waits for a buffer to fill)."""
     line = bytearray()

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mxgitops.errors import ClusterError
-from mxgitops.kube import transport as kubehttp
 from mxgitops.kube.clustertext import said_within
+from mxgitops.kube.exchange import Response
 from mxgitops.kube.listdecode import decode_list, interned
 from mxgitops.objects import Kind, KubeObject
 from mxgitops.runtimes.shared import livecheck
@@ -86,13 +86,13 @@ class Progress:
 
 def page_reader(
     kind: Kind, limit: int, unread: Trim, metadata_only: bool, api_version: str
-) -> Callable[[kubehttp.Response], tuple[list[KubeObject], str]]:
+) -> Callable[[Response], tuple[list[KubeObject], str]]:
     """What reads one page's body: its items, trimmed, and its `continue` token ("" if
     it is the last). ValueError for a body no API server would send."""
     unread = (("metadata", "managedFields"), *unread)
     partial = "PartialObjectMetadata"  # an item's kind in a metadata-only list
 
-    def read(response: kubehttp.Response) -> tuple[list[KubeObject], str]:
+    def read(response: Response) -> tuple[list[KubeObject], str]:
         page: list[KubeObject] = []  # of this attempt: a retried page starts empty
 
         def keep(item: Any) -> None:

@@ -35,13 +35,11 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from mxgitops.errors import ClusterClientError, ClusterError, ClusterForbidden, ClusterServerError
+from mxgitops.kube.exchange import Response, Way
 from mxgitops.objects import KubeObject
-
-if TYPE_CHECKING:
-    from mxgitops.kube.connections import Direct, ThroughProxy
 
 T = TypeVar("T")
 
@@ -63,17 +61,6 @@ def request_headers(method: str) -> dict[str, str]:
         "User-Agent": "mxgitops",
         **({"Content-Type": _CONTENT_TYPES[method]} if method in _CONTENT_TYPES else {}),
     }
-
-
-class Response(Protocol):
-    """What a request's `read` is given: `kubeconn.Answer` on a direct connection,
-    urllib3's response through a proxy. Both read a body in pieces (`read(amount)`)."""
-
-    status: int
-    reason: str
-    headers: Any
-
-    def read(self, amount: int | None = None, /) -> bytes: ...
 
 
 class Transport:
@@ -98,7 +85,7 @@ class Transport:
         configuration.proxy = configuration.proxy
         host = str(configuration.host).rstrip("/")
         manager = RESTClientObject(configuration).pool_manager
-        self.way: Direct | ThroughProxy
+        self.way: Way
         if isinstance(manager, urllib3.ProxyManager):  # wants whole URLs, adds its headers
             self.way = ThroughProxy(manager, host)
         else:
