@@ -20,15 +20,9 @@ from mxgitops.cli.options import (
     output_option,
     policy_file_option,
 )
-from mxgitops.manifests.loading import LoadResult, load
-from mxgitops.model import NAMESPACE
-from mxgitops.settings.config import (
-    SyncConfig,
-    effective_policy,
-    manifest_dir,
-    read_repo_settings,
-    with_problems,
-)
+from mxgitops.manifests.loading import LoadResult
+from mxgitops.settings.config import read_repo_settings
+from mxgitops.settings.reading import load_repository, of_flags
 
 # `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
 # is defined without importing convert (ruamel.yaml); a test checks that they agree.
@@ -96,21 +90,16 @@ def load_like_sync(
     .mxgitops.yaml names the default namespace, and what it may not set is reported with
     the manifests' problems."""
     repo_file = read_repo_settings(Path("."))
-    namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
-    policy = effective_policy(
-        SyncConfig(policy_file=policy_file, repo_policy=repo_file.values.get("repo_policy", {}))
-    )
     # No PATHS: the repository's own `path:`, read and named as sync reads it.
-    path = "." if paths else repo_file.values.get("path", ".")
-    loaded = load(
-        paths or [manifest_dir(Path("."), path)],
-        default_namespace=namespace,
+    read = of_flags(
+        repo_file,
+        path=None,
+        namespace=namespace,
+        policy_file=policy_file,
         max_file_size=max_file_size,
-        policy=policy,
-        default_runtime=default_runtime or SyncConfig.default_runtime,
-        named_from=path,
+        default_runtime=default_runtime,
     )
-    return with_problems(loaded, repo_file.refused)
+    return load_repository(Path("."), read, paths=paths)
 
 
 @main.command(name="convert")

@@ -30,8 +30,8 @@ from mxgitops.errors import (
     PrerequisiteMissing,
 )
 from mxgitops.kube import cluster as kube
-from mxgitops.manifests import loading as manifests
 from mxgitops.settings import config as settings
+from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
 from mxgitops.words import counted
 
@@ -160,14 +160,7 @@ def _notes_finding(workspace: Workspace, config: SyncConfig) -> Finding:
 
 def job_namespaces(workspace: Workspace, config: SyncConfig) -> dict[str, list[str]]:
     """The namespaces the repository's valid jobs go to, each with its jobs' files."""
-    loaded = manifests.load(
-        [settings.manifest_dir(workspace.root, config.path)],
-        default_namespace=config.namespace,
-        max_file_size=config.max_file_size,
-        policy=settings.effective_policy(config),
-        default_runtime=config.default_runtime,
-        named_from=config.path,
-    )
+    loaded = reading.load_repository(workspace.root, reading.of_config(config))
     found: dict[str, list[str]] = defaultdict(list)
     for job in loaded.jobs:
         found[job.namespace].append(job.source_path)

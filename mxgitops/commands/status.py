@@ -6,7 +6,6 @@ render, so tests drive them without a subprocess.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,11 +13,11 @@ from pathlib import Path
 from mxgitops.commands.review import Review, review
 from mxgitops.commands.sync import repository_kind
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import loading as manifests
-from mxgitops.model import DEFAULT_RUNTIME, NAMESPACE
+from mxgitops.model import DEFAULT_RUNTIME
 from mxgitops.outputs import report
 from mxgitops.outputs.summary import Summary
 from mxgitops.settings import config as settings
+from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
 from mxgitops.source import gitauth, gittree
 from mxgitops.source import repository as source
@@ -88,32 +87,13 @@ def diff_commits(
             gittree.export_tree(repo, rev, tree)
             repo_file = settings.read_repo_settings(tree)
             cancel = repo_file.values.get("cancel", ())  # HEAD's, the last read
-            directory = path or repo_file.values.get("path", ".")
-            default_namespace = namespace or repo_file.values.get("namespace", NAMESPACE)
-            target = _manifest_dir(tree, directory, rev)
-            # A commit without the directory simply has no jobs (e.g. the first one).
-            roots = [target] if target.exists() else []
             # Each commit under the operator's policy and its own .mxgitops.yaml's.
-            repo_policy = repo_file.values.get("repo_policy", {})
-            policy = settings.effective_policy(
-                SyncConfig(policy_file=policy_file, repo_policy=repo_policy)
-            )
-            loaded = manifests.load(
-                roots,
-                default_namespace=default_namespace,
-                policy=policy,
+            read = reading.of_flags(
+                repo_file,
+                path=path,
+                namespace=namespace,
+                policy_file=policy_file,
                 default_runtime=default_runtime,
-                named_from=directory,
             )
-            results.append(settings.with_problems(loaded, repo_file.refused))
+            results.append(reading.load_repository(tree, read, rev=rev))
         return review(results[0], results[1], cancel=frozenset(cancel))
-
-
-def _manifest_dir(tree: Path, directory: str, rev: str) -> Path:
-    """`tree / directory` with symlinks resolved; refused when it leads out of the tree."""
-    target = Path(os.path.realpath(tree / directory))
-    if not target.is_relative_to(os.path.realpath(tree)):
-        raise ConfigError(
-            f"path {directory!r} leads out of the jobs repository at {rev}; nothing is read"
-        )
-    return target

@@ -25,6 +25,7 @@ from mxgitops.kube import cluster as kube
 from mxgitops.kube import kubeconfig, lease
 from mxgitops.manifests import loadcache
 from mxgitops.manifests import loading as manifests
+from mxgitops.manifests.files import Problem
 from mxgitops.objects import LiveObjects
 from mxgitops.outputs import report
 from mxgitops.outputs import sinks as outputs
@@ -35,6 +36,7 @@ from mxgitops.planning.changes import Plan, PlanOptions
 from mxgitops.planning.plan import plan
 from mxgitops.runtimes.shared.accelerators import parse_accelerators
 from mxgitops.settings import config as settings
+from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
 from mxgitops.source import gitauth
 from mxgitops.source import repository as source
@@ -106,8 +108,7 @@ def sync(
         workspace = open_workspace(config, notices, cache, progress)
         config, refused = settings.apply_repo_settings(config, set(explicit), workspace.root)
         progress.phase("validating manifests")
-        manifests_read = _load_manifests(workspace, config)
-        loaded = settings.with_problems(manifests_read, refused)
+        loaded = _load_manifests(workspace, config, refused)
         options = PlanOptions(
             instance=config.instance,
             commit=workspace.commit,
@@ -292,37 +293,25 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def _load_manifests(workspace: Workspace, config: SyncConfig) -> manifests.LoadResult:
+def _load_manifests(
+    workspace: Workspace, config: SyncConfig, refused: tuple[Problem, ...]
+) -> manifests.LoadResult:
     """Validate the manifests, reusing the verdict on each file seen before unchanged
     (in most syncs, all of them)."""
-    directory = settings.manifest_dir(workspace.root, config.path)
-    policy = settings.effective_policy(config)
+    read = reading.of_config(config, refused)
 
     def validate(verdicts: manifests.Verdicts) -> manifests.LoadResult:
-        return manifests.load(
-            [directory],
-            default_namespace=config.namespace,
-            max_file_size=config.max_file_size,
-            policy=policy,
-            verdicts=verdicts,
-            default_runtime=config.default_runtime,
-            named_from=config.path,
-        )
+        return reading.load_repository(workspace.root, read, verdicts=verdicts)
 
     repository = workspace.repository
     kept = (
         repository.state_file("manifests.json")
         if repository is not None
-        else loadcache.directory_cache(config.cache_dir, directory)
+        else loadcache.directory_cache(
+            config.cache_dir, reading.manifest_dir(workspace.root, read.path)
+        )
     )
-    shaping = (
-        config.path,
-        config.namespace,
-        config.max_file_size,
-        repr(policy),
-        config.default_runtime,
-    )
-    return loadcache.load(kept, shaping, validate)
+    return loadcache.load(kept, read.shaping(), validate)
 
 
 def _cluster(

@@ -27,7 +27,6 @@ from mxgitops.errors import ConfigError
 from mxgitops.kube.calls import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT
 from mxgitops.manifests import policy, repofile
 from mxgitops.manifests.files import Problem, read_section
-from mxgitops.manifests.loading import LoadResult
 from mxgitops.manifests.spec import is_dns1123_label
 from mxgitops.model import MAX_NAME_LENGTH, NAMESPACE
 from mxgitops.planning.changes import DEFAULT_MAX_PRUNE_SHARE
@@ -244,20 +243,3 @@ def read_repo_settings(root: Path) -> repofile.RepoFile:
 def read_repo_config(root: Path) -> dict[str, Any]:
     """What the repository's .mxgitops.yaml sets (SyncConfig field -> value)."""
     return repofile.read(root).values
-
-
-def manifest_dir(root: Path, path: str) -> Path:
-    """The directory of the manifests, `path` of the repository at `root`."""
-    target = (root / path).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise ConfigError(f"path {path!r} leaves the jobs repository")
-    if not target.exists():
-        raise ConfigError(f"path {path!r} does not exist in the jobs repository")
-    return target
-
-
-def with_problems(loaded: LoadResult, problems: tuple[Problem, ...]) -> LoadResult:
-    """The verdict on the manifests, with the problems of .mxgitops.yaml first."""
-    if not problems:
-        return loaded
-    return replace(loaded, problems=[*problems, *loaded.problems])
