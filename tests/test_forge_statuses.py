@@ -106,8 +106,8 @@ def test_the_description_fits_140_characters_however_many_fail() -> None:
     assert status.description.endswith(" more)")
 
 
-def test_a_dry_run_or_a_working_tree_wants_no_status() -> None:
-    assert wanted(Summary(commit=SYNCED, dry_run=True), limit=10) == []
+def test_a_working_tree_wants_no_status() -> None:
+    # A dry run has no statuses sink at all: tests/test_outputs.py, sinks_for.
     assert wanted(Summary(commit=""), limit=10) == []
 
 

@@ -3,7 +3,7 @@ while the others still run (the sinks' own modules have their own tests)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,8 @@ def test_the_settings_choose_the_sinks(tmp_path: Path) -> None:
         "Metrics",
     ]
     assert outputs.sinks_for(SyncConfig(dry_run=True, pushgateway="http://p:9091")) == []
+    # Every sink, the statuses too: a dry run is decided here, and no sink asks again.
+    assert outputs.sinks_for(replace(config, dry_run=True)) == []
     [unusable, _] = outputs.sinks_for(SyncConfig(status_provider="gitlab"))
     with pytest.raises(OutputError, match="needs a token"):  # when asked to deliver, alone
         unusable.deliver(outputs.Record(Summary(commit="c"), 1.0, 0))

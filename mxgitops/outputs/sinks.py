@@ -63,7 +63,7 @@ class Record:
     exit_code: int  # as the sync would end if every sink delivers
     errors: Mapping[str, int] = field(default_factory=dict)  # phase -> errors
     finished: tuple[JobKey, ...] = ()  # jobs first seen finished (recorded in the ledger)
-    cluster: kube.Cluster | None = None  # None: dry run, or no cluster was reached
+    cluster: kube.Cluster | None = None  # None: no cluster was reached
 
 
 class Sink(Protocol):
@@ -103,7 +103,7 @@ class Events:
     phase: str = "events"
 
     def deliver(self, record: Record) -> None:
-        if record.summary is None or record.cluster is None or record.summary.dry_run:
+        if record.summary is None or record.cluster is None:
             return
         now = datetime.now(UTC)  # one moment: what each Event says and when it was said
         told = events.for_summary(record.summary, record.finished, now=now)
@@ -118,8 +118,6 @@ class Metrics:
     phase: str = "metrics"
 
     def deliver(self, record: Record) -> None:
-        if record.summary is not None and record.summary.dry_run:
-            return
         metrics.push(
             self.gateway,
             metrics.SyncMetrics(
@@ -137,7 +135,7 @@ def sinks_for(config: SyncConfig) -> list[Sink]:
     """The sinks the operator's settings ask for; one whose settings are wrong (the
     status token's Secret not mounted, a typo) is `Unusable`: it fails apart from the
     apply and the other sinks. A dry run has none: it changes nothing in the cluster or
-    the repository."""
+    the repository (decided here only: no sink asks again)."""
     sinks: list[Sink] = []
     if config.dry_run:
         return sinks
@@ -254,7 +252,7 @@ class Outlet:
             self.exit_code(None, summary.ok, bool(note_error)),
             summary_errors(summary, note_error),
             finished,
-            None if summary.dry_run else cluster,
+            cluster,
         )
         return deliver(
             self.sinks,

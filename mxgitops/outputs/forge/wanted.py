@@ -55,7 +55,7 @@ def context_of(instance: str) -> str:
 def wanted(summary: Summary, *, limit: int) -> list[Wanted]:
     """The synced commit's status, then those of up to `limit` - 1 other commits that
     submitted live jobs (in the order their jobs appear)."""
-    if not summary.commit or summary.dry_run:
+    if not summary.commit:  # a working tree; a dry run has no sinks at all (`sinks_for`)
         return []
     found = [_status(summary.commit, summary.jobs, summary.problems)]
     by_commit: dict[str, list[JobSummary]] = {}
