@@ -38,11 +38,21 @@ def desired(job: MxJob) -> dict[str, Any]:
     """The in-place fields the manifest sets, as the batch Job's spec spells them."""
     policy = job.run_policy
     values: dict[str, Any] = {
-        "suspend": True if policy.suspend else None,
         "activeDeadlineSeconds": policy.active_deadline_seconds,
         "backoffLimit": policy.backoff_limit,
+        "suspend": True if policy.suspend else None,
     }
     return {key: value for key, value in values.items() if value is not None}
+
+
+def rendered(job: MxJob, restart: RestartPolicy) -> dict[str, Any]:
+    """The in-place fields of one replica's batch Job, as rendered and as patched back:
+    those the manifest sets, and backoffLimit always, per the replica's restart policy
+    (`batch_backoff_limit`)."""
+    return {
+        **desired(job),
+        "backoffLimit": batch_backoff_limit(restart, job.run_policy.backoff_limit),
+    }
 
 
 def batch_backoff_limit(restart: RestartPolicy, job_limit: int | None) -> int:
@@ -84,12 +94,11 @@ def compare(
 
 
 def _rendered(job: MxJob, obj: KubeObject) -> dict[str, Any]:
-    """What a field the manifest sets reads as on this batch Job, where it differs:
-    backoffLimit is per restart policy of the replica (`batch_backoff_limit`)."""
+    """The in-place fields as `render.py` writes them on this batch Job (`rendered`)."""
     replica_type = REPLICA_TYPES.get(objects.labels_of(obj).get(JOB_TYPE_LABEL, ""))
     replica = job.replica(replica_type) if replica_type is not None else None
     restart = replica.restart_policy if replica is not None else RestartPolicy.ON_FAILURE
-    return {"backoffLimit": batch_backoff_limit(restart, job.run_policy.backoff_limit)}
+    return rendered(job, restart)
 
 
 def _batch_job(

@@ -11,7 +11,8 @@ labels (they win over the user's on a key collision: selection and status
 depend on them), the replica's restart policy, the pod's hostname and
 subdomain, the DMLC environment after the user's own entries on every
 container, and any accelerator volumes and env vars. Each batch Job's
-backoffLimit follows its replica's restart policy (`inplace.batch_backoff_limit`;
+in-place fields (deadline, backoffLimit, suspend) are `inplace.rendered`'s: backoffLimit
+follows its replica's restart policy (`inplace.batch_backoff_limit`;
 the failure semantics are `status.py`'s). User template
 labels stay on the pod template only; the batch Job carries just ours.
 """
@@ -36,7 +37,7 @@ from mxgitops.model import (
 )
 from mxgitops.objects import Kind, KubeObject, ObjectRef
 from mxgitops.runtimes.batch.inplace import annotation as in_place_annotation
-from mxgitops.runtimes.batch.inplace import batch_backoff_limit
+from mxgitops.runtimes.batch.inplace import rendered as in_place_fields
 from mxgitops.runtimes.shared.accelerators import apply_accelerators
 from mxgitops.runtimes.shared.labels import (
     RESTART_POLICY_ANNOTATION,
@@ -98,14 +99,11 @@ class _Shared:
 
     annotations: dict[str, str]  # copied into each object: never handed out itself
     in_place: dict[str, str]
-    run_policy: dict[str, Any]
     env: Callable[[ReplicaType, int], list[dict[str, str]]]
 
     @classmethod
     def of(cls, job: MxJob, ctx: RenderContext) -> _Shared:
-        return cls(
-            object_annotations(job, ctx), in_place_annotation(job), _run_policy(job), dmlc_envs(job)
-        )
+        return cls(object_annotations(job, ctx), in_place_annotation(job), dmlc_envs(job))
 
 
 def render_batch_job(
@@ -119,8 +117,7 @@ def render_batch_job(
     shared = shared or _Shared.of(job, ctx)
     labels = dict(replica_labels(job, ctx.instance, replica.type, index))
     spec: dict[str, Any] = {"completions": 1, "parallelism": 1}
-    spec.update(shared.run_policy)
-    spec["backoffLimit"] = batch_backoff_limit(replica.restart_policy, job.run_policy.backoff_limit)
+    spec.update(in_place_fields(job, replica.restart_policy))
     spec.update(pod_failure_policy(replica.restart_policy, dist=job.mode is JobMode.DIST))
     spec["template"] = _pod_template(job, replica, index, labels, ctx, shared)
     metadata = _metadata(job_object_name(job, replica.type, index), job, labels, shared.annotations)
@@ -167,16 +164,6 @@ def _metadata(
         "labels": labels,
         "annotations": dict(annotations),
     }
-
-
-def _run_policy(job: MxJob) -> dict[str, Any]:
-    policy = job.run_policy
-    values: dict[str, Any] = {
-        "activeDeadlineSeconds": policy.active_deadline_seconds,
-        "backoffLimit": policy.backoff_limit,
-        "suspend": True if policy.suspend else None,
-    }
-    return {key: value for key, value in values.items() if value is not None}
 
 
 def _pod_template(
