@@ -9,6 +9,7 @@ traceback only under `--debug`).
 
 from __future__ import annotations
 
+import textwrap
 from enum import IntEnum
 from typing import Any
 
@@ -28,14 +29,51 @@ from mxgitops.errors import (
 
 
 class ExitCode(IntEnum):
+    """What a command ends with; each code's meaning is in EXIT_CODE_MEANINGS."""
+
     OK = 0
-    FAILED = 1  # a job failed to apply, or a manifest is invalid
-    USAGE = 2  # a usage or configuration error
-    GIT = 3  # git failed: clone, fetch, checkout, notes
-    CLUSTER = 4  # the cluster is unreachable or refused us
-    LEASE_HELD = 5  # another sync holds the lease (or the Git cache)
-    STATE_DAMAGED = 6  # mxgitops' own ledger or Lease cannot be read: repair it
-    INTERNAL = 70  # a bug in mxgitops (sysexits' EX_SOFTWARE); run with --debug
+    FAILED = 1
+    USAGE = 2
+    GIT = 3
+    CLUSTER = 4
+    LEASE_HELD = 5
+    STATE_DAMAGED = 6
+    INTERNAL = 70  # sysexits' EX_SOFTWARE
+
+
+STOPPED_BY_SIGTERM = 143  # 128 + SIGTERM's number (`console.stopped_cleanly_on_sigterm`)
+
+# What each exit code tells the person or the CronJob that ran a command: the one
+# explanation, from which the group's and sync's --help (`exit_codes_help`) and the
+# manual's table (scripts/generate_reference.py) are made.
+EXIT_CODE_MEANINGS: dict[int, str] = {
+    ExitCode.OK: "in sync / everything valid",
+    ExitCode.FAILED: "a job failed to apply, a manifest is invalid, or (check) a "
+    "prerequisite is missing",
+    ExitCode.USAGE: "usage or configuration error",
+    ExitCode.GIT: "git error (a sync that applied its plan but could not write or push its "
+    "note, post a commit status, write its Events or push its metrics too: the summary is "
+    "printed first)",
+    ExitCode.CLUSTER: "cluster unreachable or forbidden",
+    ExitCode.LEASE_HELD: "another sync holds the lease, or kept the Git cache longer than 300 s",
+    ExitCode.STATE_DAMAGED: "mxgitops' ledger or Lease is damaged: the message names it and "
+    "how to repair it",
+    ExitCode.INTERNAL: "a bug in mxgitops (run with `--debug` for the traceback)",
+    STOPPED_BY_SIGTERM: "stopped by SIGTERM (one log line says how far it got)",
+}
+
+
+def exit_codes_help() -> str:
+    """The `Exit codes:` paragraph of --help, one code a line, from EXIT_CODE_MEANINGS."""
+    lines = ["\b", "Exit codes:"]
+    for code, meaning in EXIT_CODE_MEANINGS.items():
+        lines += textwrap.wrap(
+            meaning.replace("`", ""),
+            width=88,
+            initial_indent=f"  {code} ",
+            subsequent_indent=" " * 6,
+        )
+    return "\n".join(lines) + "\n"
 
 
 # Most specific first: the first match wins.
@@ -139,16 +177,7 @@ Examples:
 
 Each command has its own --help, with more examples.
 
-\b
-Exit codes:
-  0 OK   1 invalid manifest, failed job, or (check) a prerequisite missing
-  2 usage or configuration error
-  3 git error (also: a sync that applied but could not push its note, post a
-    commit status, write its Events or push its metrics)
-  4 cluster unreachable or forbidden   5 another sync holds the lease or the Git cache
-  6 mxgitops' ledger or Lease is damaged (the message says how to repair it)
-  70 a bug in mxgitops (run with --debug for the traceback)   143 stopped by SIGTERM
-"""
+""" + exit_codes_help()
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from mxgitops.cli.app import ExitCode, exit_code_for, main
+from mxgitops.cli.app import ExitCode, exit_code_for, exit_codes_help, main
 from mxgitops.cli.options import (
     ByteSize,
     context_setting,
@@ -62,17 +62,7 @@ the environment, the environment over the file. An HTTPS token is read from
 MXGITOPS_GIT_TOKEN only, so it never shows in a process list; so is the forge token
 for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
 
-\b
-Exit codes:
-  0 in sync   1 a job failed to apply or a manifest is invalid
-  2 usage or configuration error   3 git error
-  4 cluster unreachable or forbidden   5 another sync holds the lease or the cache
-  6 the ledger or Lease is damaged (the message says how to repair it)
-  70 a bug in mxgitops (run with --debug)   143 stopped by SIGTERM
-A note that cannot be pushed, or a commit status, Event or metrics push that cannot be
-delivered, is reported on its own line after the summary (exit 3 when everything else
-went well).
-"""
+""" + exit_codes_help()
 
 
 @main.command(epilog=_SYNC_EXAMPLES)
