@@ -9,10 +9,10 @@ and annotations that mark an object as ours.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from mxgitops.errors import MxGitOpsError
 
@@ -305,23 +305,3 @@ class WriteResult:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-class ClusterAPI(Protocol):
-    """What the seed's façade (`batch/job.py`) and apply need of a cluster;
-    `cluster.Cluster` provides it.
-
-    Writes are idempotent: creating an object that exists, or deleting one that
-    is gone, succeeds. Failures raise `mxgitops.errors.ClusterError`.
-    """
-
-    def create(self, objects: Sequence[KubeObject]) -> None: ...
-
-    def delete(self, refs: Sequence[ObjectRef]) -> None: ...
-
-    def list_live(
-        self,
-        selector: str,
-        unlisted: Collection[Kind] = ...,
-        listings: Sequence[Listing] | None = ...,
-    ) -> LiveObjects: ...

@@ -14,8 +14,7 @@ from mxgitops.settings.config import (
     SyncConfig,
     apply_repo_settings,
     from_options,
-    read_repo_config,
-    with_repo_file,
+    read_repo_settings,
 )
 
 
@@ -31,9 +30,9 @@ def test_options_left_out_keep_their_defaults() -> None:
 
 def test_the_file_fills_in_only_what_flags_and_environment_left_unset(tmp_path: Path) -> None:
     root = repo_file(tmp_path, "namespace: from-file\npath: jobs\nprune: false\n")
-    config = with_repo_file(SyncConfig(namespace="from-flag"), {"namespace"}, root)
+    config = apply_repo_settings(SyncConfig(namespace="from-flag"), {"namespace"}, root)[0]
     assert (config.namespace, config.path, config.prune) == ("from-flag", "jobs", False)
-    assert with_repo_file(SyncConfig(), set(), tmp_path / "none") == SyncConfig()
+    assert apply_repo_settings(SyncConfig(), set(), tmp_path / "none")[0] == SyncConfig()
 
 
 @pytest.mark.parametrize(
@@ -52,12 +51,12 @@ def test_bad_settings_are_named_with_their_file_and_key(
     tmp_path: Path, text: str, message: str
 ) -> None:
     with pytest.raises(ConfigError) as caught:
-        with_repo_file(SyncConfig(), set(), repo_file(tmp_path, text))
+        apply_repo_settings(SyncConfig(), set(), repo_file(tmp_path, text))
     assert str(caught.value).startswith(message)
 
 
 def test_an_empty_file_sets_nothing(tmp_path: Path) -> None:
-    assert read_repo_config(repo_file(tmp_path, "")) == {}
+    assert read_repo_settings(repo_file(tmp_path, "")).values == {}
 
 
 def test_unknown_options_and_invalid_values_are_refused() -> None:
@@ -136,14 +135,14 @@ def test_deep_nesting_is_a_clear_error_not_a_crash(
 ) -> None:
     root = repo_file(tmp_path, "accelerators: " + "[" * depth + "]" * depth + "\n")
     with pytest.raises(ConfigError, match=re.escape(f"not valid YAML (line 1): {message}")):
-        read_repo_config(root)
+        read_repo_settings(root)
 
 
 def test_an_alias_bomb_is_refused(tmp_path: Path) -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
     with pytest.raises(ConfigError, match="expands to more than"):
-        read_repo_config(repo_file(tmp_path, "\n".join(lines) + "\n"))
+        read_repo_settings(repo_file(tmp_path, "\n".join(lines) + "\n"))
 
 
 @pytest.mark.parametrize(
@@ -156,7 +155,7 @@ def test_an_alias_bomb_is_refused(tmp_path: Path) -> None:
 )
 def test_a_bad_path_is_a_clear_error(tmp_path: Path, path: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(f".mxgitops.yaml:1: {message}")):
-        read_repo_config(repo_file(tmp_path, f"path: {path}\n"))
+        read_repo_settings(repo_file(tmp_path, f"path: {path}\n"))
 
 
 def test_a_symlink_out_of_the_repository_is_not_followed(tmp_path: Path) -> None:
@@ -166,7 +165,7 @@ def test_a_symlink_out_of_the_repository_is_not_followed(tmp_path: Path) -> None
     root.mkdir()
     (root / ".mxgitops.yaml").symlink_to(secret)
     with pytest.raises(ConfigError) as caught:
-        read_repo_config(root)
+        read_repo_settings(root)
     assert "symlink" in str(caught.value) and "outside the repository" in str(caught.value)
     assert "hunter2" not in str(caught.value) and "password" not in str(caught.value)
 
@@ -174,22 +173,22 @@ def test_a_symlink_out_of_the_repository_is_not_followed(tmp_path: Path) -> None
 def test_a_symlink_inside_the_repository_is_read(tmp_path: Path) -> None:
     (tmp_path / "settings.yaml").write_text("namespace: ml\n")
     (tmp_path / ".mxgitops.yaml").symlink_to("settings.yaml")
-    assert read_repo_config(tmp_path) == {"namespace": "ml"}
+    assert read_repo_settings(tmp_path).values == {"namespace": "ml"}
 
 
 def test_a_file_too_big_or_not_regular_is_refused(tmp_path: Path) -> None:
     repo_file(tmp_path, "# padding\n" * 10_000)
     with pytest.raises(ConfigError, match="over the limit of 64 KiB"):
-        read_repo_config(tmp_path)
+        read_repo_settings(tmp_path)
     (tmp_path / ".mxgitops.yaml").unlink()
     (tmp_path / ".mxgitops.yaml").mkdir()
     with pytest.raises(ConfigError, match="not a regular file"):
-        read_repo_config(tmp_path)
+        read_repo_settings(tmp_path)
 
 
 def test_several_documents_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="one YAML document"):
-        read_repo_config(repo_file(tmp_path, "path: a\n---\npath: b\n"))
+        read_repo_settings(repo_file(tmp_path, "path: a\n---\npath: b\n"))
 
 
 # -- the state namespace: operator only, the pod's own namespace by default -------------
@@ -217,9 +216,9 @@ def test_outside_a_pod_the_state_namespace_is_the_operators_namespace(
     assert from_options({"namespace": "ml"}).state_namespace == "ml"
     # ...and never the jobs repository's namespace.
     root = repo_file(tmp_path, "namespace: from-repo\n")
-    config = with_repo_file(from_options({"namespace": "ml"}), {"namespace"}, root)
+    config = apply_repo_settings(from_options({"namespace": "ml"}), {"namespace"}, root)[0]
     assert config.state_namespace == "ml"
-    config = with_repo_file(from_options({}), set(), root)
+    config = apply_repo_settings(from_options({}), set(), root)[0]
     assert (config.namespace, config.state_namespace) == ("from-repo", "default")
 
 
@@ -229,7 +228,7 @@ def test_outside_a_pod_the_state_namespace_is_the_operators_namespace(
 def test_a_misspelled_key_is_named_with_its_line_and_what_was_meant(tmp_path: Path) -> None:
     root = repo_file(tmp_path, "namespace: ml\n\ncancle:\n  - ml/old\n")
     with pytest.raises(ConfigError) as caught:
-        with_repo_file(SyncConfig(), set(), root)
+        apply_repo_settings(SyncConfig(), set(), root)
     assert str(caught.value) == (
         ".mxgitops.yaml:3: 'cancle': not a setting of the jobs repository; did you mean "
         "'cancel'? (allowed: path, namespace, prune, policy, cancel)"

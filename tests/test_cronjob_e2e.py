@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from mxgitops.state import ledgerstore
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.cronjob import Docs, granted, only, pod_template
 from tests.helpers.cronjob_e2e import CronJobRun, example_files, install, rendered
+from tests.helpers.ledger import read_shard
 from tests.kubeapi.harness import KubeAPI
 
 __all__ = ["rendered"]  # fixtures from tests/helpers, used here
@@ -107,9 +107,7 @@ def check_the_cronjob(
     kubeapi.kubelet(job=worker, namespace=JOBS_NAMESPACE, phase="Succeeded")
     second = run(monkeypatch)
     assert second.exit_code == 0, second.output
-    book = ledgerstore.from_config_map(
-        kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", state)
-    )
+    book = read_shard(kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", state))
     assert {key[1] for key in book.entries} == {"cifar10-local"}
     assert kubeapi.get("ConfigMap", f"mxgitops-ledger-{instance}", JOBS_NAMESPACE) is None
 

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from mxgitops.objects import ObjectRef, ownership_labels
+from mxgitops.objects import Kind, ObjectRef, ownership_labels
 from mxgitops.planning import ledger
 from mxgitops.planning.ledger import Finished, Ledger
 from mxgitops.state import ledgerstore
 from mxgitops.state.ledgerstore import DATA_KEY
+from tests.helpers.ledger import first_shard, read_shard
 
 A = Finished("ml", "a", "h1", "Succeeded", "2026-01-01T00:00:00+00:00")
 B = Finished("ml", "b", "h2", "Failed", "2026-01-02T00:00:00+00:00")
@@ -19,28 +20,28 @@ B = Finished("ml", "b", "h2", "Failed", "2026-01-02T00:00:00+00:00")
 
 def test_round_trip_through_the_config_map() -> None:
     book = Ledger({A.key: A, B.key: B})
-    obj = ledgerstore.to_config_map(book, instance="t1", namespace="ml")
-    assert ObjectRef.of(obj) == ledgerstore.config_map_ref("t1", "ml")
+    obj = first_shard(book, instance="t1", namespace="ml")
+    assert ObjectRef.of(obj) == ObjectRef(Kind.CONFIG_MAP, "ml", ledgerstore.shard_name("t1", 0))
     assert obj["metadata"]["name"] == "mxgitops-ledger-t1"
     assert obj["metadata"]["labels"] == ownership_labels("t1")
     assert "resourceVersion" not in obj["metadata"]
     obj["metadata"]["resourceVersion"] = "41"
-    read = ledgerstore.from_config_map(obj)
+    read = read_shard(obj)
     assert read.entries == book.entries
     assert read.stored == (ledger.Stored("mxgitops-ledger-t1", "41", obj["data"][DATA_KEY]),)
 
 
 def test_a_new_ledger_has_nothing_stored() -> None:
-    assert ledgerstore.from_config_map(None) == Ledger()
-    obj = ledgerstore.to_config_map(Ledger(), instance="t1", namespace="ml")
+    assert read_shard(None) == Ledger()
+    obj = first_shard(Ledger(), instance="t1", namespace="ml")
     assert obj["data"] == {DATA_KEY: "[]"}
     empty = {"metadata": {"name": "x", "resourceVersion": "3"}}
-    assert ledgerstore.from_config_map(empty) == Ledger({}, (ledger.Stored("x", "3", ""),))
+    assert read_shard(empty) == Ledger({}, (ledger.Stored("x", "3", ""),))
 
 
 def test_encoding_is_deterministic_newest_first() -> None:
-    one = ledgerstore.to_config_map(Ledger({A.key: A, B.key: B}), instance="t1", namespace="ml")
-    two = ledgerstore.to_config_map(Ledger({B.key: B, A.key: A}), instance="t1", namespace="ml")
+    one = first_shard(Ledger({A.key: A, B.key: B}), instance="t1", namespace="ml")
+    two = first_shard(Ledger({B.key: B, A.key: A}), instance="t1", namespace="ml")
     assert one == two
     assert [row["name"] for row in json.loads(one["data"][DATA_KEY])] == ["b", "a"]
 
@@ -54,9 +55,9 @@ def test_finished_matches_the_spec_hash_only() -> None:
 
 def test_an_unseen_mark_round_trips_and_is_left_out_when_unset() -> None:
     marked = Finished("ml", "a", "h1", "Succeeded", "2026-01-01T00:00:00+00:00", "2026-02-01")
-    obj = ledgerstore.to_config_map(Ledger({A.key: marked}), instance="t1", namespace="ml")
-    assert ledgerstore.from_config_map(obj).entries == {A.key: marked}
-    plain = ledgerstore.to_config_map(Ledger({A.key: A}), instance="t1", namespace="ml")
+    obj = first_shard(Ledger({A.key: marked}), instance="t1", namespace="ml")
+    assert read_shard(obj).entries == {A.key: marked}
+    plain = first_shard(Ledger({A.key: A}), instance="t1", namespace="ml")
     assert "unseen_since" not in plain["data"][DATA_KEY]
 
 

@@ -33,10 +33,10 @@ from mxgitops.objects import (
 )
 from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.shared.podtemplate import RenderContext
-from mxgitops.settings.config import read_repo_config
+from mxgitops.settings.config import read_repo_settings
 from tests.helpers import corpus
 from tests.helpers.corpus import Corpus, Shape
-from mxgitops.state import ledgerstore
+from tests.helpers.ledger import read_shard
 from tests.helpers.reconcile_e2e import (
     EXAMPLE_REPO,
     INSTANCE,
@@ -80,7 +80,7 @@ def names(api: KubeAPI, kind: str, namespace: str | None = NS) -> set[str]:
 
 def expected_objects(root: Path) -> dict[tuple[str, str], dict[str, Any]]:
     """What a sync of `root` must create: every valid manifest's rendered objects."""
-    path = read_repo_config(root).get("path", ".")
+    path = read_repo_settings(root).values.get("path", ".")
     loaded = manifests.load([root / path], default_namespace=NS)
     ctx = RenderContext(instance=INSTANCE)
     return {
@@ -424,7 +424,7 @@ def test_states_follow_the_seed_rules_as_pods_run_finish_and_fail(
     worker = next(r for r in summary_of(outcome, "dist").replicas if r.type == "WORKER")
     assert (worker.replicas, dict(worker.states)) == (2, {"Running": 2})
     # The finished ones are in the ledger now.
-    book = ledgerstore.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
+    book = read_shard(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
     assert {(k[1], f.state) for k, f in book.entries.items()} == {
         ("done", "Succeeded"),
         ("dist", "Succeeded"),
@@ -452,7 +452,7 @@ def test_a_finished_job_is_not_rerun_after_ttl_but_is_after_a_spec_change(
     finish(kubeapi, "once")
     outcome = run()
     assert states(outcome, "once")[0] == "Succeeded"
-    book = ledgerstore.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
+    book = read_shard(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
     (entry,) = book.entries.values()
     assert (entry.name, entry.state, entry.spec_hash) == (
         "once",
@@ -899,7 +899,7 @@ def test_a_failed_ledger_write_fails_the_sync_and_is_retried(
     assert not outcome.ok
     kubeapi.faults("")
     assert run().ok
-    book = ledgerstore.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
+    book = read_shard(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
     assert [f.name for f in book.entries.values()] == ["a"]
 
 

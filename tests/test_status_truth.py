@@ -22,10 +22,10 @@ from mxgitops.cli import main
 from mxgitops.commands.sync import sync
 from mxgitops.kube import cluster
 from mxgitops.outputs import report
-from mxgitops.state import ledgerstore
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers import corpus
 from tests.helpers.corpus import Corpus, Shape
+from tests.helpers.ledger import read_shard
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
@@ -205,7 +205,7 @@ def test_an_oom_killed_workers_exit_code_reason_and_log_tail_survive_clean_pod_p
         "status", "--repo", remote.url, "--cache-dir", str(tmp_path / "cache"), "-o", "markdown"
     )
     assert "CUDA out of memory" in markdown.output and "exited 137" in markdown.output
-    entry = ledgerstore.from_config_map(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
+    entry = read_shard(kubeapi.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
     assert "CUDA out of memory" in entry.entries[(NS, "oom")].failure
 
 

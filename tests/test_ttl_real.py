@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mxgitops.state import ledgerstore
+from tests.helpers.ledger import read_shard
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
@@ -55,7 +55,7 @@ def test_a_ttl_shorter_than_the_sync_interval_never_reruns_nor_reads_running(
     assert states(seen, "done")[0] == "Succeeded"
     assert states(seen, "broken")[0] == "Failed"
     assert summary_of(seen, "broken").failure is not None
-    book = ledgerstore.from_config_map(real.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
+    book = read_shard(real.get("ConfigMap", f"mxgitops-ledger-{INSTANCE}", NS))
     assert {(e.name, e.state) for e in book.entries.values()} == {
         ("done", "Succeeded"),
         ("broken", "Failed"),

@@ -231,15 +231,6 @@ def apply_repo_settings(
     return replace(config, **values), found.refused
 
 
-def with_repo_file(config: SyncConfig, explicit: set[str], root: Path) -> SyncConfig:
-    return apply_repo_settings(config, explicit, root)[0]
-
-
 def read_repo_settings(root: Path) -> repofile.RepoFile:
     """What the repository's .mxgitops.yaml sets, and what it may not set."""
     return repofile.read(root)
-
-
-def read_repo_config(root: Path) -> dict[str, Any]:
-    """What the repository's .mxgitops.yaml sets (SyncConfig field -> value)."""
-    return repofile.read(root).values

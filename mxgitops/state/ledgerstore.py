@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from mxgitops.errors import ClusterClientError, StateDamagedError
-from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
+from mxgitops.objects import KubeObject, ObjectRef, ownership_labels
 from mxgitops.planning.ledger import STATES, Finished, JobKey, Ledger, Stored
 
 DATA_KEY = "finished.json"
@@ -52,11 +52,6 @@ class LedgerAPI(Protocol):
 def shard_name(instance: str, index: int) -> str:
     base = f"mxgitops-ledger-{instance}"
     return base if index == 0 else f"{base}.{index}"
-
-
-def config_map_ref(instance: str, namespace: str) -> ObjectRef:
-    """The first shard: the whole ledger while it fits in one ConfigMap."""
-    return ObjectRef(Kind.CONFIG_MAP, namespace, shard_name(instance, 0))
 
 
 def is_shard(name: str, instance: str) -> bool:
@@ -115,10 +110,6 @@ def _runtimes(obj: Mapping[str, Any], recorded: Any) -> tuple[frozenset[str] | N
         "comma-separated list of runtimes (such as 'batch,jobset'); every runtime's objects "
         "are listed, and the record is written anew once a sync has listed them"
     )
-
-
-def from_config_map(obj: Mapping[str, Any] | None) -> Ledger:
-    return from_config_maps([obj] if obj is not None else [])
 
 
 def _decode(obj: Mapping[str, Any]) -> tuple[list[Finished], int]:
@@ -185,11 +176,6 @@ def to_config_maps(book: Ledger, *, instance: str, namespace: str) -> list[KubeO
     if book.runtimes is not None:
         shard_maps[0]["data"][RUNTIMES_KEY] = ",".join(sorted(book.runtimes))
     return shard_maps
-
-
-def to_config_map(book: Ledger, *, instance: str, namespace: str) -> KubeObject:
-    """The first shard (all of a ledger that fits in one ConfigMap)."""
-    return to_config_maps(book, instance=instance, namespace=namespace)[0]
 
 
 def _texts(entries: Iterable[Finished], shards: int) -> list[str]:

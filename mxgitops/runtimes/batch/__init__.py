@@ -3,7 +3,6 @@
 `render.py` turns an MxJob into batch Jobs and (dist) a headless Service (pure);
 `status.py` and `live.py` read the job's state back from objects (pure), by Kubeflow's
 failure semantics (`status.py` states them), and group an instance's live objects by
-job; `runtime.py` is what the registry calls. `job.py` (TrainingJob) and
-`replicaset.py` (MXReplicaSet) are the seed's façade over a `ClusterAPI`. What both
-runtimes share (labels, MX_CONFIG, accelerators, states) lives in `runtime/`.
+job; `registered.py` is what the registry calls. What both runtimes share (labels,
+MX_CONFIG, accelerators, states) lives in `runtimes/shared/`.
 """

@@ -50,7 +50,7 @@ Failed; the deciding set (SCHEDULER of a dist job, else WORKER; WORKER under
 came first, by the containers' finish times, as the operator, acting on each
 pod event, decided (`_succeeded_first`). A finished job's replicas
 still active are stopped by the planner (`plan.py`, STOP). The functions take
-plain objects, so the planner, the report and the façade judge a job alike.
+plain objects, so the planner and the report judge a job alike.
 """
 
 from __future__ import annotations
