@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 
 from mxgitops.errors import ClusterClientError, ClusterError
+from mxgitops.kube import transport as kubehttp
 from mxgitops.kube.calls import Calls, path_of
 from mxgitops.kube.exchange import Response
 from mxgitops.objects import Kind, KubeObject
