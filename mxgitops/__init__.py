@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> str:
     """`__version__`, read from the installed package's metadata on first use only:
     importlib.metadata (and the email package it imports) would cost every command,
-    `mxgitops validate FILE` included, about 40 ms at startup (issue 14)."""
+    `mxgitops validate FILE` included, at startup (docs/development: measurements)."""
     if name == "__version__":
         return _installed_version()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,7 +39,7 @@ ON_CHANGE_ANNOTATION = "mxgitops.io/on-change"
 # only mxnet-operator's v1beta1 had `successPolicy`); on every object of a job too.
 SUCCESS_POLICY_ANNOTATION = "mxgitops.io/success-policy"
 # What a job's objects look like is part of its spec hash: a rendering that changes
-# what runs (issue 21: Kubeflow's failure semantics, pod DNS names, the environment)
+# what runs (its failure semantics, the pods' DNS names, the environment)
 # gives every job a new hash, and earlier ones are still recognised (README upgrade notes).
 RENDERING = 2
 # What mxgitops sets on every container of every pod (runtime/mxconfig.py), and so
@@ -198,8 +198,8 @@ class MxJob:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, the JSON of `dataclasses.asdict(job)`; `from_dict` gives back an
-        equal job. The pod templates in it are the job's own, where `asdict` copied them
-        deeply (a third of writing the verdicts of a thousand new files): read, not changed."""
+        equal job. The pod templates in it are the job's own, where `asdict` would copy
+        them deeply (docs/development: measurements): read, not changed."""
         return {
             **fields_of(self),
             "replica_specs": [fields_of(r) for r in self.replica_specs],

@@ -182,7 +182,7 @@ Each command has its own --help, with more examples.
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     """--version: the installed version, read only when asked for (importlib.metadata
-    and the email package it loads cost every other command ~40 ms)."""
+    and the email package it loads would cost every other command at startup)."""
     if not value or ctx.resilient_parsing:
         return
     from mxgitops import __version__

@@ -1,7 +1,7 @@
 """`mxgitops validate` and `mxgitops convert`: manifests checked and rewritten on a laptop.
 
 Only what `validate` needs is imported at the top: `mxgitops validate FILE` must start in
-well under 0.3 s (issue 14). What only another command needs (convert's round-trip YAML)
+well under 0.3 s. What only another command needs (convert's round-trip YAML)
 is imported inside that command; tests/test_lazy_imports.py keeps it so.
 """
 

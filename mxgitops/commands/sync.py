@@ -281,8 +281,8 @@ def repository_kind(repo: str) -> RepositoryKind:
 def _fewer_collections(young: int = 50_000) -> Iterator[None]:
     """The cycle collector run every `young` new objects, not every 700, until the sync
     ends. What a sync builds (manifests, rendered and live objects) lives until it
-    ends; at the default, the collector walked it again hundreds of times: 0.3-0.5 s
-    of a first sync of 1,000 jobs, under the GIL every writer waits on. Planning, which
+    ends; at the default, the collector walks it again hundreds of times, under the GIL
+    every writer waits on (docs/development: measurements). Planning, which
     makes no cycle at all, pauses the collector outright (`plan._collector_paused`);
     the rest of a sync (YAML, threads, HTTP) may, so here it still runs, only less often."""
     before = gc.get_threshold()

@@ -36,8 +36,9 @@ class Direct:
     makes each connection (socket options, TLS, certificates, the server's name);
     requests go out in one write and answers are parsed by llhttp (httptools, the
     C parser of uvicorn). Through urllib3's pool, or http.client's email-package
-    header parsing, a request cost a writer two to four times the CPU, under the GIL
-    all writers share: on a 2-core machine, that was what bounded a first sync."""
+    header parsing, a request costs a writer several times the CPU, under the GIL all
+    writers share, and that bounds a first sync on a small machine (docs/development:
+    measurements)."""
 
     def __init__(self, pool: Any, prefix: str, *, keep: int) -> None:
         self.pool, self.prefix, self.keep = pool, prefix, keep

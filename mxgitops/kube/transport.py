@@ -10,8 +10,8 @@ their deadline; this module makes one of them and says how it went. It promises:
   client CPU per write than the request itself, under the GIL all writers share;
 - on a direct connection (no proxy), urllib3 makes the connection (socket, TLS),
   each request goes out in one write and its answer is parsed by httptools' C
-  parser: about a third of the CPU of a request through urllib3's pool; through a
-  proxy, urllib3 does all;
+  parser, for less CPU than urllib3's pool takes (docs/development: measurements);
+  through a proxy, urllib3 does all;
 - the Authorization header asked of the configuration at each request, so an
   expiring token is renewed (one renewal at a time, however many writers);
 - a 2xx answer becomes what the caller's `read` makes of its body, read as it
@@ -81,7 +81,7 @@ class Transport:
         self.configuration = configuration
         # The refresh hook of a kubeconfig's token sets the configuration's host again at
         # each request, and a host set re-reads the proxy environment unless the proxy is
-        # pinned: pinned here, to the one the pool was built with (a sixth of a write's CPU).
+        # pinned: pinned here, to the one the pool was built with, so no write re-reads it.
         configuration.proxy = configuration.proxy
         host = str(configuration.host).rstrip("/")
         manager = RESTClientObject(configuration).pool_manager

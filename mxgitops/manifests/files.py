@@ -75,7 +75,7 @@ def manifest_files(root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
             path = Path(directory, name)
             if path.is_symlink() and not _inside(_real(path), top):
                 problems.append(_outside(path, root))
-        # Names are joined as text, once per directory: pathlib per file cost more than
+        # Names are joined as text, once per directory: pathlib per file costs more than
         # the walk itself in a repository of thousands of manifests.
         prefix = Path(directory).relative_to(root).as_posix() + "/"
         prefix = "" if prefix == "./" else prefix
@@ -129,7 +129,7 @@ def read_text(path: Path, max_file_size: int) -> str:
             raise YamlError(0, _too_big(info.st_size, max_file_size))
         with path.open("rb") as stream:
             # Asking for the size stat gave, not the limit: a buffer of the limit per file
-            # cost more than reading. A file grown since is read on, up to the limit.
+            # costs more than reading. A file grown since is read on, up to the limit.
             data = stream.read(info.st_size + 1)
             if len(data) > info.st_size:
                 data += stream.read(max_file_size + 1 - len(data))

@@ -160,8 +160,8 @@ def _still_going(
 
 class _Write(NamedTuple):
     """A write of the plan with the object it addresses and the job it is for, worked
-    out once: a Create's `ref` is derived from its object anew at every use, and that
-    was most of applying a first sync of thousands of objects."""
+    out once: a Create's `ref` is derived from its object anew at every use, and a
+    first sync writes thousands of objects (docs/development: measurements)."""
 
     write: Write
     ref: ObjectRef

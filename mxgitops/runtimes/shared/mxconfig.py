@@ -192,6 +192,6 @@ def dmlc_values(
     written (a number, or a `$(VAR)` the kubelet expands)."""
     role = replica_type.role
     # The task as json.dumps writes it (sorted, compact), spelled out: a role is a
-    # plain word, and a json.dumps per replica cost more than the rest of its environment.
+    # plain word, and a json.dumps per replica costs more than the rest of its environment.
     task = f'{{"index":{index},"type":"{role}"}}'
     return {**shared, "DMLC_ROLE": role, "DMLC_USE_KUBERNETES": "1", "MX_CONFIG": head + task + "}"}
