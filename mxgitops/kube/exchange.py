@@ -8,6 +8,7 @@ commands that need no cluster), and the connections never import the transport.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -25,7 +26,9 @@ class Response(Protocol):
 
 class Way(Protocol):
     """How requests reach the server (`connections.Direct`, `connections.ThroughProxy`):
-    one exchange sends a request and hands over its answer, within `deadline`."""
+    one exchange sends a request and hands over its answer, within `deadline`;
+    `before_send` runs once the connection and credentials are ready, right before the
+    request goes out (the Lease's fence is checked there)."""
 
     def exchange(
         self,
@@ -35,4 +38,5 @@ class Way(Protocol):
         headers: dict[str, str],
         timeouts: tuple[float, float],
         deadline: float,
+        before_send: Callable[[], None],
     ) -> AbstractContextManager[Response]: ...
