@@ -14,6 +14,7 @@ The formats (tests/data/training-logs/ holds MXNet's own output):
 - `Module.fit`: `Epoch[E] Train-name=value`, `Epoch[E] Time cost=T`,
   `Epoch[E] Validation-name=value` (and `Iter[E] Batch[B] Train-name=value`);
 - the Gluon estimator's `LoggingHandler`: `Train for N epochs.`,
+  `[Epoch E] Begin, current learning rate: L`,
   `[Epoch E][Batch B][Samples N] time/interval: Ts name: value, ...`,
   `[Epoch E] Finished in Ts, name: value, ...`, `Train finished using total Ts with
   N epochs. name: value, ...`. Its validation pass prints its own
@@ -62,6 +63,7 @@ _GLUON_BATCH = re.compile(
     rf"\[Epoch ({_INT})\]\[Batch ({_INT})\]\[Samples ({_INT})\] "
     rf"time/interval: ({_NUMBER})s (.*)$"
 )
+_GLUON_BEGIN = re.compile(rf"\[Epoch ({_INT})\] Begin, current learning rate: {_NUMBER}\s*$")
 _GLUON_EPOCH = re.compile(rf"\[Epoch ({_INT})\] Finished in ({_NUMBER})s(?:, (.*))?$")
 _GLUON_END = re.compile(
     _START + rf"Train finished using total {_INT}s with ({_INT}) epochs\.(?: (.*))?$"
@@ -139,6 +141,8 @@ def _mxnet(line: str) -> Seen | None:
             interval_seconds=_finite(seconds),
             metrics=_pairs(tail.split(", "), ": ", None),
         )
+    if match := _GLUON_BEGIN.search(line):
+        return _seen(match.group(1))
     if match := _GLUON_EPOCH.search(line):
         epoch, seconds, tail = match.groups()
         metrics = _pairs((tail or "").split(", "), ": ", None)
@@ -207,8 +211,8 @@ def _pairs(items: list[str], separator: str, phase: str | None) -> tuple[tuple[s
         if phase is None:
             first, _, rest = name.partition(" ")
             found.extend(_metric(first, "-".join(rest.split()), value, gluon=True))
-        else:
-            found.extend(_metric(phase, name, value))
+        else:  # MXNet before 1.0 named a Speedometer's metric `Train-accuracy`
+            found.extend(_metric(phase, name.removeprefix("Train-"), value))
     return tuple(dict(found).items())
 
 

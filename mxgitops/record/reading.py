@@ -52,6 +52,7 @@ class TrainingLog:
     series: Mapping[str, Series] = field(default_factory=dict)
     epoch_seconds: Series = field(default_factory=dict)
     stride: int = 1  # the series keep epochs divisible by it (and the first and last)
+    samples: int | None = None  # Gluon: the samples its latest batch line counted
 
     @property
     def epochs_done(self) -> int:
@@ -85,7 +86,7 @@ class _Folding:
         self.stride = log.stride
         self.position = (log.epoch, log.finished, log.step)
         self.steps, self.epochs, self.throughput = log.steps, log.epochs, log.throughput
-        self.samples: tuple[int, int] | None = None  # Gluon: (epoch, samples) a line before
+        self.samples = log.samples
 
     def add(self, seen: Seen) -> None:
         if seen.epochs is not None:
@@ -110,16 +111,15 @@ class _Folding:
                 self.best[name] = value if best is None else better(best, value)
 
     def _gluon_speed(self, seen: Seen) -> None:
-        """Samples per second between two batch lines of this chunk: the samples
-        between them over the time their interval took."""
+        """Samples per second between two Gluon batch lines: the samples between them
+        over the time their interval took (a line read again has fewer samples than
+        the one before it: no speed from it)."""
         if seen.samples is None:
             return
-        previous, self.samples = self.samples, (seen.epoch or 0, seen.samples)
+        previous, self.samples = self.samples, seen.samples
         seconds = seen.interval_seconds
-        if previous is None or seconds is None or seconds <= 0:
-            return
-        if seen.samples > previous[1] and (seen.epoch or 0) >= previous[0]:
-            self.throughput = (seen.samples - previous[1]) / seconds
+        if previous is not None and seconds and seconds > 0 and seen.samples > previous:
+            self.throughput = (seen.samples - previous) / seconds
 
     def _keep(self, points: dict[int, float], epoch: int, value: float) -> None:
         points[epoch] = value
@@ -145,6 +145,7 @@ class _Folding:
             series={name: dict(sorted(p.items())) for name, p in self.series.items() if p},
             epoch_seconds=dict(sorted(self.epoch_seconds.items())),
             stride=self.stride,
+            samples=self.samples,
         )
 
 

@@ -63,8 +63,8 @@ def summary_json(record: TrainingRecord) -> str:
         kept = set(names[:count])
         log = replace(
             record.log,
-            latest={n: v for n, v in record.log.latest.items() if n in kept},
-            best={n: v for n, v in record.log.best.items() if n in kept},
+            latest={n: record.log.latest[n] for n in names if n in kept},
+            best={n: record.log.best[n] for n in names if n in kept and n in record.log.best},
         )
         text = _dumps(_common(replace(record, log=log), "summary"))
         if len(text.encode()) <= MAX_SUMMARY_BYTES:
@@ -106,6 +106,7 @@ def _series(log: TrainingLog, points: int) -> dict[str, Any]:
         },
         "epoch_seconds": [[e, v] for e, v in downsample(log.epoch_seconds, points).items()],
         "stride": log.stride,
+        "samples": log.samples,
     }
 
 
@@ -162,6 +163,7 @@ def read_record(text: str) -> TrainingRecord:
         },
         epoch_seconds=check.points(top.get("epoch_seconds", []), "epoch_seconds"),
         stride=check.integer(top.get("stride", 1), "stride", 1, MAX_EPOCH),
+        samples=check.integer(top.get("samples"), "samples", 0, _MAX_COUNT, optional=True),
     )
     cluster = check.text(top["cluster"], "cluster", _CLUSTER, empty=True)
     return TrainingRecord(
@@ -174,7 +176,7 @@ def read_record(text: str) -> TrainingRecord:
     )
 
 
-_NOTE_ONLY = frozenset({"series", "epoch_seconds", "stride"})
+_NOTE_ONLY = frozenset({"series", "epoch_seconds", "stride", "samples"})
 _NOTE_KEYS = (
     {"v", "form", "cluster", "duration_seconds", "progress", "throughput", "final", "best"},
     {"resources", *_NOTE_ONLY},
@@ -246,9 +248,13 @@ class _Check:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(path, "a number expected")
-        if not math.isfinite(float(value)):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
             raise self.fail(path, "a finite number expected")
-        return float(value)
+        return number
 
     def hours(self, value: object, path: str) -> float:
         number: float = self.number(value, path)
