@@ -117,6 +117,12 @@ def test_an_ill_typed_record_is_refused_in_one_line(change, where) -> None:  # t
     assert isinstance(refused.value, MxGitOpsError)
 
 
+def test_a_cluster_name_that_is_not_plain_is_not_written() -> None:
+    text = note_json(TrainingRecord(cluster="<b>east</b>\n| x |"))
+    assert json.loads(text)["cluster"] == ""
+    assert read_record(text).cluster == ""
+
+
 @pytest.mark.parametrize(
     "text", ["", "[]", "null", '{"v": NaN}', "{" * 100_000, "x" * (MAX_NOTE_BYTES + 1)]
 )

@@ -53,9 +53,11 @@ _SPEEDOMETER = re.compile(
     _START + rf"(?:Epoch|Iter)\[({_INT})\] Batch \[(?:({_INT})-)?({_INT})\]"
     rf"\s+Speed: ({_NUMBER}) samples/sec((?:\t[^\t]*)*)\s*$"
 )
-_EPOCH_METRIC = re.compile(_START + rf"Epoch\[({_INT})\] (Train|Validation)-(\S+)=({_NUMBER})\s*$")
+_EPOCH_METRIC = re.compile(
+    _START + rf"Epoch\[({_INT})\] (Train|Validation)-([^\s=]{{1,64}})=({_NUMBER})\s*$"
+)
 _BATCH_METRIC = re.compile(
-    _START + rf"Iter\[({_INT})\] Batch\[({_INT})\] Train-(\S+)=({_NUMBER})\s*$"
+    _START + rf"Iter\[({_INT})\] Batch\[({_INT})\] Train-([^\s=]{{1,64}})=({_NUMBER})\s*$"
 )
 _TIME_COST = re.compile(_START + rf"Epoch\[({_INT})\] Time cost=({_NUMBER})\s*$")
 _GLUON_TOTAL = re.compile(_START + rf"Train for ({_INT}) epochs\.\s*$")
@@ -119,7 +121,7 @@ def _mxnet(line: str) -> Seen | None:
         return _seen(
             epoch,
             batch=_bounded(batch, MAX_BATCH),
-            speed=_finite(speed),
+            speed=_duration(speed),
             metrics=_pairs(tail.split("\t"), "=", "train"),
         )
     if match := _EPOCH_METRIC.search(line):
@@ -128,7 +130,7 @@ def _mxnet(line: str) -> Seen | None:
             epoch, finished=True, metrics=_metric(phase.lower(), name, value), epoch_level=True
         )
     if match := _TIME_COST.search(line):
-        return _seen(match.group(1), finished=True, epoch_seconds=_finite(match.group(2)))
+        return _seen(match.group(1), finished=True, epoch_seconds=_duration(match.group(2)))
     if match := _BATCH_METRIC.search(line):
         epoch, batch, name, value = match.groups()
         return _seen(epoch, batch=_bounded(batch, MAX_BATCH), metrics=_metric("train", name, value))
@@ -138,7 +140,7 @@ def _mxnet(line: str) -> Seen | None:
             epoch,
             batch=_bounded(batch, MAX_BATCH),
             samples=_bounded(samples, MAX_BATCH),
-            interval_seconds=_finite(seconds),
+            interval_seconds=_duration(seconds),
             metrics=_pairs(tail.split(", "), ": ", None),
         )
     if match := _GLUON_BEGIN.search(line):
@@ -151,7 +153,7 @@ def _mxnet(line: str) -> Seen | None:
         return _seen(
             epoch,
             finished=True,
-            epoch_seconds=_finite(seconds),
+            epoch_seconds=_duration(seconds),
             metrics=metrics,
             epoch_level=True,
         )
@@ -239,6 +241,12 @@ def _finite(text: str | None) -> float | None:
     except ValueError:
         return None
     return number if math.isfinite(number) else None
+
+
+def _duration(text: str | None) -> float | None:
+    """A time or a speed: finite and not negative."""
+    number = _finite(text)
+    return number if number is not None and number >= 0 else None
 
 
 def _bounded(text: str | None, most: int) -> int | None:

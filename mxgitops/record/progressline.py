@@ -74,8 +74,8 @@ def read_progress_json(text: str) -> ProgressSaid | None:
             epochs=_count(data.get("epochs"), 1, MAX_EPOCHS),
             step=_count(data.get("step"), 0, MAX_STEPS),
             steps=_count(data.get("steps"), 1, MAX_STEPS),
-            samples_per_sec=_number(data.get("samples_per_sec")),
-            epoch_seconds=_number(data.get("epoch_seconds")),
+            samples_per_sec=_not_negative(_number(data.get("samples_per_sec"))),
+            epoch_seconds=_not_negative(_number(data.get("epoch_seconds"))),
             metrics={
                 str(name): number
                 for name, given in metrics.items()
@@ -101,6 +101,10 @@ def _count(value: object, least: int, most: int) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
         raise _WrongType
     return value
+
+
+def _not_negative(number: float | None) -> float | None:
+    return number if number is not None and number >= 0 else None
 
 
 def _number(value: object, *, strict: bool = True) -> float | None:

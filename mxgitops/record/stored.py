@@ -77,7 +77,7 @@ def _common(record: TrainingRecord, form: str) -> dict[str, Any]:
     return {
         "v": VERSION,
         "form": form,
-        "cluster": record.cluster,
+        "cluster": record.cluster if _CLUSTER.fullmatch(record.cluster) else "",
         "duration_seconds": record.duration_seconds,
         "progress": {
             "epoch": log.epoch,
