@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
+from mxgitops.manifests.spec import from_manifest
 from mxgitops.model import JobMode, MxJob, ReplicaSpec, ReplicaType, RestartPolicy
 from mxgitops.record.progress import EPOCHS_ANNOTATION, declared_epochs, progress
 from mxgitops.record.progressline import progress_line
@@ -75,3 +77,40 @@ def test_only_the_mxnet_container_declares() -> None:
     template = job.replica_specs[0].template
     template["spec"]["containers"].append({"name": "sidecar", "args": ["--epochs", "9"]})
     assert declared_epochs(job) is None
+
+
+def test_declared_epochs_of_a_manifest_as_sync_reads_it() -> None:
+    manifest = yaml.safe_load(
+        """
+apiVersion: kubeflow.org/v1
+kind: MXJob
+metadata: {name: resnet, namespace: ml}
+spec:
+  jobMode: MXTrain
+  mxReplicaSpecs:
+    Scheduler:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: mxnet, image: mxnet:1.9.1}]
+    Server:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: mxnet, image: mxnet:1.9.1}]
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {mxgitops.io/epochs: "40"}
+        spec:
+          containers:
+            - name: mxnet
+              image: mxnet:1.9.1
+              command: [python, train.py, --num-epochs, "20"]
+"""
+    )
+    job = from_manifest(manifest)
+    assert declared_epochs(job) == 40
+    del manifest["spec"]["mxReplicaSpecs"]["Worker"]["template"]["metadata"]
+    assert declared_epochs(from_manifest(manifest)) == 20
