@@ -14,6 +14,7 @@ mxgitops does not use.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from mxgitops.manifests import spec
+from mxgitops.outputs.events import LASTING
 from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.shared.disruption import departed_pod
 from mxgitops.runtimes.shared.podtemplate import RenderContext
@@ -103,7 +105,6 @@ class Round:
         real.create(squatter("Service", taken[1]), NS)
         if failed := self._step(reported=taken, code=1):
             return failed
-        remote.commit({"jobs/d.yaml": None, "jobs/e.yaml": None}, "d and e go")
         real.run_job_controller(NS)
         # b succeeds: the ledger (made by the first sync, to record the runtimes in use)
         # is updated, and the answer to that update is lost, so the retry meets 409 and
@@ -114,11 +115,15 @@ class Round:
         config = yaml.safe_load(self.token.read_text())
         config["clusters"][0]["cluster"]["server"] = real.proxy_url
         proxied.write_text(yaml.safe_dump(config))
+        # An hour later d and e are reported again: what was said of them is read back
+        # (get events) and its series updated (patch events), not said again.
+        self._said_an_hour_ago()
         try:
-            if failed := self._step(kubeconfig=proxied):
+            if failed := self._step(kubeconfig=proxied, reported=taken, code=1):
                 return failed
         finally:
             real.direct()
+        remote.commit({"jobs/d.yaml": None, "jobs/e.yaml": None}, "d and e go")
         # c fails: the ledger is updated, and the failed container's log is read.
         worker = self._batch_job("c-worker-")
         real.container_log(job=worker, namespace=NS, text="epoch 3\nloss is NaN\n")
@@ -147,6 +152,22 @@ class Round:
             return failed
         remote.commit({"jobs/a.yaml": None}, "prune a")
         return self._step()
+
+    def _said_an_hour_ago(self) -> None:
+        """Move the series of every lasting Event of the namespace an hour back."""
+        path = f"/apis/events.k8s.io/v1/namespaces/{NS}/events"
+        status, _, listed = self.real.raw("GET", path)
+        assert status == 200, listed
+        lasting = [e for e in listed["items"] if e["reason"] in LASTING]
+        assert lasting, [e["reason"] for e in listed["items"]]
+        hour_ago = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        for event in lasting:
+            series = {"series": {"count": 2, "lastObservedTime": hour_ago}}
+            name = event["metadata"]["name"]
+            status, _, body = self.real.raw(
+                "PATCH", f"{path}/{name}", series, "application/merge-patch+json"
+            )
+            assert status == 200, body
 
     def _evict_gone(self, job: str) -> None:
         """Evict the batch Job's pod through the Eviction API (which sets DisruptionTarget),
