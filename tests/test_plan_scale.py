@@ -20,6 +20,7 @@ from mxgitops.planning.changes import Action, Plan
 from mxgitops.planning.ledger import Ledger
 from mxgitops.planning.plan import plan
 from mxgitops.runtimes.batch import live as live_module
+from mxgitops.runtimes.batch import ownership
 from mxgitops.runtimes.batch import status as status_module
 from mxgitops.runtimes.batch.live import group_live
 from mxgitops.runtimes.batch.render import job_refs
@@ -74,8 +75,8 @@ def test_a_spec_hash_yields_its_runtime_once_for_all_the_objects_that_carry_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     desired, objects = no_op(20, workers=4, servers=2)
-    live_module._runtime_of.cache_clear()
-    with counting(monkeypatch, live_module, "runtime_id_of") as calls:
+    ownership._runtime_of.cache_clear()
+    with counting(monkeypatch, ownership, "runtime_id_of") as calls:
         plan_all(desired, objects)
     assert calls["runtime_id_of"] == 20
 

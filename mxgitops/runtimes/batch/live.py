@@ -13,7 +13,7 @@ can edit: the `mxgitops.io/job`, `job_type`, `runtime_id` and `task_index`
 labels, and the spec-hash annotation, from which the runtime id derives. An
 object whose parts do not add up is a `Stray` of the job its name names: it
 is neither counted, nor deleted, nor created again, only reported, so a moved
-or removed label never restarts another job or makes every sync write.
+or removed label never restarts another job or makes every sync write (`ownership.py`).
 
 A sync plans thousands of jobs, and most of its planning is reading them back,
 so each reading is done once: a `LiveJob` keeps what it has read of its objects,
@@ -24,8 +24,6 @@ runtime once for all the objects that carry it.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,19 +32,18 @@ from typing import Any
 from mxgitops import objects
 from mxgitops.model import (
     ON_CHANGE_ANNOTATION,
-    RUNTIME_ID_LENGTH,
     JobMode,
     MxJob,
     OnChange,
     ReplicaType,
     RestartPolicy,
     SuccessPolicy,
-    runtime_id_of,
 )
 from mxgitops.objects import KubeObject, LiveObjects, ObjectRef
 from mxgitops.runtimes.batch.failure import backoff_failure, replica_failure
 from mxgitops.runtimes.batch.inplace import compare as compare_in_place
 from mxgitops.runtimes.batch.inplace import recorded_backoff_limit
+from mxgitops.runtimes.batch.ownership import OBJECT_NAME, identity
 from mxgitops.runtimes.batch.status import (
     JobShape,
     counts_as_failure,
@@ -75,13 +72,7 @@ from mxgitops.runtimes.shared.labels import (
 from mxgitops.runtimes.shared.reruns import recorded
 from mxgitops.runtimes.shared.state import MxReplicaStatus, State
 
-_JOB_TYPES = {t.role: t.value for t in ReplicaType}  # the job_type label of each role
 _ALL_WORKERS = SuccessPolicy.ALL_WORKERS.value
-_OBJECT_NAME = re.compile(
-    rf"(?P<job>.+)-(?P<role>{'|'.join(_JOB_TYPES)})-(?P<rid>[0-9a-z]{{{RUNTIME_ID_LENGTH}}})"
-    r"-(?P<index>0|[1-9][0-9]*)"
-)
-_SPEC_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -403,7 +394,7 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:
 
     for kind, items in (("jobs", live.jobs), ("services", live.services)):
         for obj in items:
-            name, why = _identity(obj)
+            name, why = identity(obj)
             if name is None:
                 continue
             group = group_of(_namespace(obj), name)
@@ -412,12 +403,12 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:
             else:
                 group["strays"].append(Stray(ObjectRef.of(obj), why))
     for pod in live.pods:
-        match = _OBJECT_NAME.fullmatch(_controller_job_name(pod))
+        match = OBJECT_NAME.fullmatch(_controller_job_name(pod))
         name = match["job"] if match else objects.labels_of(pod).get(objects.JOB_NAME_LABEL)
         if name:
             group_of(_namespace(pod), name)["pods"].append(pod)
     for event in live.pod_events:  # a gone pod was named `{batch job}-{suffix}`
-        match = _OBJECT_NAME.fullmatch(_involved(event).rpartition("-")[0])
+        match = OBJECT_NAME.fullmatch(_involved(event).rpartition("-")[0])
         if match and (_namespace(event), match["job"]) in groups:
             groups[(_namespace(event), match["job"])]["pod_events"].append(event)
     return {
@@ -437,44 +428,6 @@ def group_live(live: LiveObjects) -> dict[tuple[str, str], LiveJob]:
 def _involved(event: KubeObject) -> str:
     """The name of the object an Event (core/v1) is about."""
     return str((event.get("involvedObject") or {}).get("name") or "")
-
-
-def _identity(obj: KubeObject) -> tuple[str | None, str | None]:
-    """The job an object's name says it belongs to, and why its labels or spec hash
-    disagree (None when everything adds up). An object whose name is none of ours
-    belongs to the job its label names, as a stray; without that label, to none."""
-    metadata = obj.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    match = _OBJECT_NAME.fullmatch(str(metadata.get("name") or ""))
-    if match is None:
-        return labels.get(objects.JOB_NAME_LABEL), "its name is not one mxgitops gives"
-    job, role, runtime_id, index = match.group("job", "role", "rid", "index")
-    expected = (
-        (objects.JOB_NAME_LABEL, job),
-        (JOB_TYPE_LABEL, _JOB_TYPES[role]),
-        (RUNTIME_ID_LABEL, runtime_id),
-        (TASK_INDEX_LABEL, index),
-    )
-    wrong = [
-        f"label {key} is {_shown(labels.get(key))}, its name says {value}"
-        for key, value in expected
-        if labels.get(key) != value
-    ]
-    spec_hash = (metadata.get("annotations") or {}).get(objects.SPEC_HASH_ANNOTATION, "")
-    if _runtime_of(spec_hash) != runtime_id:
-        wrong.append(f"annotation {objects.SPEC_HASH_ANNOTATION} is not of runtime {runtime_id}")
-    return job, "; ".join(wrong) or None
-
-
-@functools.lru_cache(maxsize=4096)
-def _runtime_of(spec_hash: str) -> str | None:
-    """The runtime a spec-hash annotation names; None if it is no spec hash. All objects
-    of a job carry the same hash, and deriving its runtime was most of checking one."""
-    return runtime_id_of(spec_hash) if _SPEC_HASH.fullmatch(spec_hash) else None
-
-
-def _shown(value: str | None) -> str:
-    return "missing" if value is None else repr(value)
 
 
 def _namespace(obj: KubeObject) -> str:

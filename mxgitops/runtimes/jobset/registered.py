@@ -9,13 +9,13 @@ from mxgitops import objects
 from mxgitops.model import FieldProblem, MxJob, Path
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
 from mxgitops.runtimes.jobset import rules
+from mxgitops.runtimes.jobset.grouping import created_jobsets, group_live_jobsets, is_jobset_pod
 from mxgitops.runtimes.jobset.kinds import (
     JOBSET,
     MULTIKUEUE_CLUSTER,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
 )
-from mxgitops.runtimes.jobset.live import created_jobsets, group_live_jobsets, is_jobset_pod
 from mxgitops.runtimes.jobset.render import jobset_refs, recorded_in_place, render_jobset
 from mxgitops.runtimes.shared import scheduling
 from mxgitops.runtimes.shared.base import Live
