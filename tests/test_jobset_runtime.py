@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mxgitops import manifests, runtimes
 from mxgitops.cli import main
+from mxgitops.manifests import loading as manifests
 from mxgitops.model import SpecError
 from mxgitops.objects import LiveObjects
 from mxgitops.planning.changes import PlanOptions
 from mxgitops.planning.ledger import Ledger
 from mxgitops.planning.plan import plan
+from mxgitops.runtimes import registry as runtimes
 from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.jobset.inplace import compare
 from mxgitops.runtimes.jobset.kinds import (

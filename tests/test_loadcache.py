@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from mxgitops import manifests
 from mxgitops.commands.sync import sync
 from mxgitops.manifests import files as manifestfiles
 from mxgitops.manifests import loadcache, yamldoc
+from mxgitops.manifests import loading as manifests
 from mxgitops.settings.config import SyncConfig
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers import corpus

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from mxgitops import manifests
 from mxgitops.commands.sync import SyncOutcome
 from mxgitops.errors import ClusterError, LeaseHeldError
 from mxgitops.kube import calls, cluster, lease
+from mxgitops.manifests import loading as manifests
 from mxgitops.objects import (
     INSTANCE_LABEL,
     JOB_NAME_LABEL,

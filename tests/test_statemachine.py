@@ -49,7 +49,7 @@ from mxgitops.manifests.spec import from_manifest
 from mxgitops.objects import JOB_NAME_LABEL, ObjectRef
 from mxgitops.outputs.summary import Summary
 from mxgitops.planning.changes import Action, Change, Plan
-from mxgitops.planning.ledger import from_config_maps
+from mxgitops.state.ledgerstore import from_config_maps
 from tests.helpers.statemachine import (
     DISRUPTION_RUNS,
     DISRUPTIONS,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops import commands
+from mxgitops.commands import status as commands
 from mxgitops.commands.sync import SyncOutcome, sync
 from mxgitops.errors import ClusterError
 from mxgitops.kube import calls, cluster
@@ -36,8 +36,8 @@ from mxgitops.objects import (
 from mxgitops.outputs import report
 from mxgitops.outputs.summary import JobSummary, Summary
 from mxgitops.planning import plan
-from mxgitops.planning.ledger import is_shard
 from mxgitops.settings.config import SyncConfig
+from mxgitops.state.ledgerstore import is_shard
 from tests.gitrepos.fixtures import GitRemote, new_git_remote
 from tests.helpers.reconcile_e2e import mxjob
 from tests.kubeapi.harness import KubeAPI
