@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from mxgitops.cli import main
 from mxgitops.commands.convert import convert_text
 from mxgitops.errors import ManifestError
-from mxgitops.manifests import load
+from mxgitops.manifests.loading import load
 from mxgitops.model import Dialect
 from tests.helpers import corpus
 from tests.helpers.corpus import Corpus, Shape

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.manifests import load
 from mxgitops.manifests.dialects import VERSIONS, version_of
+from mxgitops.manifests.loading import load
 from mxgitops.manifests.schema import schema_problems
 from mxgitops.manifests.spec import from_manifest
 from mxgitops.model import CleanPodPolicy, Dialect, FieldProblem, MxJob, RestartPolicy, SpecError

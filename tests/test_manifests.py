@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from mxgitops.errors import ConfigError
-from mxgitops.manifests import LoadResult, load
 from mxgitops.manifests.files import Problem
+from mxgitops.manifests.loading import LoadResult, load
 from mxgitops.manifests.schema import SCHEMA_FILES, schema
 from mxgitops.manifests.yamldoc import documents
 from mxgitops.model import Dialect, JobMode

@@ -13,7 +13,8 @@ import yaml
 from click.testing import CliRunner, Result
 
 from mxgitops.cli import ExitCode, main
-from mxgitops.manifests import load, policy
+from mxgitops.manifests import policy
+from mxgitops.manifests.loading import load
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers import corpus
 from tests.helpers.corpus import Corpus

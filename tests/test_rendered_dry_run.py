@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxgitops.manifests import load
+from mxgitops.manifests.loading import load
 from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.helpers.corpus import each_file

@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from mxgitops.planning import ledger
+from mxgitops.state import ledgerstore
+from tests.helpers.ledger import read_shard
 from tests.helpers.reconcile_e2e import (
     INSTANCE,
     NS,
@@ -49,14 +51,14 @@ def backdate_the_record(api: KubeAPI, hours: int) -> ledger.Finished:
     (Its objects are gone by then: made after the record, they would be another run.)"""
     stored = api.get("ConfigMap", LEDGER, NS)
     assert stored is not None
-    entries = json.loads(stored["data"][ledger.DATA_KEY])
+    entries = json.loads(stored["data"][ledgerstore.DATA_KEY])
     stamp = datetime.now(UTC) - timedelta(hours=hours)
     for entry in entries:
         entry["finished_at"] = stamp.isoformat(timespec="seconds")
-    stored["data"][ledger.DATA_KEY] = json.dumps(entries)
+    stored["data"][ledgerstore.DATA_KEY] = json.dumps(entries)
     status, _, body = raw(api, "PUT", f"/api/v1/namespaces/{NS}/configmaps/{LEDGER}", stored)
     assert status == 200, body
-    (entry,) = ledger.from_config_map(api.get("ConfigMap", LEDGER, NS)).entries.values()
+    (entry,) = read_shard(api.get("ConfigMap", LEDGER, NS)).entries.values()
     return entry
 
 
@@ -91,7 +93,7 @@ def test_a_revert_to_a_finished_spec_under_wait_lets_the_other_run_end_and_start
         assert row.action == "hold", row
         assert "succeeded at" in row.reason and "runs to its end" in row.reason
         assert runtime_ids(kubeapi) == {h2}
-        (entry,) = ledger.from_config_map(kubeapi.get("ConfigMap", LEDGER, NS)).entries.values()
+        (entry,) = read_shard(kubeapi.get("ConfigMap", LEDGER, NS)).entries.values()
         assert entry.spec_hash == row.spec_hash  # still H1's record
 
     finish(kubeapi, "rev")
