@@ -19,7 +19,7 @@ from mxgitops.outputs.summary import Summary
 from mxgitops.settings import config as settings
 from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
-from mxgitops.source import gitauth, gittree
+from mxgitops.source import gittree
 from mxgitops.source import repository as source
 from mxgitops.source.gitcommand import local_git
 
@@ -31,13 +31,7 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None,
         raise ConfigError(
             f"--repo {config.repo} is a plain directory; status notes live in a Git repository"
         )
-    credentials = gitauth.Credentials(config.git_token, config.ssh_key, config.known_hosts)
-    repository = source.Repository(
-        config.repo,
-        cache_dir=config.cache_dir,
-        credentials=credentials,
-        timeout=config.request_timeout,
-    )
+    repository = reading.repository_of(config)
     with repository.locked():  # a sync sharing the cache must not see it fetched under it
         checkout = repository.sync(config.ref)
         sha = gittree.resolve(checkout.root, commit) if commit else checkout.commit

@@ -38,7 +38,6 @@ from mxgitops.runtimes.shared.accelerators import parse_accelerators
 from mxgitops.settings import config as settings
 from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
-from mxgitops.source import gitauth
 from mxgitops.source import repository as source
 from mxgitops.state import clusterstate, failurelog, handoff
 from mxgitops.state.apply import ChangeSet, apply
@@ -238,13 +237,7 @@ def open_workspace(
                 "included, no status note); pass --ref, or a URL, to sync a commit"
             )
         return Workspace(Path(config.repo).expanduser().resolve())
-    credentials = gitauth.Credentials(config.git_token, config.ssh_key, config.known_hosts)
-    repository = source.Repository(
-        config.repo,
-        cache_dir=config.cache_dir,
-        credentials=credentials,
-        timeout=config.request_timeout,
-    )
+    repository = reading.repository_of(config)
     if cache is not None:
         waiting = (progress or Progress()).phase
         cache.enter_context(repository.locked(on_wait=lambda who: waiting(f"waiting for {who}")))

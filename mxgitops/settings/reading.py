@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mxgitops.errors import ConfigError
 from mxgitops.manifests import loading
@@ -28,6 +29,9 @@ from mxgitops.manifests.loading import LoadResult, Verdicts
 from mxgitops.manifests.repofile import RepoFile
 from mxgitops.model import DEFAULT_RUNTIME, NAMESPACE
 from mxgitops.settings.config import SyncConfig, effective_policy
+
+if TYPE_CHECKING:
+    from mxgitops.source.repository import Repository
 
 
 @dataclass(frozen=True)
@@ -127,3 +131,19 @@ def manifest_dir(root: Path, path: str, *, rev: str | None = None) -> Path:
     if rev is None and not target.exists():
         raise ConfigError(f"path {path!r} does not exist in the jobs repository")
     return target
+
+
+def repository_of(config: SyncConfig) -> Repository:
+    """The cache clone of `config.repo` with the settings' credentials and deadline, as
+    every command that reads the jobs repository's history opens it. Git is imported
+    here, not with the module: validating a file needs none of it."""
+    from mxgitops.source import gitauth
+    from mxgitops.source import repository as source
+
+    credentials = gitauth.Credentials(config.git_token, config.ssh_key, config.known_hosts)
+    return source.Repository(
+        config.repo,
+        cache_dir=config.cache_dir,
+        credentials=credentials,
+        timeout=config.request_timeout,
+    )
