@@ -9,12 +9,15 @@ field's type (`notecheck.py`) and raises NoteError naming the first that is wron
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mxgitops.outputs.notecheck import FAILURE, JOB, REPLICA, SUMMARY, NoteError, fields
 from mxgitops.planning.changes import Action
+from mxgitops.record.runrecord import TrainingRecord
+from mxgitops.record.stored import RecordShapeError, note_json, read_record
 from mxgitops.runtimes.shared.failure import Failure
 
 FORMAT_VERSION = 1
@@ -52,6 +55,7 @@ class JobSummary:
     placement: str = ""  # the cluster it runs on, where another (Kueue's MultiKueue)
     moved_from: str = ""  # the cluster it ran on before Kueue dispatched it again
     unreachable: str = ""  # why its state may be stale: its cluster does not answer
+    record: TrainingRecord | None = None  # its run's training, as its worker 0's log showed it
 
     @property
     def qualified_name(self) -> str:
@@ -103,7 +107,10 @@ class Summary:
         return counts
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": FORMAT_VERSION, **asdict(self)}
+        data = asdict(replace(self, jobs=tuple(replace(job, record=None) for job in self.jobs)))
+        for job, shown in zip(self.jobs, data["jobs"], strict=True):
+            shown["record"] = json.loads(note_json(job.record)) if job.record else None
+        return {"version": FORMAT_VERSION, **data}
 
     @classmethod
     def from_dict(cls, data: Any) -> Summary:
@@ -139,6 +146,7 @@ def _job(data: Any, where: str) -> JobSummary:
         if not {"type", "state", "replicas"} <= replica.keys():
             raise NoteError(f"{where}.replicas[{n}]: type, state and replicas are needed")
         replicas.append(ReplicaSummary(**replica))
+    job["record"] = _record(job.get("record"), f"{where}.record")
     if job.get("failure") is not None:
         job["failure"] = fields(job["failure"], f"{where}.failure", FAILURE)
         if "replica" not in job["failure"]:
@@ -152,3 +160,14 @@ def _job(data: Any, where: str) -> JobSummary:
             "warnings": tuple(job.get("warnings", ())),
         }
     )
+
+
+def _record(data: dict[str, Any] | None, where: str) -> TrainingRecord | None:
+    """A note's training record, checked whole (`read_record`): one that is not ours
+    refuses the note, as any other field of the wrong shape does."""
+    if data is None:
+        return None
+    try:
+        return read_record(json.dumps(data, allow_nan=False))
+    except (RecordShapeError, ValueError) as refused:
+        raise NoteError(f"{where}: {refused}") from None
