@@ -30,9 +30,11 @@ from mxgitops.cli.options import (
 )
 from mxgitops.runtimes.shared.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
 from mxgitops.settings.config import (
+    DEFAULT_TRAINING_LOG_READS,
     MAX_FAILURE_LOG_LINES,
     MAX_PARALLELISM,
     MAX_STATUS_TIMEOUT,
+    MAX_TRAINING_LOG_READS,
     SyncConfig,
     from_options,
 )
@@ -124,6 +126,15 @@ for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
     help="Last lines of a failed container's log kept with its job (in the ledger, the "
     "note and status), read once when the job is first seen failed; 0 reads none.  "
     "[default: 20]",
+)
+@setting(
+    "--training-log-reads",
+    type=click.IntRange(0, MAX_TRAINING_LOG_READS),
+    metavar="N",
+    help="Running jobs whose worker 0 log one sync reads for its training record (at most "
+    "256 KiB each, from where the last read ended); past N the jobs read longest ago go "
+    "first and the others wait for the next sync; a job seen finished is read once more "
+    f"whatever N; 0 reads none.  [default: {DEFAULT_TRAINING_LOG_READS}]",
 )
 @setting(
     "--max-file-size",

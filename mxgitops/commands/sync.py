@@ -27,7 +27,7 @@ from mxgitops.manifests import loadcache
 from mxgitops.manifests import loading as manifests
 from mxgitops.manifests.files import Problem
 from mxgitops.objects import LiveObjects
-from mxgitops.outputs import report
+from mxgitops.outputs import recordnotes, report
 from mxgitops.outputs import sinks as outputs
 from mxgitops.outputs.forge.post import MAX_COMMITS
 from mxgitops.outputs.summary import Summary
@@ -39,7 +39,7 @@ from mxgitops.settings import config as settings
 from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
 from mxgitops.source import repository as source
-from mxgitops.state import clusterstate, failurelog, handoff
+from mxgitops.state import clusterstate, failurelog, handoff, training
 from mxgitops.state.apply import ChangeSet, apply
 from mxgitops.state.clusterstate import ClusterState
 
@@ -123,16 +123,23 @@ def sync(
         state = clusterstate.read(cluster, _home(config), loaded.jobs, notices)
         options = replace(options, names=clusterstate.names_needed(cluster, loaded.jobs))
 
-        def planned(state: ClusterState) -> Plan:
+        def planned(state: ClusterState, records: training.Records | None = None) -> Plan:
             # Logs of newly failed replicas are read before apply deletes anything.
-            made = _plan(loaded, state.live, state.known, options)
+            made = _plan(loaded, state.live, state.known, options).with_records(records or {})
             return failurelog.capture(made, cluster, lines=config.failure_log_lines)
 
         the_plan = planned(state)
+        collected = _training(the_plan, state, loaded, cluster, workspace, config, notices)
+        the_plan = the_plan.with_records(collected.records)
         changeset = None
         if cluster is not None and not config.dry_run and the_plan.writes:
             the_plan, changeset = _apply_under_lease(
-                cluster, config, progress, (state, the_plan), planned, workspace.commit
+                cluster,
+                config,
+                progress,
+                (state, the_plan),
+                lambda state: planned(state, collected.records),
+                workspace.commit,
             )
         summary = report.summarize(
             the_plan,
@@ -149,7 +156,7 @@ def sync(
         _log(summary, notices, the_plan)
         if on_summary is not None:
             on_summary(summary, tuple(notices))
-        written, note_error = _note(workspace, config, summary, progress, notices)
+        written, note_error = _note(workspace, config, summary, progress, notices, collected.read)
         cache.close()  # the Git cache is the next sync's while the forge is asked
         undelivered = outlet.deliver(summary, the_plan, changeset, cluster, note_error)
         return SyncOutcome(
@@ -184,6 +191,32 @@ def _previous_note(
         return report.read_note(repository.read_note(commit, notes_ref=notes_ref) or "")
     except source.NoteTooLarge as exc:
         return None, str(exc)
+
+
+def _training(
+    made: Plan,
+    state: ClusterState,
+    loaded: manifests.LoadResult,
+    cluster: kube.Cluster | None,
+    workspace: Workspace,
+    config: SyncConfig,
+    notices: list[str],
+) -> training.Collected:
+    """The training records of the runs this sync follows, read before apply deletes
+    anything (a finishing run's last lines); 0 log reads a sync: none followed."""
+    if cluster is None or config.training_log_reads <= 0:
+        return training.Collected({}, frozenset())
+    collected = training.collect(
+        training.runs(made, state.live, {job.key: job for job in loaded.jobs}),
+        cluster,
+        recordnotes.kept(workspace.repository, workspace.commit, config.notes_ref),
+        budget=config.training_log_reads,
+        now=datetime.now(UTC),
+    )
+    for warning in collected.warnings:
+        log.warning(warning)
+    notices.extend(collected.warnings)
+    return collected
 
 
 def _log(summary: Summary, notices: list[str], done: Plan) -> None:
@@ -415,6 +448,7 @@ def _note(
     summary: Summary,
     progress: Progress,
     notices: list[str],
+    records: frozenset[ledger.JobKey] = frozenset(),
 ) -> tuple[bool, str]:
     """Write the summary as a note on the synced commit, if it changed, and push it.
     Whether it was written, and why it could not be (a Git error, logged): what was
@@ -435,6 +469,8 @@ def _note(
         written = repository.write_note(
             workspace.commit, report.render_note(note), notes_ref=config.notes_ref
         )
+        # Each run's record also where it is kept: the note of the commit that asked for it.
+        written = recordnotes.write(repository, summary, records, config.notes_ref) > 0 or written
         repository.push_notes(notes_ref=config.notes_ref)
     except GitError as exc:
         message = f"the status note was not pushed: {exc}"

@@ -255,6 +255,18 @@ class Reads(Calls):
         log = self._call("GET", path, query=query, read=kubehttp.read_bytes)
         return log.decode("utf-8", "replace")
 
+    def pod_log_since(
+        self, namespace: str, pod: str, *, container: str, since: str, limit_bytes: int
+    ) -> str:
+        """A container's log from `since` (RFC 3339; "" from its start), each line after
+        its timestamp, at most `limit_bytes` read: never the whole of a long log."""
+        query = {"container": container, "timestamps": "true", "limitBytes": str(limit_bytes)}
+        if since:
+            query["sinceTime"] = since
+        path = f"{path_of(Kind.POD, namespace, pod)}/log"
+        log = self._call("GET", path, query=query, read=kubehttp.read_bytes)
+        return log.decode("utf-8", "replace")
+
     def wait_gone(
         self, refs: Sequence[ObjectRef], *, timeout: float, tick: Callable[[], None]
     ) -> list[ObjectRef]:

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from mxgitops.outputs import vouching
 from mxgitops.outputs.markdown import code, text, visible
 from mxgitops.outputs.notecheck import NoteError
+from mxgitops.outputs.progresstext import progress_text
 from mxgitops.outputs.summary import JobSummary, ReplicaSummary, Summary
 from mxgitops.planning.changes import Action, Change, Plan
 from mxgitops.planning.ledger import JobKey
@@ -133,6 +134,7 @@ def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> J
         commit=synced if change.action in _SUBMITTING else change.commit,
         placement=change.placement,
         unreachable=change.unreachable,
+        record=change.record,
     )
 
 
@@ -186,6 +188,8 @@ def carry_forward(summary: Summary, previous: Summary | None) -> Summary:
             job = replace(job, action=old.action, reason=old.reason, objects=old.objects)
         if old is not None and old.runtime_id == job.runtime_id:
             job = replace(job, moved_from=vouching.moved_from(old, job))
+            if job.record is None and job.runtime_id:  # its run's record, not read again
+                job = replace(job, record=old.record)
         jobs.append(job)
     return replace(summary, jobs=tuple(jobs))
 
@@ -254,7 +258,7 @@ def _markdown_row(cells: tuple[str, ...]) -> str:
 
 def _rows(summary: Summary) -> list[tuple[str, ...]]:
     header: tuple[str, ...] = ("JOB", "STATE", "RUNTIME", "REPLICAS", "ACTION", "ERRORS")
-    return [header] + [
+    rows = [header] + [
         (
             job.qualified_name,
             job.state or "-",
@@ -265,6 +269,11 @@ def _rows(summary: Summary) -> list[tuple[str, ...]]:
         )
         for job in summary.jobs
     ]
+    if not any(job.record for job in summary.jobs):
+        return rows
+    # A progress column beside the state, where a run's training record says something.
+    progress = ["PROGRESS", *(progress_text(job.record) or "-" for job in summary.jobs)]
+    return [(*row[:2], shown, *row[2:]) for row, shown in zip(rows, progress, strict=True)]
 
 
 def _title(summary: Summary) -> str:

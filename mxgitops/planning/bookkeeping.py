@@ -30,6 +30,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from mxgitops.planning.ledger import STATES, Finished, JobKey, Ledger
+from mxgitops.record.runrecord import TrainingRecord
+from mxgitops.record.stored import summary_json
 from mxgitops.runtimes.shared.base import Live
 from mxgitops.runtimes.shared.failure import Failure
 from mxgitops.runtimes.shared.state import State
@@ -163,6 +165,24 @@ def with_failure_logs(
 
     entries = {key: entry(e) for key, e in ledger.entries.items()}
     return ledger.with_entries(entries), tuple(replace(c, entry=entry(c.entry)) for c in book)
+
+
+def with_records(
+    ledger: Ledger, book: Sequence[LedgerChange], records: Mapping[JobKey, TrainingRecord]
+) -> tuple[Ledger, tuple[LedgerChange, ...]]:
+    """`ledger` and `book` with the entries `book` records now carrying the summary of
+    their run's training record (entries recorded earlier keep the one they have)."""
+    recording = {c.key for c in book if c.action is LedgerAction.RECORD and c.key in records}
+    if not recording:
+        return ledger, tuple(book)
+
+    def entry(e: Finished) -> Finished:
+        return replace(e, record=summary_json(records[e.key])) if e.key in recording else e
+
+    entries = {key: entry(e) for key, e in ledger.entries.items()}
+    return ledger.with_entries(entries), tuple(
+        replace(c, entry=entry(c.entry)) if c.action is LedgerAction.RECORD else c for c in book
+    )
 
 
 def recorded_run(entry: Finished, live: Live) -> bool:

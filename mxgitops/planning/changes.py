@@ -20,8 +20,10 @@ from mxgitops.planning.bookkeeping import (
     LedgerChange,
     put_back,
     with_failure_logs,
+    with_records,
 )
 from mxgitops.planning.ledger import JobKey, Ledger
+from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.runtimes.shared.accelerators import AcceleratorConfig
 from mxgitops.runtimes.shared.failure import Failure
 from mxgitops.runtimes.shared.inplace import InPlace
@@ -69,6 +71,7 @@ class Change:
     placement: str = ""
     # Why its state may be stale: that cluster does not answer (`Live.unreachable`).
     unreachable: str = ""
+    record: TrainingRecord | None = None  # its run's training (`state/training.py`)
 
     @property
     def key(self) -> JobKey:
@@ -142,6 +145,18 @@ class Plan:
             for c in self.changes
         )
         ledger, book = with_failure_logs(self.ledger, self.ledger_changes, logs)
+        return replace(self, changes=changes, ledger=ledger, ledger_changes=book)
+
+    def with_records(self, records: Mapping[JobKey, TrainingRecord]) -> Plan:
+        """The same plan, its runs carrying their training records: in the changes (what
+        this sync reports), and the entries this sync records finished (their summary
+        form, which outlives the pods and the note)."""
+        if not records:
+            return self
+        changes = tuple(
+            replace(c, record=records[c.key]) if c.key in records else c for c in self.changes
+        )
+        ledger, book = with_records(self.ledger, self.ledger_changes, records)
         return replace(self, changes=changes, ledger=ledger, ledger_changes=book)
 
     def count(self, action: Action) -> int:

@@ -38,6 +38,7 @@ class Finished:
     finished_at: str  # RFC 3339, when this sync first saw it finished
     unseen_since: str = ""  # RFC 3339: since when neither a manifest nor objects name it
     failure: str = ""  # why it failed (JSON of a `Failure`), kept once its pods are gone
+    record: str = ""  # its run's training record, summary form (`record/stored.py`)
 
     @property
     def key(self) -> JobKey:

@@ -24,6 +24,9 @@ class TrainingRecord:
     declared_epochs: int | None = None  # `progress.declared_epochs` of the job
     cluster: str = ""
     resources: ResourceUse | None = None  # its times: the run's start and end
+    # RFC 3339: the time of the last whole line read of worker 0's log ("" none yet),
+    # where the next sync's read starts (`sinceTime`)
+    read_until: str = ""
 
     def with_chunk(self, chunk: str, *, at_end: bool = False) -> TrainingRecord:
         return replace(self, log=read(self.log, chunk, at_end=at_end))

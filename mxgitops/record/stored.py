@@ -50,7 +50,7 @@ def note_json(record: TrainingRecord) -> str:
     """The note's form: within `MAX_NOTE_BYTES`."""
     points = MAX_POINTS
     while True:
-        text = _dumps(_common(record, "note") | _series(record.log, points))
+        text = _dumps(_common(record, "note") | _series(record.log, points) | _read_until(record))
         if len(text.encode()) <= MAX_NOTE_BYTES or points <= 2:
             return text
         points //= 2
@@ -110,6 +110,10 @@ def _series(log: TrainingLog, points: int) -> dict[str, Any]:
     }
 
 
+def _read_until(record: TrainingRecord) -> dict[str, Any]:
+    return {"read_until": record.read_until} if _TIME.fullmatch(record.read_until) else {}
+
+
 def _fields(use: ResourceUse) -> dict[str, Any]:
     return {
         "gpu_hours": use.gpu_hours,
@@ -139,7 +143,7 @@ def read_record(text: str) -> TrainingRecord:
     form = top["form"]
     check.that(form in ("note", "summary"), "form", "note or summary expected")
     if form == "summary":
-        check.that(not _NOTE_ONLY & set(top), "", "a summary holds no series")
+        check.that(not (_NOTE_ONLY | {"read_until"}) & set(top), "", "a summary holds no series")
     else:
         check.that(set(top) >= _NOTE_ONLY, "", "a note holds its series")
     got = check.keys(top["progress"], "progress", _PROGRESS_KEYS)
@@ -166,6 +170,7 @@ def read_record(text: str) -> TrainingRecord:
         samples=check.integer(top.get("samples"), "samples", 0, _MAX_COUNT, optional=True),
     )
     cluster = check.text(top["cluster"], "cluster", _CLUSTER, empty=True)
+    read_until = check.text(top.get("read_until", ""), "read_until", _TIME, empty=True)
     return TrainingRecord(
         log=log,
         declared_epochs=check.integer(
@@ -173,13 +178,14 @@ def read_record(text: str) -> TrainingRecord:
         ),
         cluster=cluster,
         resources=_resources(check, top["resources"]),
+        read_until=read_until,
     )
 
 
 _NOTE_ONLY = frozenset({"series", "epoch_seconds", "stride", "samples"})
 _NOTE_KEYS = (
     {"v", "form", "cluster", "duration_seconds", "progress", "throughput", "final", "best"},
-    {"resources", *_NOTE_ONLY},
+    {"resources", "read_until", *_NOTE_ONLY},
 )
 _PROGRESS_KEYS = (
     {"epoch", "finished_epoch", "step", "steps", "epochs_said", "epochs_declared"}

@@ -237,3 +237,6 @@ class Mixed:
 
     def compare_in_place(self, job: MxJob) -> list[InPlace]:
         return []
+
+    def training_pods(self) -> tuple[Mapping[str, Any] | None, tuple[KubeObject, ...]]:
+        return None, ()  # replaced whole by any spec already: no run to record

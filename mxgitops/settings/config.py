@@ -39,6 +39,8 @@ SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/
 MAX_PARALLELISM = 256  # each write holds a connection of the client's pool
 FILE_SIZE_BOUNDS = (1 << 10, 64 << 20)  # of --max-file-size: 1 KiB to 64 MiB
 MAX_FAILURE_LOG_LINES = 1000  # of --failure-log-lines
+DEFAULT_TRAINING_LOG_READS = 100  # of --training-log-reads (state/training.py)
+MAX_TRAINING_LOG_READS = 100_000
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
 ACCELERATORS_FILE_SIZE = 64 * 1024
@@ -78,6 +80,8 @@ class SyncConfig:
     git_token: str | None = field(default=None, repr=False)
     max_file_size: int = 1024 * 1024
     failure_log_lines: int = 20  # of a newly failed container's log kept; 0: none
+    # Running jobs' worker 0 logs read in one sync for their training record; 0: none.
+    training_log_reads: int = DEFAULT_TRAINING_LOG_READS
     # Runs of one spec made anew for a disruption, in a row, before it is Failed.
     max_disruption_runs: int = DEFAULT_MAX_DISRUPTION_RUNS
     cancel: tuple[str, ...] = ()  # .mxgitops.yaml: namespace/name pruned without waiting
@@ -134,6 +138,11 @@ class SyncConfig:
             raise ConfigError(
                 f"max-disruption-runs must be between 0 and {MAX_DISRUPTION_RUNS}, "
                 f"not {self.max_disruption_runs}"
+            )
+        if not 0 <= self.training_log_reads <= MAX_TRAINING_LOG_READS:
+            raise ConfigError(
+                f"training-log-reads must be between 0 and {MAX_TRAINING_LOG_READS}, "
+                f"not {self.training_log_reads}"
             )
         if not 0 <= self.failure_log_lines <= MAX_FAILURE_LOG_LINES:
             raise ConfigError(

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from mxgitops.errors import ClusterClientError, StateDamagedError
 from mxgitops.objects import KubeObject, ObjectRef, ownership_labels
 from mxgitops.planning.ledger import STATES, Finished, JobKey, Ledger, Stored
+from mxgitops.record.stored import MAX_SUMMARY_BYTES
 
 DATA_KEY = "finished.json"
 SHARDS_KEY = "shards"  # the shard count the ConfigMap was written with (absent: 1)
@@ -37,7 +38,7 @@ MAX_BYTES = 900 * 1024
 MAX_SHARDS = 1024  # ~5 million finished jobs
 _FIELDS = ("namespace", "name", "spec_hash", "state", "finished_at")
 _KEYS = frozenset(_FIELDS)
-_OPTIONAL = ("unseen_since", "failure")
+_OPTIONAL = ("unseen_since", "failure", "record")
 _KEYS_UNSEEN = _KEYS | set(_OPTIONAL)
 
 
@@ -141,6 +142,8 @@ def _row(index: int, row: Any) -> Finished:
         "".join(row.values())  # every value a string
     except TypeError:
         raise ValueError(f"entry {index} has a value that is not a string") from None
+    if len(row.get("record", "")) > MAX_SUMMARY_BYTES:
+        raise ValueError(f"entry {index} has a training record of more than {MAX_SUMMARY_BYTES}")
     if row["state"] not in STATES:
         raise ValueError(f"entry {index} has the state {row['state']!r}, not a finished one")
     return Finished(**row)

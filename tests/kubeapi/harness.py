@@ -182,6 +182,10 @@ class KubeAPI:
         """What every pod of the batch Job ``job`` serves as its log (double only)."""
         self.server.pod_logs.set(namespace, job, text)
 
+    def append_container_log(self, *, job: str, namespace: str, text: str) -> None:
+        """Lines every pod of the batch Job ``job`` logs next, stamped now (double only)."""
+        self.server.pod_logs.append(namespace, job, text)
+
     def settle(self, namespace: str | None = None) -> None:
         """Nothing to wait for: the double's controllers act only when stepped."""
 

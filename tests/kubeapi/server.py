@@ -86,7 +86,7 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.store = Store(seed)
         self.rest = Rest(self.store)
         self.control = ControlPlane(self.rest)
-        self.pod_logs = PodLogs()
+        self.pod_logs = PodLogs(self.store.now)
         self.faults = faults or Faults()
         self.log = log or RequestLog()
         self._connections: set[socket.socket] = set()

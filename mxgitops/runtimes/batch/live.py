@@ -69,6 +69,7 @@ from mxgitops.runtimes.shared.labels import (
     TASK_INDEX_LABEL,
     parse_replicas_annotation,
 )
+from mxgitops.runtimes.shared.pods import newest_pod
 from mxgitops.runtimes.shared.reruns import recorded
 from mxgitops.runtimes.shared.state import MxReplicaStatus, State
 
@@ -224,6 +225,17 @@ class LiveJob:
     def _status(self) -> tuple[State, tuple[MxReplicaStatus, ...]]:
         state, replicas = shape_status(self._shape, self._objects())
         return state, tuple(replicas)
+
+    def training_pods(self) -> tuple[Mapping[str, Any] | None, tuple[KubeObject, ...]]:
+        """Worker 0's newest pod and the pods of the judged runtime (`Live`'s)."""
+        shape = self._shape
+        run = tuple(
+            p for p in self.pods if objects.labels_of(p).get(RUNTIME_ID_LABEL) == shape.runtime_id
+        )
+        for replica_type, index, _, pods, _ in replicas_of(shape, self._objects()):
+            if replica_type is ReplicaType.WORKER and index == 0 and pods:
+                return newest_pod(pods), run
+        return None, run
 
     def placement(self) -> str:
         """Batch Jobs run where they are made: never on another cluster."""

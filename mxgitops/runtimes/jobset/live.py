@@ -308,6 +308,17 @@ class LiveJobSet:
         jobset = self._judged
         return () if jobset is None else recorded((jobset,)) + disruption_restarts(jobset)
 
+    def training_pods(self) -> tuple[Mapping[str, Any] | None, tuple[KubeObject, ...]]:
+        """Worker 0's newest pod and the pods of the judged JobSet (`Live`'s); none
+        where it runs on another cluster (its pods are there)."""
+        jobset = self._judged
+        if jobset is None:
+            return None, ()
+        name = (jobset.get("metadata") or {}).get("name")
+        run = tuple(p for p in self.pods if objects.labels_of(p).get(JOBSET_NAME_LABEL) == name)
+        workers = _pods_by_replica(run).get((ReplicaType.WORKER, 0))
+        return (newest_pod(workers) if workers else None), run
+
     def failure(self) -> Failure | None:
         """Why the judged JobSet failed: its failed replica's pod, and its condition."""
         jobset = self._judged
