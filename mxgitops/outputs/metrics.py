@@ -39,7 +39,7 @@ from mxgitops.planning.changes import Action
 from mxgitops.source.gitauth import redact
 
 JOB = "mxgitops"
-PHASES = ("git", "validate", "read", "apply", "note", "status", "events")
+PHASES = ("git", "validate", "read", "apply", "note", "status", "events", "notify")
 PUSH_TIMEOUT = 10.0
 _WRITING = frozenset(
     {
