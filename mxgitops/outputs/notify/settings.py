@@ -45,6 +45,29 @@ KEYS = (
     "namespaces",
     "jobs",
 )
+# What each key means, for the settings reference (scripts/generate_reference.py).
+DESCRIPTIONS = {
+    "notifications": "The destinations: a list of mappings with the keys below.",
+    "dashboardURL": "The dashboard's address: each job's message links "
+    "`{dashboardURL}/jobs/NAMESPACE/NAME`.",
+    "timeout": "Longest one destination's POST may take, the whole of it; all of them "
+    "together take at most three times that (default 10s, at most 60s).",
+    "name": "The destination's name in messages and logs (default `PROVIDER-INDEX`); "
+    "its address never shows.",
+    "provider": "One of " + ", ".join(f"`{p}`" for p in PROVIDERS) + ".",
+    "addressFile": "File holding the webhook's URL (http or https), a mounted Secret's "
+    "key; a relative path is read beside the notifications file.",
+    "secretFile": "`generic-hmac` only: file holding the key of the `X-Signature` HMAC.",
+    "events": "What the destination hears: "
+    + ", ".join(f"`{e}`" for e in EVENTS)
+    + " (default "
+    + ", ".join(f"`{e}`" for e in DEFAULT_EVENTS)
+    + ").",
+    "waitingAfter": "How long a job is queued or pending before `waiting` is told "
+    "(default 30m; such as 45m, 2h, 1h30m).",
+    "namespaces": "Globs of the namespaces whose jobs it hears (default: all).",
+    "jobs": "Globs of the job names it hears (default: all).",
+}
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
