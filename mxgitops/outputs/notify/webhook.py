@@ -95,6 +95,8 @@ def post(
 
     try:
         status = within(timeout, posting, what)
+    except urllib3.exceptions.TimeoutError:  # the socket's own timeout, at the deadline too
+        raise OutputError(f"{what}: no answer within {timeout:g} s") from None
     except urllib3.exceptions.HTTPError as exc:  # its words may quote the URL
         raise OutputError(f"{what}: not delivered ({type(exc).__name__})") from None
     except OSError as exc:
