@@ -132,3 +132,26 @@ def test_a_hundred_jobs_failing_at_once_are_one_message_per_destination(
     assert slack["blocks"][1]["text"]["text"].splitlines()[-1] == "and 95 more"
     run(notifications_file=settings)
     assert len(chat.requests) == 3
+
+
+def test_a_job_that_succeeds_after_a_retry_is_told_once_that_it_succeeded(
+    kubeapi: KubeAPI, repo: Path, run: Syncer, chat: ChatServer, tmp_path: Path
+) -> None:
+    """ExitCode: 137 is retried (Kubeflow's rule), so the job never failed: one message,
+    that it succeeded."""
+    settings = notifications_file(tmp_path, chat.url, "slack")
+    write(repo, mxjob("train", servers=0, restart="ExitCode", runPolicy={"backoffLimit": 3}))
+    run(notifications_file=settings)
+    kubeapi.run_job_controller(NS)
+    job = batch_job(kubeapi, "train", "worker")
+    kubeapi.kubelet(job=job, namespace=NS, phase="Failed", exit_code=137, reason="OOMKilled")
+    kubeapi.run_job_controller(NS)
+    assert run(notifications_file=settings).summary.jobs[0].state != "Failed"
+    assert chat.requests == []
+    kubeapi.run_job_controller(NS)
+    kubeapi.kubelet(job=job, namespace=NS, phase="Succeeded")
+    kubeapi.run_job_controller(NS)
+    run(notifications_file=settings)
+    run(notifications_file=settings)
+    (told,) = chat.requests
+    assert told.json["blocks"][0]["text"]["text"] == f"{NS}/train succeeded"
