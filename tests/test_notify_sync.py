@@ -57,8 +57,13 @@ def test_a_failing_job_is_told_once_across_syncs_and_a_restarted_sync(
     assert told["log"].endswith("ValueError: @channel bad <!here>")
 
     run(notifications_file=settings)
+    kubeapi.clear_log()
     run(notifications_file=settings)
     assert len(chat.requests) == 2  # nothing more, sync after sync
+    book_writes = [
+        e for e in kubeapi.request_log if e["resource"] == "configmaps" and e["method"] != "GET"
+    ]
+    assert book_writes == []  # nor any write of the book: nothing new
 
     restarted = Syncer(kubeapi, repo)  # a new pod: all it knows is in the cluster
     restarted(notifications_file=settings)

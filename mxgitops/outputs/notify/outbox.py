@@ -42,6 +42,7 @@ class BookAPI(Protocol):
 class Kept:
     book: Book
     resource_version: str  # "": no ConfigMap yet
+    text: str = ""  # as read: a book that did not change is not written
 
 
 def name_of(instance: str) -> str:
@@ -59,13 +60,17 @@ def read(api: BookAPI, *, instance: str, namespace: str) -> Kept:
     version = str((found.get("metadata") or {}).get("resourceVersion") or "")
     text = (found.get("data") or {}).get(DATA_KEY, "")
     try:
-        return Kept(decode(text), version)
+        return Kept(decode(text), version, text)
     except (ValueError, TypeError, KeyError):
         log.warning("notifications: their book %s is not ours to read; started afresh", ref)
         return Kept(Book(), version)
 
 
 def write(api: BookAPI, kept: Kept, book: Book, *, instance: str, namespace: str) -> None:
+    """Write `book`, unless it is what was read: a sync with nothing new writes nothing."""
+    text = encode(book)
+    if kept.resource_version and text == kept.text:
+        return
     obj: KubeObject = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -74,7 +79,7 @@ def write(api: BookAPI, kept: Kept, book: Book, *, instance: str, namespace: str
             "namespace": namespace,
             "labels": ownership_labels(instance),
         },
-        "data": {DATA_KEY: encode(book)},
+        "data": {DATA_KEY: text},
     }
     try:
         if kept.resource_version:

@@ -39,7 +39,7 @@ DISRUPTED = "disrupted, not failed"
 
 @dataclass(frozen=True)
 class Entry:
-    seen: str  # RFC 3339: the last sync that saw the transition
+    seen: str  # the day (UTC, YYYY-MM-DD) of the last sync that saw the transition
     tries: int = 0  # deliveries that failed
     done: bool = False  # delivered, or given up after MAX_TRIES
 
@@ -69,7 +69,7 @@ def decide(
 ) -> tuple[dict[str, list[Notice]], Book]:
     """What each destination is sent now (by its name), and the book as it stands if
     every delivery fails (`delivered` marks those that did not)."""
-    stamp = _stamp(now)
+    stamp = _day(now)
     newly = set(finished)
     transitions, waiting = _transitions(summary, book.waiting, now)
     entries = dict(book.entries)
@@ -204,7 +204,7 @@ def commit_url(repo: str, commit: str) -> str:
 
 
 def _bounded(entries: Mapping[str, Entry], now: datetime) -> dict[str, Entry]:
-    oldest = _stamp(now - FORGET_AFTER)
+    oldest = _day(now - FORGET_AFTER)
     kept = {slot: e for slot, e in entries.items() if e.seen >= oldest}
     newest = sorted(kept.items(), key=lambda item: item[1].seen, reverse=True)[:MAX_ENTRIES]
     return dict(sorted(newest))
@@ -212,6 +212,12 @@ def _bounded(entries: Mapping[str, Entry], now: datetime) -> dict[str, Entry]:
 
 def _digest(parts: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def _day(moment: datetime) -> str:
+    """Days, not seconds: a sync that sees what the last one saw leaves the book as it
+    was, and writes nothing."""
+    return moment.strftime("%Y-%m-%d")
 
 
 def _stamp(moment: datetime) -> str:
