@@ -47,7 +47,7 @@ from mxgitops.planning.changes import Action
 from mxgitops.source.gitauth import redact
 
 JOB = "mxgitops"
-PHASES = ("git", "validate", "read", "apply", "note", "status", "events")
+PHASES = ("git", "validate", "read", "apply", "note", "status", "events", "notify")
 PUSH_TIMEOUT = 10.0
 MAX_METRICS_PER_RUN = 4  # training metrics pushed per run: a bound on the series
 TRAINING_GROUP = "training"
