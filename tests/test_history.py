@@ -75,6 +75,27 @@ def test_the_run_is_read_from_the_first_synced_commit_after_the_change(
     assert run.record is not None and run.record.log.latest["validation-accuracy"] == 0.4
 
 
+def test_the_outcome_is_the_latest_note_s_state_of_the_same_run(
+    remote: GitRemote, tmp_path: Path
+) -> None:
+    change = remote.commit({"jobs/mnist.yaml": manifest("mnist", "0.1")}, "mnist")
+    add_note(remote, change, note_for(change, "mnist", record([0.4]), state="Running"))
+    later = remote.commit({"README.md": "later\n"}, "docs")
+    add_note(remote, later, note_for(later, "mnist", record([0.4, 0.6]), state="Succeeded"))
+
+    (run,) = _runs(remote, tmp_path)
+
+    assert run.synced_commit == change
+    assert run.state == "Succeeded"
+    assert run.record is not None and run.record.log.latest["validation-accuracy"] == 0.4
+
+    # A latest note of another runtime of the job says nothing of this run.
+    other = remote.commit({"README.md": "again\n"}, "docs again")
+    add_note(remote, other, note_for(other, "mnist", None, "Failed", runtime_id="r2"))
+    (run,) = _runs(remote, tmp_path)
+    assert run.state == "Running"
+
+
 def test_a_forged_note_is_refused_with_a_warning_and_the_other_runs_shown(
     remote: GitRemote, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

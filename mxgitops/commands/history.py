@@ -2,10 +2,11 @@
 
 A run starts where a commit of the tracked branch changed the job's manifest (wherever
 the job is defined then: a renamed file, or a job moved to another file, is the same job;
-a change the YAML parser sees no difference in, a comment, is no run). Its outcome and
-training record are in the note of the commit that asked for it: the first commit synced
-from there on, before the job's next change, whose note names the job (the sync writes
-the run's `JobSummary`, its record included, into that commit's note). A note that
+a change the YAML parser sees no difference in, a comment, is no run). Its training
+record is in the note of the commit that asked for it: the first commit synced from there
+on, before the job's next change, whose note names the job (the sync keeps the run's
+`JobSummary`, its record included, in that commit's note). Its outcome is the state the
+last note of its commits gives the same runtime (later syncs saw it finish). A note that
 `status` would refuse is skipped with a warning, the run still shown without it.
 
 Git runs in `source/githistory.py`, a constant number of processes whatever the length
@@ -49,7 +50,7 @@ class Run:
     spec_change: tuple[str, ...]  # since the previous run: "args: --lr 0.1 → 0.05"
     state: str  # the outcome its note gives ("" when no sync wrote one)
     record: TrainingRecord | None = None
-    synced_commit: str = ""  # the commit whose note holds its outcome ("" if none)
+    synced_commit: str = ""  # the commit that asked for it: its note holds the record
 
 
 class UnknownJob(ConfigError):
@@ -105,36 +106,32 @@ def runs_at(
     blobs = {c.new_blob for commit in commits for c in commit.changes if within(c.new_path)}
     texts, _ = githistory.read_blobs(repository, blobs, max_size=MAX_FILE_SIZE)
     finder = _JobFinder(texts, namespace=namespace, name=name, default=default_namespace)
-    starts = _run_starts(commits, finder, within)
+    spans = _spans(commits, finder, within)
     notes = githistory.note_blobs(repository, notes_ref)
-    synced = _synced_commits(commits, [index for index, _ in starts], notes)
+    noted = [_noted(commits[span.start : span.end], notes) for span in spans]
     bodies, too_large = githistory.read_blobs(
-        repository, (notes[sha] for sha in synced.values()), max_size=MAX_NOTE_SIZE
+        repository, (notes[sha] for pair in noted for sha in pair), max_size=MAX_NOTE_SIZE
     )
+    reader = _NoteReader(notes, bodies, too_large, (namespace, name), warn)
     runs: list[Run] = []
     previous: Mapping[str, Any] | None = None
-    for index, document in starts:
-        commit = commits[index]
-        change = spec_change(previous, document)
-        previous = document
-        job = None
-        note_commit = synced.get(index, "")
-        if note_commit:
-            blob = notes[note_commit]
-            job = _job_in_note(
-                bodies.get(blob), blob in too_large, note_commit, namespace, name, warn
-            )
+    for span, pair in zip(spans, noted, strict=True):
+        commit = commits[span.start]
+        asked, latest = pair or ("", "")
+        asking = reader.job(asked, runtime_id=None) if asked else None
+        now = reader.job(latest, runtime_id=asking.runtime_id) if asking and latest else None
         runs.append(
             Run(
                 commit=commit.sha,
                 author=commit.author,
                 date=commit.date,
-                spec_change=change,
-                state=_outcome(job),
-                record=job.record if job else None,
-                synced_commit=note_commit if job else "",
+                spec_change=spec_change(previous, span.document),
+                state=_outcome(now if now is not None and now.state else asking),
+                record=asking.record if asking else None,
+                synced_commit=asked if asking else "",
             )
         )
+        previous = span.document
     return list(reversed(runs))[:most]
 
 
@@ -223,55 +220,95 @@ def _jobs_in(text: str, default_namespace: str) -> Iterable[tuple[str, str, Mapp
     return found
 
 
-def _run_starts(
+@dataclass(frozen=True)
+class _Span:
+    """The commits [start, end) of one run: from the commit that changed the job's
+    manifest to the next that changed it or took it away."""
+
+    start: int
+    end: int
+    document: Mapping[str, Any]  # the job's manifest in the run
+
+
+def _spans(
     commits: list[LoggedCommit], finder: _JobFinder, within: Callable[[str], bool]
-) -> list[tuple[int, Mapping[str, Any]]]:
-    """(index of the commit, the job's manifest then) of each commit that changed it,
-    oldest first. The job is followed from file to file: where it is defined after a
-    commit is the changed file that defines it, else the file it was in, if untouched."""
-    starts: list[tuple[int, Mapping[str, Any]]] = []
+) -> list[_Span]:
+    """The runs' spans, oldest first. The job is followed from file to file: where it is
+    defined after a commit is the changed file that defines it, else the file it was in,
+    if that file was not changed."""
+    spans: list[_Span] = []
     where: str | None = None
     current: Mapping[str, Any] | None = None
+
+    def close(index: int) -> None:
+        if spans and spans[-1].end == len(commits):
+            spans[-1] = _Span(spans[-1].start, index, spans[-1].document)
+
     for index, commit in enumerate(commits):
         defined = [(c.new_path, finder(c.new_blob)) for c in commit.changes if within(c.new_path)]
         found = [(path, data) for path, data in defined if data is not None]
         if found:
             where, document = found[0]
             if document != current:
-                starts.append((index, document))
+                close(index)
+                spans.append(_Span(index, len(commits), document))
             current = document
         elif where is not None and any(c.old_path == where for c in commit.changes):
+            close(index)
             where, current = None, None  # its file changed, moved or went, without it
-    return starts
+    return spans
 
 
-def _synced_commits(
-    commits: list[LoggedCommit], starts: list[int], notes: Mapping[str, str]
-) -> dict[int, str]:
-    """For each run's start, the first commit from there, before the next run, with a
-    note: the commit a sync saw and wrote the run's outcome on."""
-    found: dict[int, str] = {}
-    for position, start in enumerate(starts):
-        end = starts[position + 1] if position + 1 < len(starts) else len(commits)
-        for commit in commits[start:end]:
-            if commit.sha in notes:
-                found[start] = commit.sha
-                break
-    return found
+def _noted(commits: list[LoggedCommit], notes: Mapping[str, str]) -> tuple[str, ...]:
+    """Of a run's commits, the first with a note (the commit a sync saw and asked for the
+    run on: its note keeps the record) and the last (the run's latest state): () if none."""
+    with_notes = [commit.sha for commit in commits if commit.sha in notes]
+    return (with_notes[0], with_notes[-1]) if with_notes else ()
 
 
-def _job_in_note(
-    body: bytes | None, too_large: bool, commit: str, namespace: str, name: str, warn: Warn
-) -> JobSummary | None:
-    if too_large or body is None:
-        warn(f"the note on {commit[:7]} is set aside: too large (over {MAX_NOTE_SIZE} bytes)")
-        return None
-    summary, unreadable = report.read_note(body.decode("utf-8", errors="replace"))
-    if unreadable:
-        warn(f"the note on {commit[:7]} is set aside: {unreadable}")
-    if summary is None:
-        return None
-    return next((j for j in summary.jobs if (j.namespace, j.name) == (namespace, name)), None)
+class _NoteReader:
+    """The job's summary in the notes read, each note parsed once; a note status would
+    refuse is set aside with one warning."""
+
+    def __init__(
+        self,
+        notes: Mapping[str, str],
+        bodies: Mapping[str, bytes],
+        too_large: frozenset[str],
+        key: tuple[str, str],
+        warn: Warn,
+    ) -> None:
+        self._notes, self._bodies, self._too_large = notes, bodies, too_large
+        self._key = key
+        self._warn = warn
+        self._read: dict[str, tuple[JobSummary, ...]] = {}
+
+    def job(self, commit: str, *, runtime_id: str | None) -> JobSummary | None:
+        """The job's summary in `commit`'s note (of that runtime, unless None)."""
+        if commit not in self._read:
+            self._read[commit] = self._jobs(commit)
+        return next(
+            (
+                job
+                for job in self._read[commit]
+                if (job.namespace, job.name) == self._key
+                and (runtime_id is None or job.runtime_id == runtime_id)
+            ),
+            None,
+        )
+
+    def _jobs(self, commit: str) -> tuple[JobSummary, ...]:
+        blob = self._notes[commit]
+        body = self._bodies.get(blob)
+        if blob in self._too_large or body is None:
+            self._warn(
+                f"the note on {commit[:7]} is set aside: too large (over {MAX_NOTE_SIZE} bytes)"
+            )
+            return ()
+        summary, unreadable = report.read_note(body.decode("utf-8", errors="replace"))
+        if unreadable:
+            self._warn(f"the note on {commit[:7]} is set aside: {unreadable}")
+        return summary.jobs if summary is not None else ()
 
 
 def _outcome(job: JobSummary | None) -> str:

@@ -73,7 +73,13 @@ def record(accuracies: list[float], *, hours: float = 0.5, gpus: float = 1.0) ->
     )
 
 
-def note_for(commit: str, name: str, run: TrainingRecord | None, state: str = "Succeeded") -> str:
+def note_for(
+    commit: str,
+    name: str,
+    run: TrainingRecord | None,
+    state: str = "Succeeded",
+    runtime_id: str = "r1",
+) -> str:
     job = JobSummary(
         namespace=NS,
         name=name,
@@ -81,6 +87,7 @@ def note_for(commit: str, name: str, run: TrainingRecord | None, state: str = "S
         reason="new job",
         state=state,
         commit=commit,
+        runtime_id=runtime_id,
         record=run,
     )
     return report.render_note(Summary(commit=commit, instance="test", jobs=(job,)))
