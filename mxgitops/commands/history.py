@@ -22,13 +22,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mxgitops.commands.specchange import spec_change
+from mxgitops.commands.sync import repository_kind
 from mxgitops.errors import ConfigError
 from mxgitops.manifests.files import MAX_FILE_SIZE, SUFFIXES
 from mxgitops.manifests.yamldoc import YamlError, documents
 from mxgitops.model import KUBEFLOW_KIND, NAMESPACE, SEED_KIND
 from mxgitops.outputs import report
+from mxgitops.outputs.markdown import visible
 from mxgitops.outputs.summary import JobSummary
 from mxgitops.record.runrecord import TrainingRecord
+from mxgitops.settings import config as settings
+from mxgitops.settings import reading
+from mxgitops.settings.config import SyncConfig
 from mxgitops.source import githistory
 from mxgitops.source.githistory import LoggedCommit
 from mxgitops.source.repository import MAX_NOTE_SIZE, Repository
@@ -135,17 +140,16 @@ def runs_at(
     return list(reversed(runs))[:most]
 
 
-def known_jobs(root: Path, subpath: str = "", default_namespace: str = NAMESPACE) -> list[str]:
-    """namespace/name of every job the manifests under `root/subpath` define (no
-    validation: for naming the jobs a branch has when the one asked for is not one)."""
+def known_jobs(directory: Path, default_namespace: str = NAMESPACE) -> list[str]:
+    """namespace/name of every job the manifests under `directory` define (no validation:
+    for naming the jobs a branch has when the one asked for is not one)."""
     found: set[str] = set()
-    top = root / subpath if subpath else root
-    for path in sorted(top.rglob("*")):
-        relative = path.relative_to(root).parts
-        if path.suffix not in SUFFIXES or any(p.startswith(".") for p in relative):
+    for path in sorted(directory.rglob("*")):
+        hidden = any(part.startswith(".") for part in path.relative_to(directory).parts)
+        if hidden or path.suffix not in SUFFIXES or path.is_symlink() or not path.is_file():
             continue
         try:
-            if path.stat().st_size > MAX_FILE_SIZE or not path.is_file():
+            if path.stat().st_size > MAX_FILE_SIZE:
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -315,3 +319,71 @@ def _outcome(job: JobSummary | None) -> str:
     if job is None:
         return ""
     return job.state or job.action
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+MAX_NAMED = 12  # jobs named when the one asked for is not one
+
+
+def history(
+    config: SyncConfig,
+    job: str,
+    *,
+    explicit: frozenset[str] = frozenset(),
+    most: int = MOST_RUNS,
+    warn: Warn | None = None,
+) -> tuple[str, list[Run]]:
+    """`job` (`NAMESPACE/NAME`, or `NAME` in the configured namespace) as NAMESPACE/NAME,
+    and its runs on the configured branch of the configured repository; `UnknownJob`
+    when no commit walked defines it, naming the jobs the branch's tip has. The path and
+    namespace the tip's .mxgitops.yaml sets count where `explicit` (the settings given)
+    does not name them."""
+    given, _, name = job.rpartition("/")
+    if not name or "/" in given:
+        raise ConfigError(f"{visible(job[:200])!r} is not NAMESPACE/JOB")
+    if repository_kind(config.repo) == "directory":
+        raise ConfigError(
+            f"--repo {config.repo} is a plain directory; a job's runs live in a Git repository"
+        )
+    repository = reading.repository_of(config)
+    with repository.locked():
+        checkout = repository.sync(config.ref)
+        config, _ = settings.apply_repo_settings(config, set(explicit), checkout.root)
+        namespace = given or config.namespace
+        runs = runs_at(
+            repository,
+            checkout.commit,
+            notes_ref=config.notes_ref,
+            namespace=namespace,
+            name=name,
+            most=most,
+            subpath=config.path,
+            default_namespace=config.namespace,
+            warn=warn,
+        )
+        if not runs:
+            raise UnknownJob(
+                _unknown(
+                    namespace,
+                    name,
+                    checkout.ref,
+                    known_jobs(reading.manifest_dir(checkout.root, config.path), config.namespace),
+                )
+            )
+    return f"{namespace}/{name}", runs
+
+
+def _unknown(namespace: str, name: str, ref: str, known: list[str]) -> str:
+    from difflib import get_close_matches  # only a job not found needs it
+
+    wanted = f"{namespace}/{name}"
+    message = f"no commit of {visible(ref)} defines the job {visible(wanted[:200])!r}"
+    if not known:
+        return message + "; its tip defines no job"
+    named = ", ".join(visible(job) for job in known[:MAX_NAMED])
+    more = f" and {len(known) - MAX_NAMED} more" if len(known) > MAX_NAMED else ""
+    close = get_close_matches(wanted, known, n=1)
+    hint = f"; did you mean {visible(close[0])}?" if close else ""
+    return f"{message}; its tip defines {named}{more}{hint}"
