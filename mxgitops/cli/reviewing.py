@@ -25,7 +25,7 @@ from mxgitops.cli.options import (
     request_timeout_setting,
     setting,
 )
-from mxgitops.settings.config import SyncConfig, from_options
+from mxgitops.settings.config import DEFAULT_NOTES_REF, SyncConfig, from_options
 
 
 @main.command()
@@ -167,6 +167,14 @@ def history(job: str, output: str, metric: str | None, most: int, **options: Any
 @policy_file_option
 @default_runtime_setting
 @click.option(
+    "--notes-ref",
+    metavar="REF",
+    default=DEFAULT_NOTES_REF,
+    show_default=True,
+    help="Notes ref of the status notes, read for the changed jobs' earlier runs (a "
+    "clone fetches none: git fetch origin REF:REF first).",
+)
+@click.option(
     "--output",
     "-o",
     type=click.Choice(["text", "markdown", "json"]),
@@ -182,6 +190,7 @@ def diff(
     namespace: str | None,
     policy_file: Path | None,
     default_runtime: str | None,
+    notes_ref: str,
     output: str,
 ) -> ExitCode:
     """Show which jobs a change adds, changes and removes, and what it breaks.
@@ -189,12 +198,15 @@ def diff(
     Compares the manifests of two commits of a checkout; needs no cluster.
     What a change replaces and what it patches in place depends on the runtime
     a job runs on: give --default-runtime as the operator's sync has it.
-    Exits 1 when HEAD has invalid manifests.
+    Exits 1 when HEAD has invalid manifests. Where a changed job ran before
+    (the status notes of BASE's history, if fetched), what its last run reached,
+    at what cost, is told too.
 
     \b
     Examples:
       mxgitops diff origin/main HEAD
       mxgitops diff origin/main HEAD -o markdown > comment.md
+      git fetch origin refs/notes/mxgitops:refs/notes/mxgitops   # earlier runs too
     """
     # Imported here, not above: validate needs none of them (see the imports).
     from mxgitops.commands import review
@@ -208,6 +220,7 @@ def diff(
         namespace=namespace,
         policy_file=policy_file,
         default_runtime=default_runtime or SyncConfig.default_runtime,
+        notes_ref=notes_ref,
     )
     renderers = {
         "text": review.render_text,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mxgitops.commands.review import LastRun
 from mxgitops.commands.specchange import spec_change
 from mxgitops.commands.sync import repository_kind
 from mxgitops.errors import ConfigError
@@ -35,6 +36,7 @@ from mxgitops.settings import config as settings
 from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
 from mxgitops.source import githistory
+from mxgitops.source.gitcommand import Runner
 from mxgitops.source.githistory import LoggedCommit
 from mxgitops.source.repository import MAX_NOTE_SIZE, Repository
 
@@ -80,7 +82,7 @@ def runs_of(
     with repository.locked():
         tip = repository.sync(branch).commit
         return runs_at(
-            repository,
+            repository.reader(),
             tip,
             notes_ref=notes_ref,
             namespace=namespace,
@@ -93,7 +95,7 @@ def runs_of(
 
 
 def runs_at(
-    repository: Repository,
+    git: Runner,
     tip: str,
     *,
     notes_ref: str,
@@ -104,18 +106,19 @@ def runs_at(
     default_namespace: str = NAMESPACE,
     warn: Warn | None = None,
 ) -> list[Run]:
-    """`runs_of` in a cache already synced (and locked by the caller), from `tip`."""
+    """`runs_of` from `tip` in `git`: a cache already synced (and locked by the caller),
+    or a checkout (`gitcommand.local_git`)."""
     warn = warn or log.warning
-    commits = list(reversed(githistory.first_parent_log(repository, tip)))
+    commits = list(reversed(githistory.first_parent_log(git, tip)))
     within = _Within(subpath)
     blobs = {c.new_blob for commit in commits for c in commit.changes if within(c.new_path)}
-    texts, _ = githistory.read_blobs(repository, blobs, max_size=MAX_FILE_SIZE)
+    texts, _ = githistory.read_blobs(git, blobs, max_size=MAX_FILE_SIZE)
     finder = _JobFinder(texts, namespace=namespace, name=name, default=default_namespace)
     spans = _spans(commits, finder, within)
-    notes = githistory.note_blobs(repository, notes_ref)
+    notes = githistory.note_blobs(git, notes_ref)
     noted = [_noted(commits[span.start : span.end], notes) for span in spans]
     bodies, too_large = githistory.read_blobs(
-        repository, (notes[sha] for pair in noted for sha in pair), max_size=MAX_NOTE_SIZE
+        git, (notes[sha] for pair in noted for sha in pair), max_size=MAX_NOTE_SIZE
     )
     reader = _NoteReader(notes, bodies, too_large, (namespace, name), warn)
     runs: list[Run] = []
@@ -353,7 +356,7 @@ def history(
         config, _ = settings.apply_repo_settings(config, set(explicit), checkout.root)
         namespace = given or config.namespace
         runs = runs_at(
-            repository,
+            repository.reader(),
             checkout.commit,
             notes_ref=config.notes_ref,
             namespace=namespace,
@@ -387,3 +390,56 @@ def _unknown(namespace: str, name: str, ref: str, known: list[str]) -> str:
     close = get_close_matches(wanted, known, n=1)
     hint = f"; did you mean {visible(close[0])}?" if close else ""
     return f"{message}; its tip defines {named}{more}{hint}"
+
+
+# -- the pull request's plan ---------------------------------------------------------------
+
+
+MAX_LAST_RUNS = 20  # changed jobs of one pull request whose history is read
+
+
+def last_runs(
+    git: Runner,
+    base: str,
+    jobs: Iterable[tuple[str, str]],
+    *,
+    notes_ref: str,
+    default_namespace: str = NAMESPACE,
+) -> tuple[LastRun, ...]:
+    """For each of `jobs` (namespace, name; the first `MAX_LAST_RUNS`), what its newest
+    run with a record in `base`'s history reached; jobs that never ran are left out."""
+    found = []
+    for namespace, name in list(jobs)[:MAX_LAST_RUNS]:
+        runs = runs_at(
+            git,
+            base,
+            notes_ref=notes_ref,
+            namespace=namespace,
+            name=name,
+            default_namespace=default_namespace,
+        )
+        ran = next((run for run in runs if run.record is not None), None)
+        if ran is None or ran.record is None:
+            continue
+        record = ran.record
+        metric = key_metric(record)
+        use = record.resources
+        found.append(
+            LastRun(
+                job=f"{namespace}/{name}",
+                commit=ran.commit,
+                outcome=ran.state,
+                metric=metric,
+                final=record.log.latest.get(metric) if metric else None,
+                duration_seconds=record.duration_seconds,
+                gpu_hours=use.gpu_hours if use else None,
+                estimate=use.estimate if use else False,
+            )
+        )
+    return tuple(found)
+
+
+def key_metric(record: TrainingRecord) -> str:
+    """Its first validation metric, else its first metric, as `status` shows one."""
+    names = sorted(record.log.latest, key=lambda n: (not n.startswith("validation-"), n))
+    return names[0] if names else ""

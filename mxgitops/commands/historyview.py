@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mxgitops.commands.history import Run
+from mxgitops.commands.history import Run, key_metric
 from mxgitops.outputs.markdown import code, text, visible
 from mxgitops.record.reading import lower_is_better
 from mxgitops.record.runrecord import TrainingRecord
+from mxgitops.words import duration
 
 MAX_AUTHOR = 40
 MAX_CHANGE = 80
@@ -78,11 +79,7 @@ def metric_value(record: TrainingRecord | None, name: str, which: str) -> float 
 
 
 def _headline(runs: Sequence[Run]) -> str:
-    for run in runs:
-        if run.record is not None and run.record.log.latest:
-            names = sorted(run.record.log.latest, key=lambda n: (not n.startswith(_VALIDATION), n))
-            return names[0]
-    return ""
+    return next((key_metric(run.record) for run in runs if run.record is not None), "")
 
 
 # -- text --------------------------------------------------------------------------------
@@ -118,21 +115,6 @@ def _cells(view: Shown, run: Run) -> tuple[str, ...]:
         _number(metric_value(record, view.metric, "final")),
         _number(metric_value(record, view.metric, "best")),
     )
-
-
-def duration(seconds: float) -> str:
-    """`45s`, `14m`, `2h05m`, `3d04h`."""
-    whole = max(0, round(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    minutes = whole // 60
-    if minutes < 60:
-        return f"{minutes}m"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
 
 
 def _hours(hours: float, estimate: bool) -> str:

@@ -5,7 +5,9 @@ saw, a merge seen as its pull request's change), each commit with the files it c
 and their blob ids (`first_parent_log`: one `git log`), the blobs read in one
 `git cat-file --batch` (`read_blobs`), and the notes of every commit listed from the notes
 trees (`note_blobs`: `git ls-tree` of ours, theirs and their merge base), so that 200
-commits cost what 2 do. Nothing here parses a manifest or a note: the callers do.
+commits cost what 2 do. Each runs in the git of a cache clone (`Repository.reader`) or of
+a checkout (`gitcommand.local_git`). Nothing here parses a manifest or a note: the
+callers do.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mxgitops.source.gitcommand import Runner
-from mxgitops.source.repository import Repository, full_notes_ref, tracking_notes_ref
+from mxgitops.source.repository import full_notes_ref, tracking_notes_ref
 
 MAX_COMMITS = 5000  # of the branch walked at most: a job's history, not the repository's
 _HEADER = "\x01"
@@ -41,12 +43,10 @@ class LoggedCommit:
     changes: tuple[FileChange, ...]
 
 
-def first_parent_log(
-    repository: Repository, tip: str, *, most: int = MAX_COMMITS
-) -> list[LoggedCommit]:
+def first_parent_log(git: Runner, tip: str, *, most: int = MAX_COMMITS) -> list[LoggedCommit]:
     """The first-parent history of `tip`, newest first, each commit with the files it
     changed against its first parent (renames followed): one `git log`."""
-    out = repository.reader().raw(
+    out = git.raw(
         "log",
         "--first-parent",
         "--diff-merges=first-parent",
@@ -91,19 +91,18 @@ def _parse_log(text: str) -> list[LoggedCommit]:
 
 
 def read_blobs(
-    repository: Repository, ids: Iterable[str], *, max_size: int
+    git: Runner, ids: Iterable[str], *, max_size: int
 ) -> tuple[dict[str, bytes], frozenset[str]]:
     """The blobs of `ids` (one `cat-file --batch-check`, one `cat-file --batch`), and
     those left unread: larger than `max_size` bytes, or no blob."""
     wanted = sorted({blob for blob in ids if _SHA.fullmatch(blob)})
     if not wanted:
         return {}, frozenset()
-    runner = repository.reader()
-    sizes = _sizes(runner, wanted)
+    sizes = _sizes(git, wanted)
     small = [blob for blob in wanted if 0 <= sizes.get(blob, -1) <= max_size]
     found: dict[str, bytes] = {}
     if small:
-        out = runner.raw("cat-file", "--batch", stdin="".join(f"{b}\n" for b in small).encode())
+        out = git.raw("cat-file", "--batch", stdin="".join(f"{b}\n" for b in small).encode())
         at = 0
         for blob in small:
             header_end = out.index(b"\n", at)
@@ -127,11 +126,11 @@ def _sizes(runner: Runner, blobs: list[str]) -> dict[str, int]:
     return sizes
 
 
-def note_blobs(repository: Repository, notes_ref: str) -> dict[str, str]:
+def note_blobs(git: Runner, notes_ref: str) -> dict[str, str]:
     """The note blob of every annotated commit, as the next push would leave it (as
     `Repository.read_note` resolves one note: whoever changed it since the merge base of
     our notes and the remote's wins; both, ours)."""
-    runner = repository.reader()
+    runner = git
     ref = full_notes_ref(notes_ref)
     ours_tip, theirs_tip = runner.commit_of(ref), runner.commit_of(tracking_notes_ref(ref))
     ours, theirs = _notes_tree(runner, ours_tip), _notes_tree(runner, theirs_tip)
