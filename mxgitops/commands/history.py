@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mxgitops.commands.review import LastRun
-from mxgitops.commands.specchange import spec_change
+from mxgitops.commands.specchange import spec_changes
 from mxgitops.commands.sync import repository_kind
 from mxgitops.errors import ConfigError
 from mxgitops.manifests.files import MAX_FILE_SIZE, SUFFIXES
@@ -122,8 +122,8 @@ def runs_at(
     )
     reader = _NoteReader(notes, bodies, too_large, (namespace, name), warn)
     runs: list[Run] = []
-    previous: Mapping[str, Any] | None = None
-    for span, pair in zip(spans, noted, strict=True):
+    changes = spec_changes([span.document for span in spans])
+    for span, pair, change in zip(spans, noted, changes, strict=True):
         commit = commits[span.start]
         asked, latest = pair or ("", "")
         asking = reader.job(asked, runtime_id=None) if asked else None
@@ -133,13 +133,12 @@ def runs_at(
                 commit=commit.sha,
                 author=commit.author,
                 date=commit.date,
-                spec_change=spec_change(previous, span.document),
+                spec_change=change,
                 state=_outcome(now if now is not None and now.state else asking),
                 record=asking.record if asking else None,
                 synced_commit=asked if asking else "",
             )
         )
-        previous = span.document
     return list(reversed(runs))[:most]
 
 

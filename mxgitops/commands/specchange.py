@@ -11,6 +11,7 @@ few dozen characters and the lines to `MAX_LINES`: a manifest is anyone's to wri
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 MAX_LINES = 8
@@ -25,9 +26,19 @@ Leaf = tuple[tuple[str, ...], Any]
 
 def spec_change(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[str, ...]:
     """The lines saying how `after` differs from `before` (None: the job is new)."""
-    if before is None:
-        return ("new job",)
-    old, new = dict(_leaves(before)), dict(_leaves(after))
+    return spec_changes([after] if before is None else [before, after])[-1]
+
+
+def spec_changes(documents: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """The change of each of `documents` from the one before it (the first is a new
+    job), each document flattened once."""
+    flat = [dict(_leaves(document)) for document in documents]
+    if not flat:
+        return []
+    return [("new job",), *(_changes(old, new) for old, new in pairwise(flat))]
+
+
+def _changes(old: dict[tuple[str, ...], Any], new: dict[tuple[str, ...], Any]) -> tuple[str, ...]:
     changes: list[tuple[str, str, str]] = []  # (replica type, field, "old → new")
     for path in sorted(old.keys() | new.keys()):
         if old.get(path, _ABSENT) == new.get(path, _ABSENT):

@@ -4,6 +4,7 @@ of a `Summary` whose job carries its `TrainingRecord`)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +108,50 @@ def repository_of(remote: GitRemote, cache: Path) -> Repository:
 
 def config_of(remote: GitRemote, cache: Path, **overrides: Any) -> SyncConfig:
     return SyncConfig(repo=remote.url, path="jobs", cache_dir=cache, **overrides)
+
+
+def built_history(root: Path, runs: int, *, others: int = 20) -> Path:
+    """A bare remote under `root` whose `main` has `runs` commits, each changing the
+    learning rate of default/mnist and the image of one of `others` other jobs, every
+    commit with a note holding mnist's run and its 10-epoch record: written with
+    `git fast-import` (a second for hundreds of commits), as a sync would have left it."""
+    bare = root / "remotes" / "history.git"
+    bare.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "--quiet", "--bare", str(bare)], check=True)
+    subprocess.run(["git", "symbolic-ref", "HEAD", "refs/heads/main"], cwd=bare, check=True)
+    stream = []
+    when = 1_700_000_000
+    for number in range(runs):
+        files = {"jobs/mnist.yaml": manifest("mnist", f"0.{number + 1:05d}")}
+        if others:
+            other = f"job-{number % others:03d}"
+            files[f"jobs/{other}.yaml"] = manifest(other, "0.1", image=f"mxnet/python:{number}")
+        message = f"run {number}\n".encode()
+        stream.append(
+            b"commit refs/heads/main\nmark :%d\ncommitter Bench <b@example.com> %d +0000\n"
+            b"data %d\n%s" % (number + 1, when + 60 * number, len(message), message)
+        )
+        for path, text in files.items():
+            body = text.encode()
+            stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(body), body))
+        stream.append(b"\n")
+    _fast_import(bare, b"".join(stream))
+    shas = (
+        subprocess.run(
+            ["git", "rev-list", "--reverse", "main"], cwd=bare, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split()
+    )
+    notes = [b"commit refs/notes/mxgitops\ncommitter Bench <b@example.com> %d +0000\n" % when]
+    notes.append(b"data 6\nnotes\n")
+    for number, sha in enumerate(shas):
+        accuracies = [round(0.5 + 0.04 * epoch + 0.001 * (number % 7), 4) for epoch in range(10)]
+        body = note_for(sha, "mnist", record(accuracies)).encode()
+        notes.append(b"N inline %s\ndata %d\n%s\n" % (sha.encode(), len(body), body))
+    _fast_import(bare, b"".join(notes) + b"\n")
+    return bare
+
+
+def _fast_import(bare: Path, stream: bytes) -> None:
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=bare, input=stream, check=True)
