@@ -49,7 +49,18 @@ def test_the_table_names_commits_by_short_id_with_the_spec_change_and_figures(
     lines = result.output.splitlines()
     assert lines[0] == "runs of default/mnist, newest first; FINAL and BEST: validation-accuracy"
     assert lines[2].split() == [
-        *("COMMIT", "AUTHOR", "DATE", "CHANGE", "OUTCOME", "DURATION", "GPU-H", "FINAL", "BEST")
+        *(
+            "COMMIT",
+            "AUTHOR",
+            "DATE",
+            "(UTC)",
+            "CHANGE",
+            "OUTCOME",
+            "DURATION",
+            "GPU-H",
+            "FINAL",
+            "BEST",
+        )
     ]
     rows = lines[3:]
     assert [row.split()[0] for row in rows] == [third[:7], second[:7], first[:7]]
@@ -69,7 +80,7 @@ def test_metric_sorts_best_first_and_lower_first_for_a_loss(
     assert by_accuracy.exit_code == 0, by_accuracy.output
     shown = json.loads(by_accuracy.output)
     assert [run["commit"] for run in shown["runs"]] == [second, first, third]
-    assert shown["metric"] == "accuracy"
+    assert shown["metric"] == "validation-accuracy"  # what `accuracy` found
     rows = by_loss.output.splitlines()[3:]
     assert [row.split()[0] for row in rows] == [second[:7], first[:7], third[:7]]
     assert "best first; FINAL and BEST: validation-cross-entropy" in by_loss.output.splitlines()[0]
@@ -113,7 +124,7 @@ def test_markdown_is_a_table_with_git_s_text_inert(
     assert markdown.exit_code == 0, markdown.output
     lines = markdown.output.splitlines()
     assert lines[0] == "**Runs of `default/mnist`** (final and best `validation-accuracy`)"
-    assert lines[2].startswith("| Commit | Author | Date | Change | Outcome |")
+    assert lines[2].startswith("| Commit | Author | Date (UTC) | Change | Outcome |")
     row = lines[4]
     assert row.startswith(f"| `{sha[:7]}` | ``Eve \\| `@org/admins` [x](h://e) \\u001b[31m`` |")
     assert row.count(" | ") == 8  # nine cells: the author's pipe is escaped

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from mxgitops.commands.history import Run, key_metric
@@ -27,7 +28,17 @@ MAX_AUTHOR = 40
 MAX_CHANGE = 80
 MAX_STATE = 30
 _VALIDATION = "validation-"
-HEADER = ("COMMIT", "AUTHOR", "DATE", "CHANGE", "OUTCOME", "DURATION", "GPU-H", "FINAL", "BEST")
+HEADER = (
+    "COMMIT",
+    "AUTHOR",
+    "DATE (UTC)",
+    "CHANGE",
+    "OUTCOME",
+    "DURATION",
+    "GPU-H",
+    "FINAL",
+    "BEST",
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,8 @@ def shown(job: str, runs: Sequence[Run], metric: str | None) -> Shown:
         return (0, best if lower_is_better(resolved(run.record, name)) else -best)
 
     ordered = sorted(runs, key=rank)  # stable: newest first among equals
-    return Shown(job, tuple(ordered), name, sorted_by_metric=True)
+    named = next((resolved(run.record, name) for run in ordered if run.record), name)
+    return Shown(job, tuple(ordered), named, sorted_by_metric=True)
 
 
 def resolved(record: TrainingRecord | None, name: str) -> str:
@@ -105,7 +117,7 @@ def _cells(view: Shown, run: Run) -> tuple[str, ...]:
     return (
         run.commit[:7],
         _cut(run.author, MAX_AUTHOR),
-        run.date[:16].replace("T", " "),
+        _utc(run.date),
         _cut("; ".join(run.spec_change), MAX_CHANGE),
         _cut(run.state, MAX_STATE) or "-",
         duration(record.duration_seconds)
@@ -115,6 +127,14 @@ def _cells(view: Shown, run: Run) -> tuple[str, ...]:
         _number(metric_value(record, view.metric, "final")),
         _number(metric_value(record, view.metric, "best")),
     )
+
+
+def _utc(date: str) -> str:
+    """An RFC 3339 date as `2026-12-07 05:20` UTC (git's as given when it is not one)."""
+    try:
+        return datetime.fromisoformat(date).astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return _cut(date, 25)
 
 
 def _hours(hours: float, estimate: bool) -> str:
@@ -167,13 +187,19 @@ def _run(run: Run) -> dict[str, Any]:
 
 
 def render_markdown(view: Shown) -> str:
-    header = "| " + " | ".join(h.title().replace("Gpu-H", "GPU-hours") for h in HEADER) + " |"
+    header = (
+        "| "
+        + " | ".join(
+            h.capitalize().replace("Gpu-h", "GPU-hours").replace("(utc)", "(UTC)") for h in HEADER
+        )
+        + " |"
+    )
     lines = [header, "|" + "---|" * len(HEADER)]
     for run in view.runs:
         commit, author, date, change, outcome, *ours = _cells(view, run)
         cells = (
             code(commit, table=True),
-            code(author, table=True),
+            text(author, table=True),
             text(date, table=True),
             code(change, table=True),
             text(outcome, table=True),
