@@ -20,6 +20,7 @@ from mxgitops.source.gitcommand import Runner
 from mxgitops.source.repository import full_notes_ref, tracking_notes_ref
 
 MAX_COMMITS = 5000  # of the branch walked at most: a job's history, not the repository's
+MAX_AUTHOR = 256  # characters of an author's name kept: git sets no bound
 _HEADER = "\x01"
 _SHA = re.compile(r"[0-9a-f]{40}")
 _NO_BLOB = "0" * 40
@@ -38,7 +39,7 @@ class FileChange:
 @dataclass(frozen=True)
 class LoggedCommit:
     sha: str
-    author: str  # as git stores it: untrusted text
+    author: str  # as git stores it, cut to MAX_AUTHOR: untrusted text
     date: str  # the author date, RFC 3339
     changes: tuple[FileChange, ...]
 
@@ -71,7 +72,7 @@ def _parse_log(text: str) -> list[LoggedCommit]:
         if not token.startswith(_HEADER) or at + 2 >= len(tokens):
             at += 1
             continue
-        sha, date, author = token[1:], tokens[at + 1], tokens[at + 2]
+        sha, date, author = token[1:], tokens[at + 1][:64], tokens[at + 2][:MAX_AUTHOR]
         at += 3
         changes: list[FileChange] = []
         while at < len(tokens) and tokens[at].lstrip("\n").startswith(":"):
