@@ -3,7 +3,7 @@
 `app` holds the group, the exit codes and the one mapping from errors to them;
 `options` the options several commands share; `checking` validate and convert, and
 `rendering` render (what runs on a laptop with no cluster); `syncing` sync,
-`reviewing` status and diff; `receiving` receive (the webhook receiver). Importing
+`reviewing` status, history and diff; `receiving` receive (the webhook receiver). Importing
 this package registers every command on `main`.
 
 To add a command, put it in the module of its family (or a new one imported here):
@@ -22,7 +22,7 @@ from mxgitops.cli.checking import CONVERT_TARGETS, convert_command, validate
 from mxgitops.cli.installing import check
 from mxgitops.cli.receiving import receive
 from mxgitops.cli.rendering import render
-from mxgitops.cli.reviewing import diff, status
+from mxgitops.cli.reviewing import diff, history, status
 from mxgitops.cli.syncing import sync
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "convert_command",
     "diff",
     "exit_code_for",
+    "history",
     "main",
     "receive",
     "render",
