@@ -42,6 +42,7 @@ class Line:
 class Tick:
     at: float  # x or y, in the chart's coordinates
     label: str
+    value: float = 0.0  # what a value axis' tick stands for, unrounded
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def chart(metric: str, runs: Sequence[tuple[str, Mapping[int, float]]]) -> Chart
     )
     x_ticks = tuple(Tick(x_of(epoch), str(epoch)) for epoch in _epoch_ticks(low_x, high_x))
     y_ticks = tuple(
-        Tick(y_of(value), _short(value))
+        Tick(y_of(value), _short(value), value)
         for value in (low_y + i * (high_y - low_y) / (TICKS - 1) for i in range(TICKS))
     )
     return Chart(metric=metric, lines=lines, x_ticks=x_ticks, y_ticks=y_ticks)

@@ -47,7 +47,10 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "Cross-Origin-Opener-Policy": "same-origin",
 }
-STATIC = {"/static/dashboard.css": "text/css; charset=utf-8"}
+STATIC = {
+    "/static/dashboard.css": "text/css; charset=utf-8",
+    "/static/favicon.svg": "image/svg+xml",
+}
 
 
 class Refresher:
