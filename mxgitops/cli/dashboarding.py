@@ -30,7 +30,7 @@ Pages: / (the jobs, filtered by ?namespace=, ?state= and ?q=, paged by ?page=),
 log tail) and /commits/SHA (what the sync of that commit did); GET /healthz answers 200
 once the branch has been read. docs/guides/dashboard.md puts it behind a sign-in.
 """
-_BASE_PATH = re.compile(r"(/[A-Za-z0-9._~-]+)*")
+_BASE_PATH = re.compile(r"(/(?!\.+(?:/|$))[A-Za-z0-9._~-]+)*")  # no "." or ".." segment
 
 
 @main.command(epilog=_EXAMPLES)
