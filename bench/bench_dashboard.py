@@ -9,6 +9,7 @@ with the training record MXNet 1.9.1's own log gives (tests/data/training-logs).
   jobs page (`/`, the first page of 50), a filtered one (`/?state=Failed`) and the last
   page are each fetched `--requests` times: the median and the 95th percentile of each,
   in milliseconds (loopback HTTP: the server's time and a fraction of a millisecond);
+  a job's page, first (its runs read from the notes) and again (cached);
   the server's peak memory (VmHWM) after it, against the Deployment's limit;
 - the installed `mxgitops status` of the same commit, `--runs` times: its median wall
   time (a fresh process each: its start included, as a person running it sees it).
@@ -44,6 +45,18 @@ from mxgitops.record.runrecord import TrainingRecord  # noqa: E402
 LIMIT_MIB = 512
 LOG = ROOT / "tests" / "data" / "training-logs" / "mxnet-1.9.1-module-fit.log"
 MXGITOPS = Path(sys.executable).with_name("mxgitops")
+MANIFEST = """apiVersion: kubeflow.org/v1
+kind: MXJob
+metadata: {name: job-00003, namespace: team-3}
+spec:
+  jobMode: MXTrain
+  mxReplicaSpecs:
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: mxnet, image: mxnet/python:1.9.1, args: [train.py]}]
+"""
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -85,6 +98,8 @@ def repository(scratch: Path, jobs: int) -> str:
     git("init", "--quiet", "--bare", "--initial-branch=main", str(bare), cwd=scratch)
     git("clone", "--quiet", bare.as_uri(), str(work), cwd=scratch)
     (work / "README.md").write_text("jobs\n")
+    (work / "jobs").mkdir()
+    (work / "jobs" / "job-00003.yaml").write_text(MANIFEST)  # one job whose page is timed
     git("add", ".", cwd=work)
     git("-c", "user.name=bench", "-c", "user.email=b@example.com", "commit", "-qm", "jobs",
         cwd=work)  # fmt: skip
@@ -162,6 +177,9 @@ def main() -> int:
                 medians[label] = statistics.median(times)
                 p95 = times[int(0.95 * (len(times) - 1))]
                 print(f"dashboard {label:9}: median {medians[label]:.1f} ms, p95 {p95:.1f} ms")
+            job = f"{base}/jobs/team-3/job-00003"  # a running job with its record
+            print(f"dashboard job page: first {timed_get(job):.0f} ms (its runs read), "
+                  f"then {statistics.median(timed_get(job) for _ in range(5)):.1f} ms")  # fmt: skip
             memory = peak_mib(server.pid)
             print(f"dashboard memory: {memory:.0f} MiB peak (limit {LIMIT_MIB} MiB)")
         finally:
