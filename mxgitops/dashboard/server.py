@@ -81,9 +81,10 @@ class Refresher:
         try:
             self._snapshot = self.loader.read()
             self._read_once.set()
-        except MxGitOpsError as failure:
+        except Exception as failure:  # a bug too: the thread must go on refreshing
             problem = clean(str(failure) or type(failure).__name__)
-            LOG.warning("refreshing the dashboard failed: %s", problem)
+            bug = not isinstance(failure, MxGitOpsError)
+            LOG.warning("refreshing the dashboard failed: %s", problem, exc_info=bug)
             self._snapshot = replace(self._snapshot, problem=problem)
 
     def start(self) -> None:
