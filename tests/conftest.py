@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.gitea.fixtures",
     "tests.controlplane.fixtures",
     "tests.session.workergroups",
+    "tests.helpers.browser",  # the dashboard's browser: a real headless Chromium
 ]
 
 
