@@ -83,8 +83,8 @@ class Loader:
         """The branch as the remote has it now."""
         with self._lock, self.repository.locked():
             tip = self.repository.sync(self.branch).commit
-            commits = githistory.first_parent_log(self.repository, tip, most=MAX_COMMITS)
-            notes = githistory.note_blobs(self.repository, self.notes_ref)
+            commits = githistory.first_parent_log(self.repository.reader(), tip, most=MAX_COMMITS)
+            notes = githistory.note_blobs(self.repository.reader(), self.notes_ref)
             self._tip, self._state = tip, (tip, hash(frozenset(notes.items())))
             self._authors = {c.sha: Author(clean(c.author), c.date) for c in commits}
             newest = next((c.sha for c in commits if c.sha in notes), "")
@@ -113,7 +113,7 @@ class Loader:
             if not self._tip:
                 return [], []
             found = runs_at(
-                self.repository,
+                self.repository.reader(),
                 self._tip,
                 notes_ref=self.notes_ref,
                 namespace=namespace,
@@ -126,7 +126,7 @@ class Loader:
     def commit(self, sha: str) -> CommitView:
         """The commit `sha` (a full id, checked by the caller) and its note."""
         with self._lock, self.repository.locked():
-            notes = githistory.note_blobs(self.repository, self.notes_ref)
+            notes = githistory.note_blobs(self.repository.reader(), self.notes_ref)
             summary, refused = self._summaries([notes[sha]])[0] if sha in notes else (None, "")
         return CommitView(
             sha=sha,
@@ -141,7 +141,9 @@ class Loader:
 
     def _summaries(self, blobs: list[str]) -> list[tuple[Summary | None, str]]:
         unread = [blob for blob in blobs if blob not in self._notes]
-        bodies, too_large = githistory.read_blobs(self.repository, unread, max_size=MAX_NOTE_SIZE)
+        bodies, too_large = githistory.read_blobs(
+            self.repository.reader(), unread, max_size=MAX_NOTE_SIZE
+        )
         for blob in unread:
             if blob in too_large:
                 read: tuple[Summary | None, str] = (
