@@ -1,4 +1,4 @@
-"""The state machine of tests/test_statemachine.py for as long as you give it.
+"""The state machine of tests/e2e/test_statemachine.py for as long as you give it.
 
     python -m bench.stateful_long [MINUTES] [--stop-on-failure]
 
@@ -21,9 +21,9 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from tests.e2e.test_statemachine import Counts, Machine
 from tests.gitrepos.fixtures import isolate_git
 from tests.helpers.statemachine import shifted_clock
-from tests.test_statemachine import Counts, Machine
 
 BATCH = 10
 

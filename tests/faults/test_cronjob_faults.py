@@ -1,7 +1,7 @@
 """The CronJob's pod OOM-killed by the kernel in the middle of an apply, and its next run,
 on the fault node (issue 30; the project's image is imported there too).
 
-The CronJob is installed as a user installs it (``tests/test_node_cronjob.py``'s
+The CronJob is installed as a user installs it (``tests/node/test_cronjob.py``'s
 overlay, suspended so that its schedule starts nothing of its own); each run is a Job
 made from its jobTemplate, as the CronJob controller (or the webhook receiver) makes
 it. The first run's memory limit is the test's (``LIMIT``); once that run has written

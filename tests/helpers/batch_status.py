@@ -1,4 +1,4 @@
-"""Helpers of `test_batch_status.py` that other test modules use too."""
+"""Helpers of `tests/runtimes/test_batch_status.py` that other test modules use too."""
 
 from __future__ import annotations
 

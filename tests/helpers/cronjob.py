@@ -1,4 +1,4 @@
-"""Helpers of `test_cronjob.py` that other test modules use too."""
+"""Helpers of `tests/deploy/test_cronjob.py` that other test modules use too."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def supported_versions() -> tuple[str, str]:
 
 def violations(template: dict[str, Any]) -> list[str]:
     """What Pod Security `restricted` refuses in a pod template: mxgitops' own checks,
-    which tests/test_podsecurity_real.py holds to the real admission."""
+    which tests/manifests/test_podsecurity_real.py holds to the real admission."""
     return [f"{format_path(v.path)}: {v}" for v in check(template, Level.RESTRICTED)]
 
 

@@ -1,4 +1,4 @@
-"""Helpers of `test_jobset_e2e.py` that other test modules use too."""
+"""Helpers of `tests/e2e/test_jobset.py` that other test modules use too."""
 
 from __future__ import annotations
 

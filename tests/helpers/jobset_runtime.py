@@ -1,4 +1,4 @@
-"""Helpers of `test_jobset_runtime.py` that other test modules use too."""
+"""Helpers of `tests/runtimes/test_jobset.py` that other test modules use too."""
 
 from __future__ import annotations
 

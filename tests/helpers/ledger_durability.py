@@ -1,4 +1,4 @@
-"""Helpers of `test_ledger_durability.py` that other test modules use too."""
+"""Helpers of `tests/e2e/test_ledger_durability.py` that other test modules use too."""
 
 from __future__ import annotations
 

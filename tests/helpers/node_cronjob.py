@@ -1,4 +1,4 @@
-"""Helpers of `test_node_cronjob.py` that other test modules use too: the example
+"""Helpers of `tests/node/test_cronjob.py` that other test modules use too: the example
 overlay as a user installs it on the real node."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Helpers of `test_node_training.py` that other test modules use too."""
+"""Helpers of `tests/node/test_training.py` that other test modules use too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Helpers of `test_noop_requests.py` that other test modules use too."""
+"""Helpers of `tests/state/test_noop_requests.py` that other test modules use too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Helpers of `test_notes_hostile.py` that other test modules use too."""
+"""Helpers of `tests/outputs/test_notes_hostile.py` that other test modules use too."""
 
 from __future__ import annotations
 

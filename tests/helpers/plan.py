@@ -1,4 +1,4 @@
-"""Helpers of `test_plan.py` that other test modules use too."""
+"""Helpers of `tests/planning/test_plan.py` that other test modules use too."""
 
 from __future__ import annotations
 

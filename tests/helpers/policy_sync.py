@@ -1,4 +1,4 @@
-"""Helpers of `test_policy_sync.py` that other test modules use too."""
+"""Helpers of `tests/e2e/test_policy_sync.py` that other test modules use too."""
 
 from __future__ import annotations
 

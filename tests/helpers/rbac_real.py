@@ -1,4 +1,4 @@
-"""Helpers of `test_rbac_real.py` that other test modules use too."""
+"""Helpers of `tests/deploy/test_rbac.py` that other test modules use too."""
 
 from __future__ import annotations
 

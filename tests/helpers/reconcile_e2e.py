@@ -1,4 +1,4 @@
-"""Helpers of `test_reconcile_e2e.py` that other test modules use too."""
+"""Helpers of `tests/e2e/test_reconcile.py` that other test modules use too."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ class Syncer:
             "cache_dir": self.cache or self.repo.parent / "cache",
             "parallelism": self.parallelism,
             # These tests count the writes of jobs' objects; the Events a sync writes
-            # have tests of their own (test_events_e2e.py).
+            # have tests of their own (tests/outputs/test_events.py).
             "events": False,
             **overrides,
         }

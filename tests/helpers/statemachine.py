@@ -1,4 +1,4 @@
-"""The world `tests/test_statemachine.py` drives: a Git remote of manifests, the API
+"""The world `tests/e2e/test_statemachine.py` drives: a Git remote of manifests, the API
 double with its job controller and kubelet, and the real sync, with a clock a step can
 move and faults a step can inject (a pod evicted or garbage-collected, the ledger lost
 or restored from an old copy, a sync cut off after some of its writes).

@@ -1,4 +1,4 @@
-"""Helpers of `test_status_truth.py` that other test modules use too."""
+"""Helpers of `tests/outputs/test_status_truth.py` that other test modules use too."""
 
 from __future__ import annotations
 

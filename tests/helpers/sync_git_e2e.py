@@ -1,4 +1,4 @@
-"""Helpers of `test_sync_git_e2e.py` that other test modules use too."""
+"""Helpers of `tests/e2e/test_sync_git.py` that other test modules use too."""
 
 from __future__ import annotations
 

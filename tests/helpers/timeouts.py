@@ -1,4 +1,4 @@
-"""Helpers of `test_timeouts.py` that other test modules use too."""
+"""Helpers of `tests/kube/test_timeouts.py` that other test modules use too."""
 
 from __future__ import annotations
 

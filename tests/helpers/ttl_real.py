@@ -1,4 +1,4 @@
-"""Helpers of `test_ttl_real.py` that other test modules use too."""
+"""Helpers of `tests/e2e/test_ttl_real.py` that other test modules use too."""
 
 from __future__ import annotations
 
