@@ -23,7 +23,7 @@ from click.testing import CliRunner, Result
 from mxgitops.cli import main
 from mxgitops.kube import cluster
 from tests.gitrepos.fixtures import GitRemote, run_git
-from tests.helpers.sync_git_e2e import INSTANCE, NS, jobs_files, mxjob
+from tests.helpers.gitsync import INSTANCE, NS, jobs_files, mxjob
 from tests.kubeapi.harness import KubeAPI
 
 SECRET = "s3cr3t-token"

@@ -30,7 +30,7 @@ from mxgitops.commands.preflight import State, kustomize_finding, kustomize_vers
 from tests.controlplane.harness import RealCluster
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitrepos.fixtures import GitRemote, run_git
-from tests.helpers.outputs_gitea import gitea
+from tests.helpers.gitsync import gitea
 
 __all__ = ["gitea"]  # the Gitea fixture of the statuses' tests, used here too
 

@@ -32,7 +32,7 @@ from mxgitops.outputs import report
 from mxgitops.outputs import summary as mxgitops_summary
 from mxgitops.outputs.markdown import code, visible
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.sync_git_e2e import NS, config_for, jobs_files, mxjob
+from tests.helpers.gitsync import NS, config_for, jobs_files, mxjob
 from tests.kubeapi.harness import KubeAPI
 
 INJECTED = "## ✅ Approved by @org/platform-admins"

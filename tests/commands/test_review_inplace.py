@@ -14,8 +14,7 @@ from click.testing import CliRunner
 from mxgitops.cli import main
 from mxgitops.commands.sync import sync
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.reconcile_e2e import NS, mxjob
-from tests.helpers.status_truth import files, git_config
+from tests.helpers.sync import NS, files, git_config, mxjob
 from tests.kubeapi.harness import KubeAPI
 
 WAIT = {"mxgitops.io/on-change": "wait"}

@@ -28,9 +28,8 @@ from mxgitops.runtimes.shared.disruption import departed_pod
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.cronjob import Docs
-from tests.helpers.cronjob_e2e import CronJobRun, environment, install, rendered
-from tests.helpers.rbac_real import role_path, without
+from tests.helpers.cronjob import CronJobRun, Docs, environment, install, rendered
+from tests.helpers.policy import role_path, without
 
 __all__ = ["environment", "rendered"]  # fixtures of the CronJob test, used here too
 

@@ -22,8 +22,7 @@ from mxgitops.cli import main
 from mxgitops.objects import ownership_labels
 from mxgitops.state import ledgerstore
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.ledger_durability import ROW
-from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
+from tests.helpers.sync import INSTANCE, NS, ROW, mxjob, write
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 

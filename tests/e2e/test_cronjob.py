@@ -24,9 +24,17 @@ from typing import Any
 import pytest
 
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.cronjob import Docs, granted, only, pod_template
-from tests.helpers.cronjob_e2e import CronJobRun, example_files, install, rendered
-from tests.helpers.ledger import read_shard
+from tests.helpers.cronjob import (
+    CronJobRun,
+    Docs,
+    example_files,
+    granted,
+    install,
+    only,
+    pod_template,
+    rendered,
+)
+from tests.helpers.sync import read_shard
 from tests.kubeapi.harness import KubeAPI
 
 __all__ = ["rendered"]  # fixtures from tests/helpers, used here

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mxgitops.kube import cluster
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     NS,
     Syncer,
     batch_job,

@@ -22,7 +22,7 @@ from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
 from tests.helpers import corpus
-from tests.helpers.jobset_e2e import (
+from tests.helpers.jobset import (
     JOBSETS,
     condition,
     gpu_job,
@@ -32,14 +32,14 @@ from tests.helpers.jobset_e2e import (
     step,
     until,
 )
-from tests.helpers.noop_requests import recorded
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     EXAMPLE_REPO,
     INSTANCE,
     NO_OP,
     NS,
     Syncer,
     mxjob,
+    recorded,
     remove,
     repo,
     summary_of,

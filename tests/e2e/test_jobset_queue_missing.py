@@ -16,9 +16,8 @@ from mxgitops.runtimes.jobset.render import render_jobset
 from mxgitops.runtimes.shared.state import State
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
-from tests.helpers.jobset_e2e import only_jobset
-from tests.helpers.jobset_runtime import CTX, job_of, queued
-from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, repo, summary_of, write
+from tests.helpers.jobset import CTX, job_of, only_jobset, queued
+from tests.helpers.sync import NS, Syncer, mxjob, repo, summary_of, write
 
 __all__ = ["repo"]  # the fixture, used here too
 

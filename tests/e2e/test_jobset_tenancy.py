@@ -23,9 +23,8 @@ from mxgitops.settings.config import SyncConfig
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, KUEUE_VERSION, Ecosystem
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.cronjob import kustomize
-from tests.helpers.cronjob_e2e import install
-from tests.helpers.policy_tenancy import RESTRICTED, TEAMS, TENANT, _collection
+from tests.helpers.cronjob import install, kustomize
+from tests.helpers.policy import RESTRICTED, TEAMS, TENANT, _collection
 
 TEAM = "team-a"
 QUEUE = "team-a"

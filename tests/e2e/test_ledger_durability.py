@@ -29,11 +29,11 @@ from mxgitops.planning.ledger import Finished, Ledger
 from mxgitops.settings.config import SyncConfig
 from mxgitops.state import ledgerstore
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.ledger_durability import ROW
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     INSTANCE,
     NS,
     RETRY,
+    ROW,
     Syncer,
     delete,
     finish,
@@ -449,7 +449,7 @@ def test_retention_starts_when_nothing_names_a_job_and_forgets_only_after_it() -
     from mxgitops.planning.bookkeeping import LedgerAction
     from mxgitops.planning.changes import PlanOptions
     from mxgitops.planning.plan import plan
-    from tests.helpers.plan import OPTIONS
+    from tests.helpers.jobs import OPTIONS
 
     gone = Finished(NS, "gone", "h", "Succeeded", "2025-01-01T00:00:00+00:00")
     first = plan([], LiveObjects(), Ledger({gone.key: gone}), OPTIONS)
@@ -479,7 +479,7 @@ def test_a_pruned_job_is_forgotten_unless_its_prune_failed() -> None:
     from mxgitops.planning.bookkeeping import LedgerAction
     from mxgitops.planning.changes import Action
     from mxgitops.planning.plan import plan
-    from tests.helpers.plan import OPTIONS, job, live
+    from tests.helpers.jobs import OPTIONS, job, live
 
     done, other = job("done"), job("other")
     entry = Finished(NS, "done", done.spec_hash, "Succeeded", "2026-01-01T00:00:00+00:00")

@@ -37,7 +37,7 @@ from tests.ecosystem.multikueue import (
     MultiKueue,
 )
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, summary_of, sync_hooked, write
+from tests.helpers.sync import NS, Syncer, mxjob, summary_of, sync_hooked, write
 
 EVENTS = "/apis/events.k8s.io/v1"
 # The module's first test also starts the three clusters (2 min on a busy 2-core machine).

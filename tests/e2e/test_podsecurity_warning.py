@@ -21,9 +21,8 @@ from typing import Any
 from mxgitops.commands.sync import sync
 from mxgitops.outputs.report import render_plan
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.policy import manifest
-from tests.helpers.policy_tenancy import RESTRICTED
-from tests.helpers.sync_git_e2e import config_for
+from tests.helpers.gitsync import config_for
+from tests.helpers.policy import RESTRICTED, manifest
 
 NS = "pss-enforced"
 

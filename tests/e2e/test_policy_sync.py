@@ -16,6 +16,7 @@ import yaml
 
 from mxgitops.commands.sync import sync
 from tests.gitrepos.fixtures import GitRemote
+from tests.helpers.gitsync import NS, WRITES, config_for, job_names, note_summary
 from tests.helpers.policy import (
     DIALECTS,
     KEYS,
@@ -24,8 +25,6 @@ from tests.helpers.policy import (
     passing_everything,
     violating_everything,
 )
-from tests.helpers.policy_sync import job_names
-from tests.helpers.sync_git_e2e import NS, WRITES, config_for, note_summary
 
 PRIVILEGED = {"securityContext": {"privileged": True}}
 

@@ -21,10 +21,8 @@ from mxgitops.commands.sync import sync
 from mxgitops.kube import cluster
 from mxgitops.settings.config import SyncConfig
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.cronjob import kustomize, only
-from tests.helpers.cronjob_e2e import install
-from tests.helpers.policy import manifest
-from tests.helpers.policy_tenancy import RESTRICTED, TEAMS, TENANT, _collection
+from tests.helpers.cronjob import install, kustomize, only
+from tests.helpers.policy import RESTRICTED, TEAMS, TENANT, _collection, manifest
 
 
 def test_only_requests_about_a_jobs_objects_act_as_the_tenant() -> None:

@@ -36,8 +36,7 @@ from mxgitops.runtimes.shared.podtemplate import RenderContext
 from mxgitops.settings.config import read_repo_settings
 from tests.helpers import corpus
 from tests.helpers.corpus import Corpus, Shape
-from tests.helpers.ledger import read_shard
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     EXAMPLE_REPO,
     INSTANCE,
     NS,
@@ -53,6 +52,7 @@ from tests.helpers.reconcile_e2e import (
     job_objects,
     lists,
     mxjob,
+    read_shard,
     remove,
     repo,
     run,

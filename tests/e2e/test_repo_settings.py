@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from mxgitops.cli import main
 from mxgitops.settings import config
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.sync_git_e2e import jobs_files
+from tests.helpers.gitsync import jobs_files
 from tests.kubeapi.harness import KubeAPI
 
 HOSTILE = "instance: team-b\nmaxPruneShare: 1\nnamespace: ml-training\n"

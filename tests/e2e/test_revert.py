@@ -14,14 +14,14 @@ from pathlib import Path
 
 from mxgitops.planning import ledger
 from mxgitops.state import ledgerstore
-from tests.helpers.ledger import read_shard
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     INSTANCE,
     NS,
     Syncer,
     finish,
     job_objects,
     mxjob,
+    read_shard,
     repo,
     run,
     summary_of,

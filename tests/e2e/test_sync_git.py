@@ -18,7 +18,7 @@ import pytest
 
 from mxgitops.commands.sync import Progress, SyncOutcome, sync
 from tests.gitrepos.fixtures import GitRemote, run_git
-from tests.helpers.sync_git_e2e import (
+from tests.helpers.gitsync import (
     INSTANCE,
     NS,
     WRITES,

@@ -17,20 +17,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.ledger import read_shard
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     INSTANCE,
     NS,
     Syncer,
     batch_job,
+    canary,
     job_objects,
     mxjob,
+    read_shard,
     repo,
     states,
     summary_of,
     write,
 )
-from tests.helpers.ttl_real import canary
 
 __all__ = ["repo"]  # the fixture, used here too
 

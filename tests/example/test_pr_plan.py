@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.cronjob_e2e import EXAMPLE, example_files
+from tests.helpers.cronjob import EXAMPLE, example_files
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = EXAMPLE / "ci/pr-plan.py"

@@ -32,15 +32,7 @@ from tests.controlplane.node import _v1_hierarchies
 from tests.faults.conftest import FaultCluster
 from tests.gitrepos.fixtures import GitHttpServer, GitRemote
 from tests.helpers.cronjobruns import ended, kubectl
-from tests.helpers.node_cronjob import (
-    CRONJOB,
-    NAMESPACE,
-    TOKEN,
-    cache_volume,
-    git_secret,
-    user_overlay,
-)
-from tests.helpers.sync_faults import (
+from tests.helpers.faults import (
     JOBS,
     PER_JOB,
     every_object_once,
@@ -48,6 +40,14 @@ from tests.helpers.sync_faults import (
     ours,
     part_written,
     suspended_job,
+)
+from tests.helpers.node import (
+    CRONJOB,
+    NAMESPACE,
+    TOKEN,
+    cache_volume,
+    git_secret,
+    user_overlay,
 )
 
 LIMIT = "256Mi"  # the first run's memory limit, above what a sync of 40 jobs takes

@@ -39,7 +39,7 @@ from mxgitops.planning import plan
 from mxgitops.settings.config import SyncConfig
 from mxgitops.state.ledgerstore import is_shard
 from tests.gitrepos.fixtures import GitRemote, new_git_remote
-from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.sync import mxjob
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource
 

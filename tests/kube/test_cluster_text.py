@@ -24,8 +24,8 @@ from mxgitops.planning.plan import plan
 from mxgitops.runtimes import registry as runtimes
 from mxgitops.runtimes.jobset.kinds import JOBSET, WORKLOAD
 from mxgitops.runtimes.jobset.render import render_jobset
-from tests.helpers.jobset_runtime import CTX, job_of, queued
-from tests.helpers.reconcile_e2e import NS, Syncer, batch_job, mxjob, summary_of, write
+from tests.helpers.jobset import CTX, job_of, queued
+from tests.helpers.sync import NS, Syncer, batch_job, mxjob, summary_of, write
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 

@@ -26,8 +26,7 @@ from mxgitops.cli import main
 from mxgitops.errors import ClusterError
 from mxgitops.kube import cluster, lease
 from mxgitops.objects import Kind, ObjectRef
-from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
-from tests.helpers.timeouts import sync_args
+from tests.helpers.sync import INSTANCE, NS, mxjob, sync_args, write
 from tests.kubeapi.harness import KubeAPI
 
 PLUGIN = """\

@@ -18,8 +18,7 @@ from click.testing import CliRunner
 from mxgitops.cli import ExitCode, main
 from mxgitops.errors import ClusterError, ClusterUnreachable
 from mxgitops.kube import cluster, listing
-from tests.helpers.reconcile_e2e import mxjob, write
-from tests.helpers.timeouts import sync_args
+from tests.helpers.sync import mxjob, sync_args, write
 from tests.kubeapi.harness import KubeAPI
 
 TIMEOUT = 2.0

@@ -29,8 +29,7 @@ from mxgitops.errors import ClusterError, ClusterUnreachable, LeaseLostError
 from mxgitops.kube import calls as kubecalls
 from mxgitops.kube import cluster, lease
 from mxgitops.objects import Create, KubeObject
-from tests.helpers.reconcile_e2e import INSTANCE, NS, mxjob, write
-from tests.helpers.timeouts import sync_args
+from tests.helpers.sync import INSTANCE, NS, mxjob, sync_args, write
 from tests.kubeapi.harness import KubeAPI
 
 TIMEOUT = 0.3

@@ -20,7 +20,7 @@ from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.helpers import corpus
 from tests.helpers.published import FILES, header
-from tests.helpers.reconcile_e2e import NS, Syncer
+from tests.helpers.sync import NS, Syncer
 from tests.kubeflow.compare import (
     OPERATOR_JOB,
     Difference,

@@ -20,7 +20,7 @@ from mxgitops.manifests import loading as manifests
 from mxgitops.settings.config import SyncConfig
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers import corpus
-from tests.helpers.sync_git_e2e import config_for, jobs_files, mxjob
+from tests.helpers.gitsync import config_for, jobs_files, mxjob
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "jobs-repo-example"
 # The example manifests (own, and external where present), then the jobs repository's.

@@ -16,9 +16,8 @@ from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.shared.accelerators import parse_accelerators
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.gitrepos.fixtures import GitRemote
+from tests.helpers.gitsync import config_for, job_names
 from tests.helpers.policy import checked, gpus, manifest, policy_messages
-from tests.helpers.policy_sync import job_names
-from tests.helpers.sync_git_e2e import config_for
 
 ONE_POD_EACH = {"workers": 1}  # scheduler, server, worker: three pods
 

@@ -54,7 +54,7 @@ from tests.helpers.cronjobruns import (
     requests_of,
     scheduled_run,
 )
-from tests.helpers.node_cronjob import (
+from tests.helpers.node import (
     CRONJOB,
     NAMESPACE,
     TOKEN,

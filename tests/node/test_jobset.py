@@ -32,21 +32,19 @@ from mxgitops.runtimes.jobset.render import scheduler_address
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_jobset import (
+from tests.helpers.node import (
     NS,
     QUEUE,
+    RESULT,
     ROLES,
+    TRAIN_TIMEOUT,
     LogFollower,
+    cli,
     condition,
     container_started,
+    job_state,
     queued_mxjob,
     role_of,
-)
-from tests.helpers.node_training import (
-    RESULT,
-    TRAIN_TIMEOUT,
-    cli,
-    job_state,
     sync_args,
 )
 

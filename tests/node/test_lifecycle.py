@@ -21,7 +21,7 @@ import yaml
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.images import TOOLBOX_IMAGE
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_training import NS, cli, pods_of, sync_args
+from tests.helpers.node import NS, cli, pods_of, sync_args
 
 LOOP = "trap 'echo stopping; exit 0' TERM; echo started {tag}; while true; do sleep 1; done"
 

@@ -23,16 +23,20 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.multikueue import LOCAL_QUEUE, MultiKueue
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_jobset import (
+from tests.helpers.node import (
     NS,
+    RESULT,
     ROLES,
+    TRAIN_TIMEOUT,
     LogFollower,
+    cli,
     condition,
     container_started,
+    job_state,
     queued_mxjob,
     role_of,
+    sync_args,
 )
-from tests.helpers.node_training import RESULT, TRAIN_TIMEOUT, cli, job_state, sync_args
 
 # The module's one test also starts the clusters and the real node.
 pytestmark = pytest.mark.timeout(600)

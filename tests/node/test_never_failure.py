@@ -22,7 +22,7 @@ import yaml
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.rootfs import TRAINING_IMAGE
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_training import NS, cli, job_state, pods_of, sync_args
+from tests.helpers.node import NS, cli, job_state, pods_of, sync_args
 
 NAME = "lost-worker"
 # Worker 1 gives up before it reaches the scheduler; every other replica trains, so

@@ -20,7 +20,7 @@ import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_training import (
+from tests.helpers.node import (
     NS,
     RESULT,
     cli,

@@ -23,7 +23,7 @@ import pytest
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_training import (
+from tests.helpers.node import (
     RESULT,
     TRAIN_TIMEOUT,
     cli,

@@ -16,7 +16,7 @@ from mxgitops.kube import cluster
 from mxgitops.objects import JOB_NAME_LABEL
 from mxgitops.outputs import events
 from mxgitops.outputs.events import REPORTING_CONTROLLER, SERIES_INTERVAL
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     INSTANCE,
     NS,
     RETRY,

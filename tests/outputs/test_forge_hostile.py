@@ -21,9 +21,8 @@ from mxgitops.outputs.forge.post import StatusSettings, post
 from mxgitops.outputs.summary import Summary
 from tests.forges import servers as forgeservers
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.forge_hostile import checked_settings
-from tests.helpers.reconcile_e2e import mxjob
-from tests.helpers.status_truth import files, git_config
+from tests.helpers.gitsync import checked_settings
+from tests.helpers.sync import files, git_config, mxjob
 from tests.kubeapi.harness import KubeAPI
 
 FORGED_COMMITS = (

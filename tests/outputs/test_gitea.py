@@ -17,8 +17,8 @@ from mxgitops.kube import cluster
 from mxgitops.settings.config import SyncConfig
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitrepos.fixtures import run_git
-from tests.helpers.outputs_gitea import gitea
-from tests.helpers.reconcile_e2e import NS, RETRY, batch_job, mxjob
+from tests.helpers.gitsync import gitea
+from tests.helpers.sync import NS, RETRY, batch_job, mxjob
 from tests.kubeapi.harness import KubeAPI
 
 __all__ = ["gitea"]  # fixtures from tests/helpers, used here

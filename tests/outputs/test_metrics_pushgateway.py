@@ -18,7 +18,7 @@ from mxgitops.errors import GitError
 from mxgitops.kube import cluster
 from mxgitops.settings.config import SyncConfig
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.reconcile_e2e import NS, RETRY, mxjob
+from tests.helpers.sync import NS, RETRY, mxjob
 from tests.kubeapi.harness import KubeAPI
 from tests.pushgateway.server import Pushgateway
 

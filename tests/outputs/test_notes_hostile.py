@@ -18,9 +18,8 @@ from mxgitops.cli import ExitCode
 from mxgitops.commands.sync import sync
 from mxgitops.outputs import report
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.notes_hostile import REF, status
-from tests.helpers.reconcile_e2e import mxjob
-from tests.helpers.status_truth import files, git_config
+from tests.helpers.gitsync import REF, status
+from tests.helpers.sync import files, git_config, mxjob
 from tests.kubeapi.harness import KubeAPI
 
 

@@ -12,7 +12,7 @@ from mxgitops.planning.changes import Action
 from mxgitops.planning.ledger import Ledger
 from mxgitops.planning.plan import plan
 from mxgitops.state.apply import ChangeResult, ChangeSet
-from tests.helpers.plan import OPTIONS, finish, job, live
+from tests.helpers.jobs import OPTIONS, finish, job, live
 
 
 def sample() -> Summary:

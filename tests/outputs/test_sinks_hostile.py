@@ -18,9 +18,8 @@ from mxgitops.errors import ConfigError, OutputError
 from mxgitops.outputs import metrics
 from tests.forges import servers as forgeservers
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.forge_hostile import checked_settings
-from tests.helpers.reconcile_e2e import NS, Syncer, mxjob, write
-from tests.helpers.status_truth import files, git_config
+from tests.helpers.gitsync import checked_settings
+from tests.helpers.sync import NS, Syncer, files, git_config, mxjob, write
 from tests.kubeapi.harness import KubeAPI
 
 PUSH = metrics.SyncMetrics("t1", 1.0, 2.0, 0)

@@ -25,20 +25,21 @@ from mxgitops.outputs import report
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers import corpus
 from tests.helpers.corpus import Corpus, Shape
-from tests.helpers.ledger import read_shard
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     INSTANCE,
     NS,
     Syncer,
     batch_job,
+    files,
+    git_config,
     job_objects,
     mxjob,
+    read_shard,
     remove,
     summary_of,
     write,
     writes,
 )
-from tests.helpers.status_truth import files, git_config
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 

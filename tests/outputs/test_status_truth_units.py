@@ -19,7 +19,7 @@ from mxgitops.runtimes.batch.inplace import compare as compare_in_place
 from mxgitops.runtimes.batch.render import job_refs
 from mxgitops.runtimes.shared.state import State
 from mxgitops.state.failurelog import keep_end
-from tests.helpers.plan import NS, OPTIONS, finish, job, live, only
+from tests.helpers.jobs import NS, OPTIONS, finish, job, live, only
 
 
 def test_a_changed_in_place_field_is_an_update_and_a_hand_edit_a_repair() -> None:

@@ -26,17 +26,21 @@ from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.batch.status import replica_state
 from mxgitops.runtimes.shared.disruption import Disruption, failed_by_disruption, pod_disruption
 from mxgitops.runtimes.shared.state import ReplicaState, State
-from tests.helpers.batch_status import (
+from tests.helpers.jobs import (
+    BATCH_ONLY,
+    CTX,
     EXIT_CODE,
     NEVER,
+    NS,
     ON_FAILURE,
+    OPTIONS,
     RUNNING,
     batch_job,
     failed_pod,
+    job,
     pod,
     terminated,
 )
-from tests.helpers.plan import BATCH_ONLY, CTX, NS, OPTIONS, job
 
 TAINT = {
     "type": "DisruptionTarget",
@@ -476,8 +480,8 @@ JOBSET_RULE = {
 @pytest.mark.parametrize("restart", ["Never", "OnFailure", "ExitCode"])
 def test_a_jobset_restarts_whole_on_a_disruption_without_counting_it(restart: str) -> None:
     from mxgitops.runtimes.jobset.render import render_jobset
-    from tests.helpers.jobset_runtime import job_of
-    from tests.helpers.reconcile_e2e import mxjob
+    from tests.helpers.jobset import job_of
+    from tests.helpers.sync import mxjob
 
     doc = mxjob("a", restart=restart, runPolicy={"backoffLimit": 0})
     (jobset,) = render_jobset(job_of(doc), CTX)

@@ -24,10 +24,9 @@ from mxgitops.runtimes.jobset.kinds import JOBSET
 from mxgitops.runtimes.jobset.render import render_jobset
 from mxgitops.runtimes.shared.reruns import DISRUPTIONS_ANNOTATION, disruptions_of
 from mxgitops.runtimes.shared.state import State
-from tests.helpers.batch_status import failed_pod, terminated
-from tests.helpers.jobset_runtime import job_of
-from tests.helpers.plan import BATCH_ONLY, CTX, OPTIONS, job
-from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.jobs import BATCH_ONLY, CTX, OPTIONS, failed_pod, job, terminated
+from tests.helpers.jobset import job_of
+from tests.helpers.sync import mxjob
 from tests.planning.test_disruption import FAIL_JOB, TAINT, disrupted, live_with
 
 

@@ -21,11 +21,11 @@ from mxgitops.objects import JOB_NAME_LABEL, LiveObjects, ObjectRef
 from mxgitops.planning.changes import Action
 from mxgitops.planning.ledger import Ledger
 from mxgitops.planning.plan import plan
-from tests.helpers.plan import OPTIONS, without
-from tests.helpers.plan import WAIT as PLAN_WAIT
-from tests.helpers.plan import job as plan_job
-from tests.helpers.plan import live as plan_live
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.jobs import OPTIONS, without
+from tests.helpers.jobs import WAIT as PLAN_WAIT
+from tests.helpers.jobs import job as plan_job
+from tests.helpers.jobs import live as plan_live
+from tests.helpers.sync import (
     NS,
     Syncer,
     batch_job,

@@ -15,7 +15,7 @@ from mxgitops.planning.plan import plan
 from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.shared.failure import Failure
 from mxgitops.runtimes.shared.state import ReplicaState, State
-from tests.helpers.plan import (
+from tests.helpers.jobs import (
     BATCH,
     BATCH_ONLY,
     CTX,

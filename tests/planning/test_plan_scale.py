@@ -24,7 +24,7 @@ from mxgitops.runtimes.batch import ownership
 from mxgitops.runtimes.batch import status as status_module
 from mxgitops.runtimes.batch.live import group_live
 from mxgitops.runtimes.batch.render import job_refs
-from tests.helpers.plan import COMPLETE, OPTIONS, job, live
+from tests.helpers.jobs import COMPLETE, OPTIONS, job, live
 
 
 def jobs(count: int, **kwargs: Any) -> list[model.MxJob]:

@@ -21,8 +21,8 @@ from mxgitops.planning.plan import plan
 from mxgitops.runtimes.jobset.kinds import JOBSET
 from mxgitops.runtimes.registry import render
 from mxgitops.runtimes.shared.state import State
-from tests.helpers.plan import COMPLETE, CTX, NS, OPTIONS
-from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.jobs import COMPLETE, CTX, NS, OPTIONS
+from tests.helpers.sync import mxjob
 
 RECORDED = OPTIONS.now or datetime.now(UTC)  # when the sync that recorded H1 ran
 STAMP = RECORDED.isoformat(timespec="seconds")

@@ -12,8 +12,8 @@ from mxgitops.planning.changes import Action
 from mxgitops.planning.ledger import Ledger
 from mxgitops.planning.plan import plan
 from mxgitops.runtimes.shared.state import State
-from tests.helpers.plan import BATCH, OPTIONS, finish, job, live, only
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.jobs import BATCH, OPTIONS, finish, job, live, only
+from tests.helpers.sync import (
     NS,
     Syncer,
     batch_job,

@@ -19,8 +19,8 @@ from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.jobset.kinds import JOBSET
 from mxgitops.runtimes.jobset.render import render_jobset
 from mxgitops.runtimes.shared.state import State
-from tests.helpers.plan import BATCH, CTX, NS, OPTIONS, finish, job, live, only
-from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.jobs import BATCH, CTX, NS, OPTIONS, finish, job, live, only
+from tests.helpers.sync import mxjob
 
 TTL = {"runPolicy": {"ttlSecondsAfterFinished": 60}}
 RECORDED = OPTIONS.now or datetime.now(UTC)  # when the sync that recorded the job ran

@@ -27,11 +27,10 @@ import pytest
 from mxgitops.receiver.manualjob import PUSH_ANNOTATION, job_from_cronjob
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.forges.webhooks import SECRET, ReceiverProcess, get, post, push_body, rarely, signed
+from tests.helpers.cronjob import COLLECTIONS, Docs, account_kubeconfig, kustomize
 from tests.helpers.cronjob import CRONJOB as CRONJOB_DIR
-from tests.helpers.cronjob import Docs, kustomize
-from tests.helpers.cronjob_e2e import COLLECTIONS, account_kubeconfig
 from tests.helpers.cronjobruns import kubectl
-from tests.helpers.rbac_real import role_path, without
+from tests.helpers.policy import role_path, without
 
 NS = "mxgitops-example"
 CRONJOB = "mxgitops-example"

@@ -23,7 +23,7 @@ from mxgitops.runtimes.shared.state import (
     aggregate,
     job_state,
 )
-from tests.helpers.batch_status import (
+from tests.helpers.jobs import (
     EXIT_CODE,
     NEVER,
     ON_FAILURE,

@@ -27,7 +27,7 @@ from mxgitops.runtimes import registry as runtimes
 from mxgitops.runtimes.shared.labels import RUNTIME_ID_LABEL
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from mxgitops.runtimes.shared.state import State
-from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.sync import mxjob
 
 CTX = RenderContext("conformance", commit="a" * 40)
 RUNTIMES = list(runtimes.RUNTIMES)

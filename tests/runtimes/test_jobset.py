@@ -34,8 +34,8 @@ from mxgitops.runtimes.jobset.live import LiveJobSet
 from mxgitops.runtimes.jobset.render import render_jobset
 from mxgitops.runtimes.shared.state import State
 from tests.helpers import corpus
-from tests.helpers.jobset_runtime import CTX, job_of, queued
-from tests.helpers.reconcile_e2e import EXAMPLE_REPO, mxjob
+from tests.helpers.jobset import CTX, job_of, queued
+from tests.helpers.sync import EXAMPLE_REPO, mxjob
 
 # -- which jobs run on JobSet --------------------------------------------------------------
 

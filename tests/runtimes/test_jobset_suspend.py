@@ -26,7 +26,7 @@ from mxgitops.runtimes.shared.inplace import IN_PLACE_ANNOTATION
 from mxgitops.runtimes.shared.labels import JOB_TYPE_LABEL
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from mxgitops.runtimes.shared.state import State
-from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.sync import mxjob
 
 CTX = RenderContext("prod")
 UID = "u1"

@@ -22,7 +22,7 @@ from mxgitops.settings.config import SyncConfig
 from mxgitops.source import cachelock
 from mxgitops.source import repository as source
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.sync_git_e2e import INSTANCE, NS, jobs_files
+from tests.helpers.gitsync import INSTANCE, NS, jobs_files
 from tests.kubeapi.harness import KubeAPI
 
 

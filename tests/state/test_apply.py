@@ -12,7 +12,7 @@ from mxgitops.objects import Create, Delete, LiveObjects, ObjectRef, Write, Writ
 from mxgitops.planning.ledger import Ledger
 from mxgitops.planning.plan import plan
 from mxgitops.state.apply import WAITING_FOR_OLD_PODS, apply
-from tests.helpers.plan import OPTIONS, job, live
+from tests.helpers.jobs import OPTIONS, job, live
 
 
 class Recorder:

@@ -26,10 +26,9 @@ from mxgitops.runtimes.batch.render import render_job
 from mxgitops.runtimes.jobset.kinds import JOBSET
 from mxgitops.source.gitcommand import Runner
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.notes_hostile import REF, status
-from tests.helpers.plan import job
-from tests.helpers.reconcile_e2e import mxjob, write
-from tests.helpers.status_truth import files, git_config
+from tests.helpers.gitsync import REF, status
+from tests.helpers.jobs import job
+from tests.helpers.sync import files, git_config, mxjob, write
 from tests.kubeapi.harness import KubeAPI, StubHandler, stub_api
 
 BOTH = frozenset({"batch", "jobset"})

@@ -12,7 +12,7 @@ from mxgitops.planning import ledger
 from mxgitops.planning.ledger import Finished, Ledger
 from mxgitops.state import ledgerstore
 from mxgitops.state.ledgerstore import DATA_KEY
-from tests.helpers.ledger import first_shard, read_shard
+from tests.helpers.sync import first_shard, read_shard
 
 A = Finished("ml", "a", "h1", "Succeeded", "2026-01-01T00:00:00+00:00")
 B = Finished("ml", "b", "h2", "Failed", "2026-01-02T00:00:00+00:00")

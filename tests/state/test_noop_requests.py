@@ -19,9 +19,9 @@ from mxgitops.kube.reads import Reads
 from mxgitops.objects import Kind
 from mxgitops.runtimes.jobset.kinds import JOBSET
 from mxgitops.state import ledgerstore
-from tests.helpers.noop_requests import LEDGER, recorded
-from tests.helpers.reconcile_e2e import (
+from tests.helpers.sync import (
     INSTANCE,
+    LEDGER,
     NO_OP,
     NS,
     Syncer,
@@ -29,6 +29,7 @@ from tests.helpers.reconcile_e2e import (
     delete,
     lists,
     mxjob,
+    recorded,
     remove,
     repo,
     run,

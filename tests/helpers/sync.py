@@ -1,10 +1,15 @@
-"""Helpers of `tests/e2e/test_reconcile.py` that other test modules use too."""
+"""A sync on a cluster in tests: manifests written, `sync()` run against the API double
+or the real control plane, its writes, summary, states and ledger read back; the
+same through a Git remote (`git_config`).
+
+The ledger is read and written one shard at a time here, as a small ledger is stored;
+the product reads and writes every shard at once (`state/ledgerstore.py`)."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +23,16 @@ from mxgitops.kube import cluster
 from mxgitops.objects import (
     JOB_NAME_LABEL,
     Kind,
+    KubeObject,
     ObjectRef,
 )
 from mxgitops.outputs.summary import JobSummary
+from mxgitops.planning.ledger import Ledger
 from mxgitops.settings.config import SyncConfig
+from mxgitops.state import ledgerstore
+from tests.controlplane.harness import wait_for
+from tests.gitrepos.fixtures import GitRemote
+from tests.helpers.gitsync import config_for
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource
@@ -226,3 +237,81 @@ def sync_hooked(run: Syncer, before_lease: Callable[[], object]) -> SyncOutcome:
 
 def lists(log: list[dict[str, Any]], plural: str) -> int:
     return sum(1 for e in log if e["method"] == "GET" and e["path"].endswith(f"/{plural}"))
+
+
+LEDGER = ledgerstore.shard_name(INSTANCE, 0)
+
+
+def recorded(api: KubeAPI) -> str | None:
+    """The first ledger shard's record of runtimes (None: no such key)."""
+    found = api.get("ConfigMap", LEDGER, NS)
+    assert found is not None, "no ledger"
+    value: str | None = (found.get("data") or {}).get(ledgerstore.RUNTIMES_KEY)
+    return value
+
+
+def sync_args(api: KubeAPI, repo: Path, *extra: str) -> list[str]:
+    return [
+        "sync",
+        "--repo",
+        str(repo),
+        "--kubeconfig",
+        str(api.kubeconfig),
+        "--namespace",
+        NS,
+        "--instance",
+        INSTANCE,
+        "--no-notes",
+        *extra,
+    ]
+
+
+def first_shard(book: Ledger, *, instance: str, namespace: str) -> KubeObject:
+    """The first shard `book` is written as (all of a ledger that fits in one)."""
+    return ledgerstore.to_config_maps(book, instance=instance, namespace=namespace)[0]
+
+
+def read_shard(obj: Mapping[str, Any] | None) -> Ledger:
+    """The ledger held by one shard; None (no ConfigMap) holds the empty ledger."""
+    return ledgerstore.from_config_maps([obj] if obj is not None else [])
+
+
+ROW = {
+    "namespace": NS,
+    "name": "once",
+    "spec_hash": "h",
+    "state": "Succeeded",
+    "finished_at": "2026-01-01T00:00:00+00:00",
+}
+
+
+def canary(real: Any, name: str) -> None:
+    """A plain batch Job with the same TTL, finished now; returns once the real TTL
+    controller has deleted it: whatever finished before it and carried the TTL is gone."""
+    container = {"name": "c", "image": "busybox", "command": ["true"]}
+    real.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "ttlSecondsAfterFinished": 1,
+                "backoffLimit": 0,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+            },
+        },
+        NS,
+    )
+    real.run_job_controller(NS)
+    real.kubelet(job=name, namespace=NS, phase="Succeeded")
+    wait_for(f"for the TTL controller to delete {name}", lambda: real.get("Job", name, NS) is None)
+
+
+def files(*docs: dict[str, Any]) -> dict[str, str]:
+    return {f"jobs/{d['metadata']['name']}.yaml": yaml.safe_dump(d) for d in docs}
+
+
+def git_config(remote: GitRemote, api: KubeAPI, tmp_path: Path, **overrides: Any) -> SyncConfig:
+    return config_for(
+        remote.url, tmp_path / "cache", api, namespace=NS, instance=INSTANCE, **overrides
+    )

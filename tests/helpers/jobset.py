@@ -1,13 +1,16 @@
-"""Helpers of `tests/e2e/test_jobset.py` that other test modules use too."""
+"""The JobSet runtime in tests: a queued job, its JobSet and pods read back, Kueue's
+set-up on the real control plane (tests/ecosystem/)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from mxgitops.manifests.spec import from_manifest
+from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import KUEUE_GROUP, Ecosystem
-from tests.helpers.reconcile_e2e import NS, mxjob
+from tests.helpers.sync import NS, mxjob
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2"
 GPU = "nvidia.com/gpu"
@@ -137,3 +140,14 @@ def gpu_job(name: str, *, workers: int = 2, gpus: int = 4, priority: str = "low"
     worker = doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker["resources"] = {"limits": {GPU: gpus}}
     return doc
+
+
+CTX = RenderContext("prod")
+
+
+def job_of(doc: dict[str, Any], runtime: str = "jobset") -> Any:
+    return from_manifest(doc, default_namespace="ml", default_runtime=runtime)
+
+
+def queued(name: str = "a", queue: str = "team", **policy: Any) -> dict[str, Any]:
+    return mxjob(name, runPolicy={"schedulingPolicy": {"queue": queue, **policy}})

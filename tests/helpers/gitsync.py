@@ -1,17 +1,22 @@
-"""Helpers of `tests/e2e/test_sync_git.py` that other test modules use too."""
+"""A sync through Git in tests: a bare repository as the remote, its jobs files and
+settings, the status note read back, the forge's settings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from mxgitops.cli import main
 from mxgitops.outputs import report
 from mxgitops.outputs import summary as mxgitops_summary
+from mxgitops.outputs.forge.post import StatusSettings, settings_for
 from mxgitops.settings.config import SyncConfig
+from tests.gitea.server import Gitea
 from tests.gitrepos.fixtures import GitRemote
 from tests.kubeapi.harness import KubeAPI
 
@@ -78,3 +83,35 @@ def note_summary(remote: GitRemote, sha: str) -> mxgitops_summary.Summary:
 @pytest.fixture
 def remote(make_git_remote: Callable[..., GitRemote]) -> GitRemote:
     return make_git_remote("jobs", files=jobs_files("alpha", "beta", "gamma"))
+
+
+def job_names(kubeapi: Any) -> set[str]:
+    return {o["metadata"]["name"] for o in kubeapi.objects("jobs", NS)}
+
+
+REF = "refs/notes/mxgitops"
+
+
+def status(remote: GitRemote, tmp_path: Path, *extra: str) -> Any:
+    args = ["status", "--repo", remote.url, "--cache-dir", str(tmp_path / "status-cache")]
+    return CliRunner().invoke(main, [*args, *extra])
+
+
+def checked_settings(**given: Any) -> StatusSettings:
+    """`settings_for` of a GitHub repository, but for what is `given`."""
+    values: dict[str, Any] = {
+        "provider": "github",
+        "api_url": None,
+        "repository": "org/jobs",
+        "repo": "https://github.com/org/jobs.git",
+        "token": "t",
+        "url_template": "",
+        "timeout": 10,
+    }
+    return settings_for(**{**values, **given})
+
+
+@pytest.fixture(scope="module")
+def gitea(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gitea]:
+    with Gitea(tmp_path_factory.mktemp("gitea")) as server:
+        yield server
