@@ -27,6 +27,7 @@ from bench.bench_git_cache import _nothing, build_remote, serve_over_http
 from bench.bench_sync import NS, double
 from mxgitops.commands.sync import sync
 from mxgitops.manifests import loading as manifests
+from mxgitops.runtimes.registry import install_hash_shapes
 from mxgitops.settings.config import SyncConfig
 
 
@@ -117,4 +118,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    install_hash_shapes()  # this script is an entry point: see the registry
     main()

@@ -13,7 +13,7 @@ Target: `runs_of` under 2 s for 200 commits (issue #45).
 
     python bench/bench_history.py [--commits 200] [--others 20]
 
-Prints figures; not a test (tests/test_history_cost.py guards the number of git
+Prints figures; not a test (tests/commands/test_history_cost.py guards the number of git
 processes, which is what makes it fast).
 """
 

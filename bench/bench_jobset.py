@@ -35,6 +35,7 @@ import yaml
 
 from bench.bench_sync import audited, manifest
 from mxgitops.commands.sync import sync
+from mxgitops.runtimes.registry import install_hash_shapes
 from mxgitops.settings.config import SyncConfig
 
 
@@ -108,4 +109,5 @@ def main(jobs: int = 1000) -> None:
 
 
 if __name__ == "__main__":
+    install_hash_shapes()  # this script is an entry point: see the registry
     main(int(sys.argv[1]) if sys.argv[1:] else 1000)

@@ -33,6 +33,8 @@ MAX_RSS_MIB = 300
 RENDER = """
 import json, resource, sys, time
 import yaml
+from mxgitops.runtimes.registry import install_hash_shapes
+install_hash_shapes()
 from mxgitops.manifests.spec import from_manifest
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from mxgitops.runtimes.batch.render import render_job

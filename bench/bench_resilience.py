@@ -34,6 +34,7 @@ import yaml
 from mxgitops.commands.sync import sync
 from mxgitops.kube import cluster
 from mxgitops.planning.ledger import Finished, Ledger
+from mxgitops.runtimes.registry import install_hash_shapes
 from mxgitops.settings.config import SyncConfig
 from mxgitops.state import ledgerstore
 from tests.kubeapi.harness import KubeAPI
@@ -180,4 +181,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    install_hash_shapes()  # this script is an entry point: see the registry
     main()

@@ -40,10 +40,13 @@ import yaml
 
 from bench.bench_sync import NS, ROOT, double, manifest, write_repo
 from mxgitops.kube.listing import METADATA_ONLY
+from mxgitops.runtimes.registry import install_hash_shapes
 
 _CHILD = """
 import json, resource, sys, time
 from pathlib import Path
+from mxgitops.runtimes.registry import install_hash_shapes
+install_hash_shapes()
 from mxgitops.settings.config import SyncConfig
 from mxgitops.commands.sync import sync
 repo, kubeconfig = sys.argv[1:3]
@@ -270,4 +273,5 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
+    install_hash_shapes()  # this script is an entry point: see the registry
     main([int(a) for a in sys.argv[1:]] or [100, 1000, 5000, 10000])

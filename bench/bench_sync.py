@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from mxgitops.commands.sync import SyncOutcome, sync
+from mxgitops.runtimes.registry import install_hash_shapes
 from mxgitops.settings.config import SyncConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -314,6 +315,7 @@ def kubectl_create(tmp: Path, repo: Path, kubeconfig: Path) -> float:
 
 
 if __name__ == "__main__":
+    install_hash_shapes()  # this script is an entry point: see the registry
     args = sys.argv[1:]
     real = args[:2] == ["--backend", "real"]
     if args[:1] == ["--backend"]:

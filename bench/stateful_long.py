@@ -1,4 +1,4 @@
-"""The state machine of tests/test_statemachine.py for as long as you give it.
+"""The state machine of tests/e2e/test_statemachine.py for as long as you give it.
 
     python -m bench.stateful_long [MINUTES] [--stop-on-failure]
 
@@ -21,9 +21,10 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from mxgitops.runtimes.registry import install_hash_shapes
+from tests.e2e.test_statemachine import Counts, Machine
 from tests.gitrepos.fixtures import isolate_git
 from tests.helpers.statemachine import shifted_clock
-from tests.test_statemachine import Counts, Machine
 
 BATCH = 10
 
@@ -63,4 +64,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    install_hash_shapes()  # this script is an entry point: see the registry
     sys.exit(main(sys.argv[1:]))

@@ -8,9 +8,9 @@ The spec hash derived from it decides whether a live job is unchanged or must
 be replaced, so it covers what shapes the objects and nothing else.
 
 Which runtime a job runs on is a name here (`MxJob.runtime`); what a runtime adds to
-the spec hash is the runtime's own (`hash_shape`), installed by the registry
-(`runtimes/registry.py`) with `use_hash_shapes`, as the model cannot import it (every runtime
-imports the model).
+the spec hash is the runtime's own (`hash_shape`), given to the model by each entry point
+(`runtimes/registry.py`'s `install_hash_shapes`, through `use_hash_shapes`), as the model
+cannot import the runtimes (every runtime imports the model).
 """
 
 from __future__ import annotations
@@ -379,8 +379,8 @@ _HASH_SHAPES: dict[str, HashShape] = {}
 
 def use_hash_shapes(shapes: Mapping[str, HashShape]) -> None:
     """Install what each runtime adds to the spec hash of a job that runs on it, by
-    runtime name: `runtimes/registry.py` does, as it is imported (spec.py, which makes every
-    job, imports it)."""
+    runtime name: `runtimes/registry.py`'s `install_hash_shapes`, which each entry point
+    calls before a job is hashed."""
     _HASH_SHAPES.update(shapes)
 
 
@@ -389,7 +389,8 @@ def _runtime_shape(job: MxJob) -> Mapping[str, Any] | None:
         shape_of = _HASH_SHAPES[job.runtime]
     except KeyError:  # a hash without its runtime's part would replace running jobs
         known = (
-            ", ".join(sorted(_HASH_SHAPES)) or "none: mxgitops.runtimes.registry was not imported"
+            ", ".join(sorted(_HASH_SHAPES))
+            or "none: mxgitops.runtimes.registry.install_hash_shapes() was not called"
         )
         raise LookupError(f"no runtime named {job.runtime!r} (registered: {known})") from None
     return shape_of(job)

@@ -13,7 +13,7 @@
   schemas in `mxgitops/schemas/`.
 
 The pages are committed, so that the path `--help` prints can be read in a checkout as
-well as in the built site; tests/test_docs.py fails when they are stale, and when a
+well as in the built site; tests/docs/test_manual.py fails when they are stale, and when a
 command, option, setting, policy key or exit code has no documentation. Never edit the
 pages by hand:
 

@@ -23,6 +23,11 @@ pytest_plugins = [
 def pytest_configure(config: pytest.Config) -> None:
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
+    # The tests make and hash jobs without the CLI, whose group installs the runtimes'
+    # hash shapes: this session is their entry point.
+    from mxgitops.runtimes.registry import install_hash_shapes
+
+    install_hash_shapes()
 
 
 @pytest.hookimpl(trylast=True)

@@ -203,3 +203,7 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
 @click.option("--debug", is_flag=True, help="Print the traceback of an error.")
 def main(debug: bool) -> None:
     del debug  # read by Main.invoke
+    # The runtimes' part of every spec hash, before a command makes or hashes a job
+    from mxgitops.runtimes.registry import install_hash_shapes
+
+    install_hash_shapes()

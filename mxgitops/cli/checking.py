@@ -2,7 +2,7 @@
 
 Only what `validate` needs is imported at the top: `mxgitops validate FILE` must start in
 well under 0.3 s. What only another command needs (convert's round-trip YAML)
-is imported inside that command; tests/test_lazy_imports.py keeps it so.
+is imported inside that command; tests/cli/test_lazy_imports.py keeps it so.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`mxgitops check`: before a first sync, what this machine, the jobs repository and the
 cluster lack (preflight.py). The checks are imported inside the command: validate needs
-none of them (tests/test_lazy_imports.py)."""
+none of them (tests/cli/test_lazy_imports.py)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import click
 
 from mxgitops.kube.calls import MAX_REQUEST_TIMEOUT
 from mxgitops.manifests.files import MAX_FILE_SIZE
-from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes import registry
 from mxgitops.settings.config import FILE_SIZE_BOUNDS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -110,7 +110,7 @@ def setting(*decls: str, **kwargs: Any) -> Callable[[F], F]:
 # too, so that a pull request's plan set up like the sync plans like it.
 default_runtime_setting = setting(
     "--default-runtime",
-    type=click.Choice(runtimes.NAMES),
+    type=click.Choice(registry.NAMES),
     help="What a dist job that names no queue runs on, as the operator's sync setting says: "
     "batch (a batch Job per replica and a scheduler Service) or jobset (one JobSet; a job "
     "that names a queue always runs on JobSet, admitted by Kueue).  [default: batch]",

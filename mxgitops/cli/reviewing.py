@@ -2,7 +2,7 @@
 what a change would do.
 
 Their renderers and the git-reading commands are imported inside each command:
-`validate` needs none of them (tests/test_lazy_imports.py).
+`validate` needs none of them (tests/cli/test_lazy_imports.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`mxgitops sync`: one reconciliation of the cluster with the jobs repository.
 
 The sync itself, its progress display and the report are imported inside the command:
-`validate` needs none of them (tests/test_lazy_imports.py).
+`validate` needs none of them (tests/cli/test_lazy_imports.py).
 """
 
 from __future__ import annotations

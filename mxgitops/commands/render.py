@@ -19,7 +19,7 @@ import yaml
 
 from mxgitops.manifests.loading import LoadResult
 from mxgitops.objects import KubeObject
-from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes import registry
 from mxgitops.runtimes.shared.accelerators import AcceleratorConfig
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 
@@ -40,7 +40,7 @@ def render_loaded(
     ctx = RenderContext(instance=instance, accelerators=accelerators or {})
     found: list[KubeObject] = []
     for job in loaded.jobs:
-        found += runtimes.render(job, ctx)
+        found += registry.render(job, ctx)
     return Rendered(tuple(found), loaded)
 
 

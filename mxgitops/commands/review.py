@@ -20,7 +20,7 @@ from mxgitops.manifests.files import Problem
 from mxgitops.manifests.loading import LoadResult
 from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.outputs.markdown import code, text, visible
-from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes import registry
 from mxgitops.runtimes.shared.inplace import Move
 from mxgitops.runtimes.shared.podtemplate import RenderContext
 from mxgitops.words import counted, duration
@@ -133,10 +133,10 @@ def in_place_moves(old: MxJob, new: MxJob) -> tuple[Move, ...]:
     when `new` is merged: the planner's own comparison, run on `old`'s objects as its
     runtime renders them, so that review shows exactly the fields and values the sync
     writes."""
-    same = runtimes.in_place_values(old) == runtimes.in_place_values(new)
+    same = registry.in_place_values(old) == registry.in_place_values(new)
     if same and old.on_change is new.on_change:
         return ()  # the common case (no in-place field moved), without rendering anything
-    live = runtimes.as_created(old, RenderContext(instance="review"))
+    live = registry.as_created(old, RenderContext(instance="review"))
     patches = live.compare_in_place(new)
     return tuple(dict.fromkeys(m for p in patches for m in p.moves))
 

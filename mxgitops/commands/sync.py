@@ -23,12 +23,10 @@ from mxgitops import __version__
 from mxgitops.errors import ClusterError, ConfigError, GitError, LeaseLostError
 from mxgitops.kube import cluster as kube
 from mxgitops.kube import kubeconfig, lease
-from mxgitops.manifests import loadcache
-from mxgitops.manifests import loading as manifests
+from mxgitops.manifests import loadcache, loading
 from mxgitops.manifests.files import Problem
 from mxgitops.objects import LiveObjects
-from mxgitops.outputs import recordnotes, report
-from mxgitops.outputs import sinks as outputs
+from mxgitops.outputs import recordnotes, report, sinks
 from mxgitops.outputs.forge.post import MAX_COMMITS
 from mxgitops.outputs.summary import Summary
 from mxgitops.planning import ledger
@@ -91,7 +89,7 @@ def sync(
     connect: Callable[..., kube.Cluster] = kube.connect,
     progress: Progress | None = None,
     on_summary: Callable[[Summary, tuple[str, ...]], None] | None = None,
-    exit_code: outputs.ExitCode = outputs.plain_exit_code,
+    exit_code: sinks.ExitCode = sinks.plain_exit_code,
 ) -> SyncOutcome:
     """Run one sync. `explicit` names the settings given by flag or environment,
     which the jobs repository's .mxgitops.yaml must not override. `on_summary`
@@ -100,7 +98,7 @@ def sync(
     metrics to say how the sync ends."""
     progress = progress or Progress()
     # The Git cache stays locked until the note is written: other syncs sharing it wait.
-    with outputs.delivering(config, exit_code) as outlet, ExitStack() as cache:
+    with sinks.delivering(config, exit_code) as outlet, ExitStack() as cache:
         cache.enter_context(_fewer_collections())
         notices: list[str] = []
         progress.phase("fetching the jobs repository")
@@ -196,7 +194,7 @@ def _previous_note(
 def _training(
     made: Plan,
     state: ClusterState,
-    loaded: manifests.LoadResult,
+    loaded: loading.LoadResult,
     cluster: kube.Cluster | None,
     workspace: Workspace,
     config: SyncConfig,
@@ -321,12 +319,12 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
 
 def _load_manifests(
     workspace: Workspace, config: SyncConfig, refused: tuple[Problem, ...]
-) -> manifests.LoadResult:
+) -> loading.LoadResult:
     """Validate the manifests, reusing the verdict on each file seen before unchanged
     (in most syncs, all of them)."""
     read = reading.of_config(config, refused)
 
-    def validate(verdicts: manifests.Verdicts) -> manifests.LoadResult:
+    def validate(verdicts: loading.Verdicts) -> loading.LoadResult:
         return reading.load_repository(workspace.root, read, verdicts=verdicts)
 
     repository = workspace.repository
@@ -357,7 +355,7 @@ def _cluster(
 
 
 def _plan(
-    loaded: manifests.LoadResult, live: LiveObjects, known: ledger.Ledger, options: PlanOptions
+    loaded: loading.LoadResult, live: LiveObjects, known: ledger.Ledger, options: PlanOptions
 ) -> Plan:
     return plan(
         loaded.jobs,

@@ -24,7 +24,7 @@ from typing import TypeVar
 from urllib.parse import quote, urlencode
 
 from mxgitops.errors import ClusterClientError, ClusterUnreachable, LeaseLostError
-from mxgitops.kube import transport as kubehttp
+from mxgitops.kube import transport
 from mxgitops.kube.exchange import Response
 from mxgitops.kube.lease import Fence
 from mxgitops.kube.listing import LIST_PAGE_SIZE
@@ -83,7 +83,7 @@ class Calls:
     """A connection to one cluster, and the one place its requests are made."""
 
     # The name is older than the class: tests build a Cluster from it.
-    api_client: kubehttp.Transport
+    api_client: transport.Transport
     parallelism: int = DEFAULT_PARALLELISM
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
@@ -114,7 +114,7 @@ class Calls:
     # -- the one place requests are made ------------------------------------------
 
     def _request(self, method: str, path: str, body: KubeObject | None = None) -> KubeObject:
-        return self._call(method, path, body=body, read=kubehttp.read_object)
+        return self._call(method, path, body=body, read=transport.read_object)
 
     def _call(
         self,
@@ -138,7 +138,7 @@ class Calls:
         # Built once for every attempt: the URL, the headers, the body encoded.
         url = f"{path}?{urlencode(query, quote_via=quote)}" if query else path
         data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
-        sent = {**kubehttp.request_headers(method), **self._acting_as(path)}
+        sent = {**transport.request_headers(method), **self._acting_as(path)}
         if accept is not None:
             sent["Accept"] = accept
         server = self.server or "the cluster"
@@ -168,13 +168,13 @@ class Calls:
                         warnings=warnings,
                         before_send=fence_check,
                     )
-                except kubehttp.Refused as exc:
+                except transport.Refused as exc:
                     delay = self.retry.delay(attempt, exc.retry_after)
                     retryable = exc.status in RETRYABLE_STATUS and not last
                     if not retryable or self._late(deadline, delay):
                         raise exc.as_error(method, path) from exc
                     failure = str(exc.as_error(method, path))
-                except kubehttp.Unanswered as exc:
+                except transport.Unanswered as exc:
                     if exc.timed_out and fenced < deadline and self.clock() >= fenced:
                         raise self._lease_lost(failure) from exc.error
                     if exc.timed_out:

@@ -3,7 +3,7 @@
 It speaks plain JSON objects (`objects.KubeObject`), so the rest of mxgitops never
 sees a client model or an HTTP library. The official client loads the
 configuration (kubeconfig contexts, exec plugins, client certificates, token
-files, the pod's service account); `kubehttp` sends each request over the one
+files, the pod's service account); `transport` sends each request over the one
 connection pool the client builds from it; `listdecode` reads each LIST page as
 it arrives. Which requests are made, their retries and deadlines, and tenancy
 are decided here and in its parts: the request core (`kube/calls.py`), the read
@@ -43,7 +43,7 @@ from pathlib import Path
 import yaml
 
 from mxgitops.errors import ConfigError
-from mxgitops.kube import transport as kubehttp
+from mxgitops.kube import transport
 from mxgitops.kube.calls import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, RetryPolicy
 from mxgitops.kube.cronjobs import CronJobRuns
 from mxgitops.kube.kubeconfig import NoClusterConfigured, load_configuration
@@ -93,7 +93,7 @@ def connect(
     # A connection per writer, and one for the main thread (the Lease, the LISTs).
     configuration.connection_pool_maxsize = max(parallelism + 1, 4)
     return Cluster(
-        api_client=kubehttp.Transport(configuration),
+        api_client=transport.Transport(configuration),
         parallelism=parallelism,
         retry=retry or RetryPolicy(),
         sleep=sleep or time.sleep,

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 
 from mxgitops.errors import ClusterClientError, ClusterError
-from mxgitops.kube import transport as kubehttp
+from mxgitops.kube import transport
 from mxgitops.kube.calls import Calls, path_of
 from mxgitops.kube.exchange import Response
 from mxgitops.objects import Kind, KubeObject
@@ -36,7 +36,7 @@ class CronJobRuns(Calls):
         """The CronJob, read within `budget` seconds (else the request timeout)."""
         path = path_of(Kind.CRON_JOB, namespace, name)
         try:
-            return self._call("GET", path, read=kubehttp.read_object, budget=budget)
+            return self._call("GET", path, read=transport.read_object, budget=budget)
         except ClusterClientError as exc:
             if exc.status != 404:
                 raise

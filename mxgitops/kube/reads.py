@@ -8,7 +8,7 @@ one item at a time, and each item trimmed to what planning reads before the next
 decoded, so memory grows with the objects kept, never with a page's body; a LIST is
 bounded in pages, items, restarts and time, whatever the server sends (`listing.py`).
 A kind the caller knows to hold no object of ours (`LiveObjects.unlisted`: the ledger
-says so, `runtimes.unlisted`) is not listed at all. The Events of a pod a disruption
+says so, `registry.unlisted`) is not listed at all. The Events of a pod a disruption
 took away are read only while its batch Job's condition names it and it is gone, or,
 for an `OnFailure` batch Job that counted a failed pod it no longer has (nothing names
 that pod), those of each reason that says so in its namespace.
@@ -24,12 +24,12 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from mxgitops.errors import ClusterClientError, ClusterForbidden
-from mxgitops.kube import transport as kubehttp
+from mxgitops.kube import transport
 from mxgitops.kube.calls import Calls, path_of
 from mxgitops.kube.clustertext import said_within
 from mxgitops.kube.listing import METADATA_ONLY, Progress, Trim, page_reader
 from mxgitops.objects import Kind, KubeObject, Listing, LiveObjects, ObjectRef
-from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes import registry
 from mxgitops.runtimes.shared.disruption import EVENT_REASONS, counted_and_gone, departed_pod
 
 # The annotation that makes a StorageClass the default, and its beta spelling, which
@@ -60,14 +60,14 @@ class Reads(Calls):
         each kept with what planning reads of it (`Kind.unread`): memory grows with
         the number of jobs, not with the size of their pod templates. Batch Jobs,
         Services and pods are always listed; the runtimes' own kinds as `listings`
-        say (None: the registry's, `runtimes.listings`), but those in `unlisted`,
-        which hold no object of ours, the caller knows (`runtimes.unlisted`)."""
+        say (None: the registry's, `registry.listings`), but those in `unlisted`,
+        which hold no object of ours, the caller knows (`registry.unlisted`)."""
         jobs = tuple(self.list_all(Kind.JOB, selector, unread=Kind.JOB.unread))
         services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
         pods = tuple(self.list_all(Kind.POD, selector, unread=Kind.POD.unread))
         live = LiveObjects(jobs, services, pods, pod_events=self._departed_pod_events(jobs, pods))
         skipped, unserved = set(), set()
-        for listing in runtimes.listings() if listings is None else listings:
+        for listing in registry.listings() if listings is None else listings:
             if listing.kind in unlisted:
                 skipped.add(listing.kind)
                 continue
@@ -126,7 +126,7 @@ class Reads(Calls):
                 "GET",
                 f"/api/v1/namespaces/{namespace}/events",
                 query=query,
-                read=kubehttp.read_object,
+                read=transport.read_object,
             )
         except ClusterForbidden as exc:  # not granted: say less, and why
             log.warning("%s is unsaid: %s", what, exc)
@@ -139,7 +139,7 @@ class Reads(Calls):
         """`_list_if_served`, and none read where the listing may be forbidden and is."""
         try:
             return self._list_if_served(listing.kind, selector)
-        except ClusterForbidden:  # 401/403 (`kubehttp`): not granted
+        except ClusterForbidden:  # 401/403 (`transport`): not granted
             if not listing.if_forbidden:
                 raise
             log.info(listing.if_forbidden)
@@ -252,7 +252,7 @@ class Reads(Calls):
             "limitBytes": str(limit_bytes),
         }
         path = f"{path_of(Kind.POD, namespace, pod)}/log"
-        log = self._call("GET", path, query=query, read=kubehttp.read_bytes)
+        log = self._call("GET", path, query=query, read=transport.read_bytes)
         return log.decode("utf-8", "replace")
 
     def pod_log_since(
@@ -264,7 +264,7 @@ class Reads(Calls):
         if since:
             query["sinceTime"] = since
         path = f"{path_of(Kind.POD, namespace, pod)}/log"
-        log = self._call("GET", path, query=query, read=kubehttp.read_bytes)
+        log = self._call("GET", path, query=query, read=transport.read_bytes)
         return log.decode("utf-8", "replace")
 
     def wait_gone(

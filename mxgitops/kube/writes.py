@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from mxgitops.errors import ClusterClientError, ClusterError
-from mxgitops.kube import transport as kubehttp
+from mxgitops.kube import transport
 from mxgitops.kube.calls import Calls, path_of
 from mxgitops.objects import (
     Create,
@@ -113,7 +113,7 @@ class Writes(Calls):
                 path, method = path_of(ref.kind, ref.namespace, ref.name), "DELETE"
                 policy = "Foreground" if write.foreground else "Background"
                 body = {"propagationPolicy": policy}
-            self._call(method, path, body=body, warnings=said, read=kubehttp.read_bytes)
+            self._call(method, path, body=body, warnings=said, read=transport.read_bytes)
         except ClusterClientError as exc:
             if isinstance(write, Delete) and exc.status == 404:
                 return WriteResult(write)

@@ -6,7 +6,7 @@ container without `image` passes the schema, and the batch Job that carries it
 is then refused at create (`spec.template.spec.containers[1].image: Required
 value`), after its job's Service and other replicas were written. These rules
 are checked at validate time instead, each problem with the manifest's field
-path. `tests/test_rendered_dry_run.py` proves the other direction on the real
+path. `tests/runtimes/test_rendered_dry_run.py` proves the other direction on the real
 API server: every object rendered from a valid manifest passes its dry run.
 
 Only what a manifest controls is checked; what mxgitops sets itself (labels,

@@ -9,7 +9,7 @@ decimal one (n, u, m, k, M, G, T, P, E) or an exponent (e3, E-2); no spaces, no
 is worth is computed by the official Kubernetes client's own parser,
 `kubernetes/utils/quantity.py`. That file imports only `decimal`; importing it
 the usual way would run `kubernetes/__init__.py`, which loads the whole API
-client (about half a second, on `validate`'s path, tests/test_lazy_imports.py),
+client (about half a second, on `validate`'s path, tests/cli/test_lazy_imports.py),
 and the import contract keeps `kubernetes` to the cluster modules. So it is
 loaded alone from the installed package, by path: the one, documented,
 exception to that contract (pyproject.toml), and no copy of its code here.

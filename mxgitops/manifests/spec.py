@@ -50,7 +50,7 @@ from mxgitops.model import (
     SpecError,
     SuccessPolicy,
 )
-from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes import registry
 from mxgitops.runtimes.shared import scheduling
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -155,7 +155,7 @@ def read_manifest(
 ) -> MxJob:
     """`from_manifest` of a document known to be of `version` and refused by nothing
     (`manifests` asks both before the schema, once per document). `default_runtime` is
-    the operator's, for dist jobs that name no queue (`runtimes.runtime_for`)."""
+    the operator's, for dist jobs that name no queue (`registry.runtime_for`)."""
     metadata: Mapping[str, Any] = doc.get("metadata") or {}
     reading = version.read(doc.get("spec") or {})
     on_change, on_change_problems = _on_change(metadata)
@@ -174,7 +174,7 @@ def read_manifest(
         success_policy=success,
         on_change=on_change,
         dialect=version.dialect,
-        runtime=runtimes.runtime_for(mode, queue, default_runtime),
+        runtime=registry.runtime_for(mode, queue, default_runtime),
         queue=queue,
         priority_class=str(reading.scheduling.get("priorityClass") or ""),
         source_path=source_path,
@@ -188,7 +188,7 @@ def read_manifest(
         raise SpecError(problems)
     warnings = manifest_warnings(doc, version, job) + reading.warnings + queue_warnings
     warnings += [w for w in success_said if w.path[0] == "spec"]
-    runtime = runtimes.runtime_of(job)
+    runtime = registry.runtime_of(job)
     warnings += runtime.scheduling_warnings(job, reading.scheduling, reading.scheduling_path)
     return replace(job, warnings=tuple(warnings)) if warnings else job
 
@@ -317,7 +317,7 @@ def _name_problems(job: MxJob) -> list[FieldProblem]:
         problems.append(
             FieldProblem(("metadata", "namespace"), f"{job.namespace!r} is not a valid namespace")
         )
-    return problems + runtimes.runtime_of(job).name_problems(job)  # the names it derives
+    return problems + registry.runtime_of(job).name_problems(job)  # the names it derives
 
 
 def _container_problems(replica: ReplicaSpec) -> list[FieldProblem]:

@@ -36,7 +36,7 @@ from mxgitops.errors import (
 )
 from mxgitops.kube import cluster as kube
 from mxgitops.outputs import events, metrics
-from mxgitops.outputs.forge import post as statuses
+from mxgitops.outputs.forge import post
 from mxgitops.outputs.notify import settings as notify_settings
 from mxgitops.outputs.notify.sink import Notify
 from mxgitops.outputs.summary import Summary
@@ -80,12 +80,12 @@ class Sink(Protocol):
 
 @dataclass(frozen=True)
 class Statuses:
-    settings: statuses.StatusSettings
+    settings: post.StatusSettings
     phase: str = "status"
 
     def deliver(self, record: Record) -> None:
         if record.summary is not None:
-            statuses.post(record.summary, self.settings)
+            post.post(record.summary, self.settings)
 
 
 @dataclass(frozen=True)
@@ -162,10 +162,10 @@ def sinks_for(config: SyncConfig) -> list[Sink]:
     return sinks
 
 
-def _status_settings(config: SyncConfig) -> statuses.StatusSettings:
+def _status_settings(config: SyncConfig) -> post.StatusSettings:
     if not config.status_token and config.status_token_file is not None:
         read_token(config.status_token_file)  # raises why it cannot be read
-    return statuses.settings_for(
+    return post.settings_for(
         provider=config.status_provider,
         api_url=config.status_api_url or None,
         repository=config.status_repository or None,

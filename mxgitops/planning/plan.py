@@ -79,7 +79,7 @@ from mxgitops.words import counted
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Planning keeps what it makes until the plan is done, and makes no reference cycle
-    (tests/test_plan_scale.py checks), so the cyclic collector finds nothing to free. Left
+    (tests/planning/test_plan_scale.py checks), so the cyclic collector finds nothing to free. Left
     on, the plan's allocations set off collections that walk every live object of the
     LIST too, hundreds of thousands at 10,000 jobs, to free nothing: a cost that grows
     faster than the jobs (docs/development: measurements). Reference counting frees

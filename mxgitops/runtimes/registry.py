@@ -10,7 +10,7 @@ A new runtime is one entry in `RUNTIMES`.
 
 Which runtime a job runs on is part of the job (`MxJob.runtime`, its name here, decided
 by `runtime_for` when its manifest is read) and of its spec hash (each runtime's
-`hash_shape`, installed in the model as this module is imported), so moving a job
+`hash_shape`, given to the model by `install_hash_shapes`), so moving a job
 between runtimes is a replace like any other changed spec. Reading a manifest asks the
 job's runtime for its name rules and what it cannot honour of the schedulingPolicy.
 
@@ -39,6 +39,7 @@ from mxgitops.runtimes.shared.podtemplate import RenderContext
 from mxgitops.runtimes.shared.state import MxReplicaStatus, State
 
 __all__ = [
+    "HASH_SHAPES",
     "NAMES",
     "RUNTIMES",
     "Live",
@@ -47,6 +48,7 @@ __all__ = [
     "group_live",
     "in_place_values",
     "in_use",
+    "install_hash_shapes",
     "listings",
     "names_needed",
     "needs_record",
@@ -63,7 +65,16 @@ _QUEUED = JobSetRuntime()  # the runtime of a job that names a queue: Kueue admi
 RUNTIMES: Mapping[str, RuntimeImpl] = {r.name: r for r in (BatchRuntime(), _QUEUED)}
 _DEFAULT, *_OTHERS = RUNTIMES
 NAMES = tuple(RUNTIMES)  # the choices of --default-runtime
-model.use_hash_shapes({name: runtime.hash_shape for name, runtime in RUNTIMES.items()})
+# What each runtime adds to the spec hash of a job that runs on it, by runtime name
+HASH_SHAPES: Mapping[str, model.HashShape] = {n: r.hash_shape for n, r in RUNTIMES.items()}
+
+
+def install_hash_shapes() -> None:
+    """Give the model every runtime's `HASH_SHAPES`, which it cannot import (every runtime
+    imports the model). Called once by each entry point before any job is hashed: the
+    CLI's group, the tests' conftest, a bench script; a job hashed before it raises
+    `LookupError` naming its runtime, never a hash without the runtime's part."""
+    model.use_hash_shapes(HASH_SHAPES)
 
 
 def runtime_for(mode: JobMode, queue: str, default: str) -> str:

@@ -30,7 +30,7 @@ from mxgitops.manifests.files import Problem, read_section
 from mxgitops.manifests.spec import is_dns1123_label
 from mxgitops.model import MAX_NAME_LENGTH, NAMESPACE
 from mxgitops.planning.changes import DEFAULT_MAX_PRUNE_SHARE
-from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes import registry
 from mxgitops.runtimes.shared.accelerators import parse_accelerators
 from mxgitops.runtimes.shared.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
 
@@ -163,9 +163,9 @@ class SyncConfig:
                     f"{what} {value!r} is not a valid namespace name "
                     "(lower-case letters, digits and '-', at most 63 characters)"
                 )
-        if self.default_runtime not in runtimes.NAMES:
+        if self.default_runtime not in registry.NAMES:
             raise ConfigError(
-                f"default runtime must be one of {', '.join(runtimes.NAMES)}, "
+                f"default runtime must be one of {', '.join(registry.NAMES)}, "
                 f"not {self.default_runtime!r}"
             )
         account = self.tenant_service_account

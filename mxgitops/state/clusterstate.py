@@ -4,7 +4,7 @@ The ConfigMaps of the instance's home namespace come first, in one LIST: the
 ledger's shards (`ledgerstore.py`) and the hand-off record (`handoff.py`). The
 ledger says which runtimes this instance may have objects of, so the live
 objects come next, one LIST per kind, without the kinds that cannot hold any of
-ours (`runtimes.unlisted`): a no-op sync of an instance that never used a runtime
+ours (`registry.unlisted`): a no-op sync of an instance that never used a runtime
 with kinds of its own lists none of them. Under the Lease the ledger is read again,
 and the objects too if another sync may have written since, or if the ledger now asks
 for a kind the first read skipped.
@@ -28,7 +28,7 @@ from mxgitops.objects import Kind, LiveObjects, ownership_selector
 from mxgitops.planning import ledger
 from mxgitops.planning.changes import Plan
 from mxgitops.planning.ledger import JobKey
-from mxgitops.runtimes import registry as runtimes
+from mxgitops.runtimes import registry
 from mxgitops.runtimes.registry import unlisted
 from mxgitops.state import handoff, ledgerstore
 from mxgitops.state.apply import ChangeSet
@@ -65,10 +65,10 @@ class ClusterState:
 
 def names_needed(cluster: kube.Cluster | None, jobs: Sequence[MxJob]) -> dict[Kind, frozenset[str]]:
     """The names of the cluster-scoped objects the runtimes render `jobs` by, each kind
-    read only when a job needs it (`runtimes.names_needed`); none without a cluster."""
+    read only when a job needs it (`registry.names_needed`); none without a cluster."""
     if cluster is None:
         return {}
-    return {kind: cluster.names_of(kind) for kind in sorted(runtimes.names_needed(jobs))}
+    return {kind: cluster.names_of(kind) for kind in sorted(registry.names_needed(jobs))}
 
 
 def read(

@@ -47,7 +47,7 @@ def _controllers() -> None:
 # fixture name -> what builds what it runs
 _BUILDS: dict[str, Callable[[], object]] = {
     "gitea": _module("tests.gitea.build"),
-    "node_gitea": _module("tests.gitea.build"),  # tests/test_node_receiver.py's
+    "node_gitea": _module("tests.gitea.build"),  # tests/node/test_receiver.py's
     "gateway": _module("tests.pushgateway.build"),
     "training_operator": _module("tests.kubeflow.build"),
     "ecosystem_session": _controllers,

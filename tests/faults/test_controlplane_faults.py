@@ -30,16 +30,16 @@ import yaml
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.launcher import ControlPlane
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_faults import MXGITOPS
-from tests.helpers.node_training import NS, cli, sync_args
-from tests.helpers.sync_faults import (
+from tests.helpers.faults import (
     JOBS,
+    MXGITOPS,
     converged,
     ours,
     part_written,
     suspended_job,
     sync_process,
 )
+from tests.helpers.node import NS, cli, sync_args
 
 # A failed sync must end on its own within this (the dead sync's Lease, once 600 s,
 # and etcd's stalled writes, once more than 10 minutes, are what this bounds).

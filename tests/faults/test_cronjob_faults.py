@@ -1,7 +1,7 @@
 """The CronJob's pod OOM-killed by the kernel in the middle of an apply, and its next run,
 on the fault node (issue 30; the project's image is imported there too).
 
-The CronJob is installed as a user installs it (``tests/test_node_cronjob.py``'s
+The CronJob is installed as a user installs it (``tests/node/test_cronjob.py``'s
 overlay, suspended so that its schedule starts nothing of its own); each run is a Job
 made from its jobTemplate, as the CronJob controller (or the webhook receiver) makes
 it. The first run's memory limit is the test's (``LIMIT``); once that run has written
@@ -32,15 +32,7 @@ from tests.controlplane.node import _v1_hierarchies
 from tests.faults.conftest import FaultCluster
 from tests.gitrepos.fixtures import GitHttpServer, GitRemote
 from tests.helpers.cronjobruns import ended, kubectl
-from tests.helpers.node_cronjob import (
-    CRONJOB,
-    NAMESPACE,
-    TOKEN,
-    cache_volume,
-    git_secret,
-    user_overlay,
-)
-from tests.helpers.sync_faults import (
+from tests.helpers.faults import (
     JOBS,
     PER_JOB,
     every_object_once,
@@ -48,6 +40,14 @@ from tests.helpers.sync_faults import (
     ours,
     part_written,
     suspended_job,
+)
+from tests.helpers.node import (
+    CRONJOB,
+    NAMESPACE,
+    TOKEN,
+    cache_volume,
+    git_secret,
+    user_overlay,
 )
 
 LIMIT = "256Mi"  # the first run's memory limit, above what a sync of 40 jobs takes

@@ -20,19 +20,17 @@ from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.faults.conftest import FaultCluster
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.jobset_faults import (
-    fault_jobset,
-    gang_running,
-    the_jobset,
-)
-from tests.helpers.node_faults import (
+from tests.helpers.faults import (
     NODE_LOST_TIMEOUT,
     dist_job,
+    fault_jobset,
+    gang_running,
     node_ready,
     node_runs_a_pod,
     row_of,
+    the_jobset,
 )
-from tests.helpers.node_training import NS, cli, sync_args
+from tests.helpers.node import NS, cli, sync_args
 
 __all__ = ["fault_jobset"]  # fixtures from tests/helpers, used here
 

@@ -23,10 +23,20 @@ from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.faults.conftest import FaultCluster
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.jobset_faults import fault_jobset, gang_running, the_jobset
-from tests.helpers.node_faults import PODS, dist_job, node_runs_a_pod, row_of, running_tasks
-from tests.helpers.node_training import NS, cli, sync_args
-from tests.helpers.runtime_faults import high_priority, preempt, sized_job
+from tests.helpers.faults import (
+    PODS,
+    dist_job,
+    fault_jobset,
+    gang_running,
+    high_priority,
+    node_runs_a_pod,
+    preempt,
+    row_of,
+    running_tasks,
+    sized_job,
+    the_jobset,
+)
+from tests.helpers.node import NS, cli, sync_args
 
 __all__ = ["fault_jobset", "high_priority"]  # fixtures, shared with their modules
 JOBSETS = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{NS}/jobsets"

@@ -22,9 +22,8 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_faults import MXGITOPS
-from tests.helpers.node_training import NS, cli, sync_args
-from tests.helpers.sync_faults import JOBS, noted_states, suspended_job
+from tests.helpers.faults import JOBS, MXGITOPS, noted_states, suspended_job
+from tests.helpers.node import NS, cli, sync_args
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/mxgitops/leases/mxgitops-node"
 

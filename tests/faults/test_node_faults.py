@@ -25,7 +25,7 @@ from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.node import NODE_NAME
 from tests.faults.conftest import FaultCluster
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_faults import (
+from tests.helpers.faults import (
     MXGITOPS,
     NODE_LOST_TIMEOUT,
     PODS,
@@ -40,7 +40,7 @@ from tests.helpers.node_faults import (
     synced,
     uids,
 )
-from tests.helpers.node_training import cli, pods_of, sync_args
+from tests.helpers.node import cli, pods_of, sync_args
 
 
 @pytest.fixture(autouse=True)

@@ -21,22 +21,20 @@ from tests.controlplane.harness import wait_for
 from tests.controlplane.node import NODE_NAME
 from tests.faults.conftest import FaultCluster
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_faults import (
+from tests.helpers.faults import (
     PODS,
     batch_jobs,
     dist_job,
+    high_priority,
     node_runs_a_pod,
     noted,
+    preempt,
     running,
     running_tasks,
+    sized_job,
     start,
     synced,
     uids,
-)
-from tests.helpers.runtime_faults import (
-    high_priority,
-    preempt,
-    sized_job,
 )
 
 __all__ = ["high_priority"]  # fixtures from tests/helpers, used here

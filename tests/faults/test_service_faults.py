@@ -33,7 +33,7 @@ from tests.controlplane.harness import RealCluster, wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.gitea.server import ADMIN, Gitea
 from tests.gitrepos.fixtures import GitRemote, run_git
-from tests.helpers.jobset_e2e import (
+from tests.helpers.jobset import (
     condition,
     gpu_job,
     kueue_setup,
@@ -42,7 +42,7 @@ from tests.helpers.jobset_e2e import (
     step,
     until,
 )
-from tests.helpers.reconcile_e2e import NS, Syncer, batch_job, mxjob, summary_of
+from tests.helpers.sync import NS, Syncer, batch_job, mxjob, summary_of
 from tests.pushgateway.server import Pushgateway
 
 INSTANCE = "faults"

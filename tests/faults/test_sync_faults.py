@@ -23,15 +23,15 @@ import pytest
 from tests.controlplane.harness import wait_for
 from tests.faults.conftest import FaultCluster
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.node_faults import MXGITOPS
-from tests.helpers.node_training import sync_args
-from tests.helpers.sync_faults import (
+from tests.helpers.faults import (
     JOBS,
+    MXGITOPS,
     converged,
     part_written,
     suspended_job,
     sync_process,
 )
+from tests.helpers.node import sync_args
 
 
 def repo(make_git_remote: Callable[..., GitRemote]) -> GitRemote:

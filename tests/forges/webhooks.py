@@ -1,7 +1,7 @@
 """What the receiver's tests share: requests signed as each forge signs them, a push
 body, and an in-memory CronJob with its Jobs (`FakeRuns`) that lists and watches like
 the API server, for the tests that are about the receiver, not the cluster (those run
-on the real control plane: tests/test_receiver_real.py)."""
+on the real control plane: tests/receiver/test_process.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A CronJob's runs as the real CronJob controller starts them, for a test that
-installs the CronJob and checks its runs minutes later (``tests/test_node_cronjob.py``).
+installs the CronJob and checks its runs minutes later (``tests/node/test_cronjob.py``).
 
 - ``period_of``/``first_due``: the due times of a ``*/N`` schedule.
 - ``RunRecorder``: keeps each of the first runs as it finishes (its Job, pod and

@@ -1,4 +1,4 @@
-"""Helpers of `test_lease.py` that other test modules use too."""
+"""Helpers of `tests/state/test_lease.py` that other test modules use too."""
 
 from __future__ import annotations
 

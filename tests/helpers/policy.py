@@ -1,7 +1,9 @@
-"""Helpers of `test_policy.py` that other test modules use too."""
+"""The operator's policy and tenancy in tests: manifests that pass or violate each key,
+the teams overlay, and cronjob/'s RBAC with a verb taken away."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ import yaml
 
 from mxgitops.manifests import policy
 from mxgitops.manifests.loading import LoadResult, load
+from tests.helpers.cronjob import CRONJOB
 
 DIALECTS = ("seed", "kubeflow")
 
@@ -150,3 +153,46 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "jobs").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+TEAMS = CRONJOB / "overlays/teams"
+
+
+TENANT = CRONJOB / "components/tenancy/tenant.yaml"
+
+
+RESTRICTED = {
+    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+    "securityContext": {
+        "allowPrivilegeEscalation": False,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "capabilities": {"drop": ["ALL"]},
+    },
+}
+
+
+def _collection(doc: dict[str, Any], namespace: str) -> str:
+    if doc["kind"] == "ServiceAccount":
+        return f"/api/v1/namespaces/{namespace}/serviceaccounts"
+    plural = {"Role": "roles", "RoleBinding": "rolebindings"}[doc["kind"]]
+    return f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/{plural}"
+
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def role_path(role: dict[str, Any]) -> str:
+    meta = role["metadata"]
+    if role["kind"] == "Role":
+        return f"{RBAC}/namespaces/{meta['namespace']}/roles/{meta['name']}"
+    return f"{RBAC}/clusterroles/{meta['name']}"
+
+
+def without(role: dict[str, Any], index: int, verb: str) -> dict[str, Any]:
+    reduced = copy.deepcopy(role)
+    rule = reduced["rules"][index]
+    rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+    if not rule["verbs"]:
+        del reduced["rules"][index]
+    return reduced

@@ -1,4 +1,4 @@
-"""Helpers of `test_published.py` that other test modules use too."""
+"""Helpers of `tests/manifests/test_published.py` that other test modules use too."""
 
 from __future__ import annotations
 

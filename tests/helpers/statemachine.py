@@ -1,4 +1,4 @@
-"""The world `tests/test_statemachine.py` drives: a Git remote of manifests, the API
+"""The world `tests/e2e/test_statemachine.py` drives: a Git remote of manifests, the API
 double with its job controller and kubelet, and the real sync, with a clock a step can
 move and faults a step can inject (a pod evicted or garbage-collected, the ledger lost
 or restored from an old copy, a sync cut off after some of its writes).
@@ -39,7 +39,7 @@ from mxgitops.planning import plan
 from mxgitops.settings.config import SyncConfig
 from mxgitops.state.ledgerstore import is_shard
 from tests.gitrepos.fixtures import GitRemote, new_git_remote
-from tests.helpers.reconcile_e2e import mxjob
+from tests.helpers.sync import mxjob
 from tests.kubeapi.harness import KubeAPI
 from tests.kubeapi.resources import resource
 

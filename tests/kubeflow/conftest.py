@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.helpers.reconcile_e2e import NS
+from tests.helpers.sync import NS
 from tests.kubeflow.operator import MXJOBS, TrainingOperator
 
 HERE = Path(__file__).parent

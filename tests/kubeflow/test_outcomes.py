@@ -18,8 +18,7 @@ import pytest
 import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
-from tests.helpers.reconcile_e2e import NS, Syncer, batch_job, job_objects, states, summary_of
-from tests.helpers.ttl_real import canary
+from tests.helpers.sync import NS, Syncer, batch_job, canary, job_objects, states, summary_of
 from tests.kubeflow.differences import KEPT
 from tests.kubeflow.operator import MXJOBS
 

@@ -20,7 +20,7 @@ from mxgitops.runtimes.shared.podtemplate import RenderContext
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.helpers import corpus
 from tests.helpers.published import FILES, header
-from tests.helpers.reconcile_e2e import NS, Syncer
+from tests.helpers.sync import NS, Syncer
 from tests.kubeflow.compare import (
     OPERATOR_JOB,
     Difference,
@@ -58,7 +58,7 @@ def test_a_queued_job_is_the_kept_difference_queued(path: Path) -> None:
     """Queued (a Kueue queue named), mxgitops runs it as one JobSet that Kueue admits
     whole, where the operator made its pods (and a PodGroup, with a gang scheduler):
     not compared pod by pod here; the JobSet runtime has its own tests on the real
-    JobSet and Kueue (tests/test_jobset_e2e.py)."""
+    JobSet and Kueue (tests/e2e/test_jobset.py)."""
     assert "queued" in KEPT
     assert [o["kind"] for o in rendered_objects(path)] == ["JobSet"]
 

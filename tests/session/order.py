@@ -2,7 +2,7 @@
 one marked ``last_in_session`` after every other; the rest keep pytest's order.
 
 Why: an installation whose effects take wall time (the CronJob's scheduled runs,
-five minutes apart: ``tests/test_node_cronjob.py``) is made by the first test and
+five minutes apart: ``tests/node/test_cronjob.py``) is made by the first test and
 checked by the last, so that the rest of the suite covers the wait instead of CI
 idling through it. ``tests/conftest.py`` applies it after every other plugin has
 deselected what it deselects. Under xdist each worker is a session: the order holds

@@ -7,7 +7,7 @@ Kueue admits whole). `runtimes/registry.py` is the registry that picks one per j
 planning, apply, the ledger and the report see only `Runtime` and `Live`, and the
 neutral types of `runtime/` (`State`, `Failure`, `InPlace`, `Stray`, `RenderContext`).
 A third runtime is a package of its own that implements `Runtime`, one line in the
-registry, and the conformance test (`tests/test_runtime_conformance.py`) run over it.
+registry, and the conformance test (`tests/runtimes/test_conformance.py`) run over it.
 """
 
 from __future__ import annotations

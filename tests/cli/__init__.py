@@ -1,0 +1,1 @@
+"""Tests of mxgitops/cli/: the commands' options, output and exit codes."""

@@ -1,0 +1,1 @@
+"""Tests of mxgitops/commands/: convert, check, diff, review and history."""

@@ -1,0 +1,1 @@
+"""What an operator installs: the image, cronjob/ and its components, the RBAC."""

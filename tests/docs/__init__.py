@@ -1,0 +1,1 @@
+"""The manual (docs/): agrees with the code, and quotes what the tests print."""

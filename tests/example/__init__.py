@@ -1,0 +1,1 @@
+"""jobs-repo-example/: standalone, its CI script, synced onto a cluster."""

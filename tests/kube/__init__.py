@@ -1,0 +1,1 @@
+"""Tests of mxgitops/kube/: the client, its transport, reads, writes and lists."""

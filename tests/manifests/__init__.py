@@ -1,0 +1,1 @@
+"""Tests of mxgitops/manifests/: loading, dialects, spec rules, policy, Pod Security."""

@@ -1,0 +1,1 @@
+"""Tests of mxgitops/outputs/: the report, the sinks, notes, forges, Events and metrics."""

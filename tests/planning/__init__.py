@@ -1,0 +1,1 @@
+"""Tests of mxgitops/planning/: the pure plan and its rules."""

@@ -1,0 +1,1 @@
+"""Tests of mxgitops/receiver/: the webhook receiver and the Jobs it starts."""

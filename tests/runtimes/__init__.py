@@ -1,0 +1,1 @@
+"""Tests of mxgitops/runtimes/: rendering and status of each runtime, and their protocol."""

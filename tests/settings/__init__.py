@@ -1,0 +1,1 @@
+"""Tests of mxgitops/settings/: the settings from options and the jobs repository."""

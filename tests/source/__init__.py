@@ -1,0 +1,1 @@
+"""Tests of mxgitops/source/: the jobs repository over real git."""
