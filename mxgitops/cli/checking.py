@@ -22,7 +22,7 @@ from mxgitops.cli.options import (
 )
 from mxgitops.manifests.loading import LoadResult
 from mxgitops.settings.config import read_repo_settings
-from mxgitops.settings.reading import load_repository, of_flags
+from mxgitops.settings.reading import load_repository, of_flags, repository_of_paths
 
 # `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
 # is defined without importing convert (ruamel.yaml); a test checks that they agree.
@@ -50,7 +50,10 @@ def validate(
 
     Reads every *.yaml and *.yml file under PATHS (default: the `path:` of
     the current directory's .mxgitops.yaml, as sync reads it, else the current
-    directory; hidden files and directories are skipped), checks each MxJob
+    directory; hidden files and directories are skipped) with the settings of the
+    .mxgitops.yaml of the repository they are in (the nearest above them, within their
+    checkout; a PATH that is that repository is read at its `path:`, as sync reads
+    it), checks each MxJob
     against the schema of its dialect and the rules of mxgitops, and prints
     one line per problem: FILE:LINE: job NAME: field.path: message.
     Warnings (an older API version, a field mxgitops cannot honour) read
@@ -86,10 +89,11 @@ def load_like_sync(
     policy_file: Path | None,
     default_runtime: str | None,
 ) -> LoadResult:
-    """The manifests under PATHS read as a sync of this repository reads them: its
-    .mxgitops.yaml names the default namespace, and what it may not set is reported with
-    the manifests' problems."""
-    repo_file = read_repo_settings(Path("."))
+    """The manifests under PATHS read as a sync of their repository reads them (its
+    .mxgitops.yaml names the default namespace and the policy; `repository_of_paths`
+    finds it), and what it may not set is reported with the manifests' problems."""
+    root, paths = repository_of_paths(paths)
+    repo_file = read_repo_settings(root)
     # No PATHS: the repository's own `path:`, read and named as sync reads it.
     read = of_flags(
         repo_file,
@@ -99,7 +103,7 @@ def load_like_sync(
         max_file_size=max_file_size,
         default_runtime=default_runtime,
     )
-    return load_repository(Path("."), read, paths=paths)
+    return load_repository(root, read, paths=paths)
 
 
 @main.command(name="convert")
