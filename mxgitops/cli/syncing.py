@@ -110,8 +110,8 @@ for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
     "--offline",
     is_flag=True,
     help="Plan against an empty cluster on purpose, asking none (whatever the kubeconfig "
-    "says); implies --dry-run.  [default: a dry run plans against the kubeconfig's "
-    "current context, else an empty cluster]",
+    "says); implies --dry-run. Without it a dry run plans against the kubeconfig's "
+    "current context (its first line names it), else an empty cluster.",
 )
 @notes_setting
 @setting(
