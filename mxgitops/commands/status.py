@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from mxgitops.commands.review import Review, review
@@ -22,6 +23,16 @@ from mxgitops.settings.config import SyncConfig
 from mxgitops.source import gittree
 from mxgitops.source import repository as source
 from mxgitops.source.gitcommand import local_git
+
+
+def in_checkout(config: SyncConfig) -> SyncConfig:
+    """`config` with a --repo that is a directory inside a checkout (status run where
+    the manifests are, the default `.`) made that checkout's top, as git finds it."""
+    if repository_kind(config.repo) != "directory":
+        return config
+    start = Path(config.repo).expanduser().resolve()
+    top = next((d for d in start.parents if (d / ".git").exists()), None)
+    return config if top is None else replace(config, repo=str(top))
 
 
 def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None, str, str]:
