@@ -58,12 +58,15 @@ def dry_run(jobs: Path, tmp_path: Path, *extra: str | Path) -> Result:
     return CliRunner().invoke(main, [str(a) for a in [*args, *extra]])
 
 
-def with_second_context(kubeapi: KubeAPI, name: str) -> None:
-    """The double's kubeconfig with one more context (the same cluster), not current."""
+def with_second_context(kubeapi: KubeAPI, name: str, tmp_path: Path) -> Path:
+    """A copy of the cluster's kubeconfig (the real backend's is the session's: left as
+    it is) with one more context, the same cluster, not current."""
     config: dict[str, Any] = yaml.safe_load(Path(kubeapi.kubeconfig).read_text())
     first = config["contexts"][0]
     config["contexts"].append({"name": name, "context": dict(first["context"])})
-    Path(kubeapi.kubeconfig).write_text(yaml.safe_dump(config))
+    copy = tmp_path / "kubeconfig-two-contexts"
+    copy.write_text(yaml.safe_dump(config))
+    return copy
 
 
 def test_a_dry_run_names_the_context_of_the_laptops_kubeconfig(
@@ -84,8 +87,8 @@ def test_a_dry_run_names_the_context_of_the_laptops_kubeconfig(
 def test_a_dry_run_names_the_context_it_was_given(
     jobs: Path, kubeapi: KubeAPI, tmp_path: Path
 ) -> None:
-    with_second_context(kubeapi, "staging")
-    result = dry_run(jobs, tmp_path, "--kubeconfig", kubeapi.kubeconfig, "--context", "staging")
+    kubeconfig = with_second_context(kubeapi, "staging", tmp_path)
+    result = dry_run(jobs, tmp_path, "--kubeconfig", kubeconfig, "--context", "staging")
     assert result.exit_code == 0, result.output
     first = result.stdout.splitlines()[0]
     assert first.startswith("Note: planning against the kubeconfig context staging"), first
@@ -125,15 +128,14 @@ def test_offline_is_a_dry_run(jobs: Path, kubeapi: KubeAPI, tmp_path: Path) -> N
 def test_a_context_not_in_the_kubeconfig_lists_the_ones_there_are(
     jobs: Path, kubeapi: KubeAPI, tmp_path: Path, dry: bool
 ) -> None:
-    with_second_context(kubeapi, "staging")
+    kubeconfig = with_second_context(kubeapi, "staging", tmp_path)
     args = ["sync", "--repo", jobs, "--path", "jobs", "--cache-dir", tmp_path / "c"]
-    args += ["--kubeconfig", kubeapi.kubeconfig, "--context", "prod"]
+    args += ["--kubeconfig", kubeconfig, "--context", "prod"]
     result = CliRunner().invoke(main, [str(a) for a in [*args, *(["--dry-run"] if dry else [])]])
     assert result.exit_code == 2, result.output
     (line,) = result.stderr.strip().splitlines()
     assert line == (
-        f"Error: --context prod: no such context in {kubeapi.kubeconfig}; "
-        "its contexts: kubeapi, staging"
+        f"Error: --context prod: no such context in {kubeconfig}; its contexts: kubeapi, staging"
     )
 
 

@@ -54,16 +54,17 @@ def test_a_context_the_kubeconfig_has_not(kubeapi: KubeAPI, tmp_path: Path) -> N
     (context,) = config["contexts"]
     config["contexts"] = [{**context, "name": "kind-dev"}, {**context, "name": "staging"}]
     config["current-context"] = "kind-dev"
-    Path(kubeapi.kubeconfig).write_text(yaml.safe_dump(config))
+    kubeconfig = tmp_path / "kubeconfig-renamed"  # a copy: the real backend's is shared
+    kubeconfig.write_text(yaml.safe_dump(config))
     repo = write(tmp_path / "repo", mxjob("a", servers=0))
 
-    result = sync(repo, kubeapi, tmp_path, "--context", "prod", "--dry-run")
+    result = sync(repo, None, tmp_path, "--kubeconfig", str(kubeconfig), "--context", "prod")
 
     assert result.exit_code == 2, result.output
-    assert_quoted(result.stderr.strip().replace(str(kubeapi.kubeconfig), KUBECONFIG))
-    planned = sync(repo, kubeapi, tmp_path, "--dry-run")
-    first = planned.stdout.splitlines()[0].replace(str(kubeapi.kubeconfig), KUBECONFIG)
-    assert_quoted(first)
+    assert_quoted(result.stderr.strip().replace(str(kubeconfig), KUBECONFIG))
+    planned = sync(repo, None, tmp_path, "--kubeconfig", str(kubeconfig), "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert_quoted(planned.stdout.splitlines()[0].replace(str(kubeconfig), KUBECONFIG))
 
 
 def test_an_object_of_another_instance(kubeapi: KubeAPI, tmp_path: Path) -> None:
