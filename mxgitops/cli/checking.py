@@ -50,10 +50,7 @@ def validate(
 
     Reads every *.yaml and *.yml file under PATHS (default: the `path:` of
     the current directory's .mxgitops.yaml, as sync reads it, else the current
-    directory; hidden files and directories are skipped) with the settings of the
-    .mxgitops.yaml of the repository they are in (the nearest above them, within their
-    checkout; a PATH that is that repository is read at its `path:`, as sync reads
-    it), checks each MxJob
+    directory; hidden files and directories are skipped), checks each MxJob
     against the schema of its dialect and the rules of mxgitops, and prints
     one line per problem: FILE:LINE: job NAME: field.path: message.
     Warnings (an older API version, a field mxgitops cannot honour) read
@@ -63,6 +60,10 @@ def validate(
     violation reads FILE:LINE: job NAME: field.path: policy: message.
     Exits 1 if any manifest is invalid or violates the policy, or with
     --strict if there is any warning.
+
+    PATHS are read with the .mxgitops.yaml of the repository they are in (the
+    nearest one above them, within their checkout), wherever validate is run; a
+    PATH that is that repository is read at its `path:`, as sync reads it.
 
     \b
     Examples:
