@@ -22,7 +22,7 @@ from mxgitops.cli.options import (
 )
 from mxgitops.manifests.loading import LoadResult
 from mxgitops.settings.config import read_repo_settings
-from mxgitops.settings.reading import load_repository, of_flags
+from mxgitops.settings.reading import load_repository, of_flags, repository_of_paths
 
 # `mxgitops convert --to`: the keys of convert.TARGETS, named here so that the option
 # is defined without importing convert (ruamel.yaml); a test checks that they agree.
@@ -61,6 +61,10 @@ def validate(
     Exits 1 if any manifest is invalid or violates the policy, or with
     --strict if there is any warning.
 
+    PATHS are read with the .mxgitops.yaml of the repository they are in (the
+    nearest one above them, within their checkout), wherever validate is run; a
+    PATH that is that repository is read at its `path:`, as sync reads it.
+
     \b
     Examples:
       mxgitops validate
@@ -86,10 +90,11 @@ def load_like_sync(
     policy_file: Path | None,
     default_runtime: str | None,
 ) -> LoadResult:
-    """The manifests under PATHS read as a sync of this repository reads them: its
-    .mxgitops.yaml names the default namespace, and what it may not set is reported with
-    the manifests' problems."""
-    repo_file = read_repo_settings(Path("."))
+    """The manifests under PATHS read as a sync of their repository reads them (its
+    .mxgitops.yaml names the default namespace and the policy; `repository_of_paths`
+    finds it), and what it may not set is reported with the manifests' problems."""
+    root, paths = repository_of_paths(paths)
+    repo_file = read_repo_settings(root)
     # No PATHS: the repository's own `path:`, read and named as sync reads it.
     read = of_flags(
         repo_file,
@@ -99,7 +104,7 @@ def load_like_sync(
         max_file_size=max_file_size,
         default_runtime=default_runtime,
     )
-    return load_repository(Path("."), read, paths=paths)
+    return load_repository(root, read, paths=paths)
 
 
 @main.command(name="convert")

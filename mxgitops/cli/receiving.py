@@ -23,7 +23,8 @@ Examples:
 \b
 Forges deliver to POST /webhook: GitHub (X-Hub-Signature-256), GitLab (X-Gitlab-Token)
 and Gitea (X-Gitea-Signature), with the secret of --secret-file. GET /healthz answers 200
-once the CronJob's Jobs are listed; GET /metrics serves the receiver's counters.
+once the CronJob's Jobs are listed; GET /metrics serves the receiver's counters;
+GET /webhook answers 405 (forges POST). SIGTERM stops it, logged.
 docs/guides/webhooks.md sets up each forge.
 """
 

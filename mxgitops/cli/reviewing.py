@@ -49,15 +49,21 @@ def status(commit: str | None, output: str, **options: Any) -> ExitCode:
       mxgitops status --repo file:///srv/git/jobs.git 1a2b3c4 -o json
     """
     # Imported here, not above: validate needs none of them (see the imports).
-    from mxgitops.commands.status import missing_note_hint, read_status
+    from mxgitops.commands.status import in_checkout, missing_note_hint, read_status
     from mxgitops.outputs import report, vouching
 
-    config = from_options({**options, "git_token": git_token()})
+    config = in_checkout(from_options({**options, "git_token": git_token()}))
     summary, sha, unreadable = read_status(config, commit)
     where = f"the note on {sha[:12]} ({config.notes_ref})"
     if unreadable:
         click.echo(f"warning: {where} is {unreadable}; read as absent", err=True)
-    if summary is not None and (doubts := vouching.doubts(summary, options.get("instance"))):
+    asked = options.get("instance")
+    if summary is not None and (other := vouching.another_instance(summary, asked)):
+        click.echo(
+            f"Note: {where} was written by instance {other}, not {asked}: it is {other}'s status",
+            err=True,
+        )
+    if summary is not None and (doubts := vouching.doubts(summary)):
         click.echo(
             f"warning: mxgitops cannot vouch for {where}, which anyone who can push "
             f"there can write: {'; '.join(doubts)}",

@@ -47,7 +47,10 @@ _SYNC_EXAMPLES = """
 \b
 Examples:
   mxgitops sync --dry-run --repo jobs-repo-example
-      show the plan for a directory of manifests; no cluster needed
+      show the plan for a directory of manifests against the kubeconfig's current
+      context (the first line names it), else an empty cluster
+  mxgitops sync --offline --repo jobs-repo-example
+      the same plan against an empty cluster, whatever the kubeconfig says
   mxgitops sync --repo https://github.com/org/jobs.git --ref main --path jobs \\
       --namespace ml --instance prod --kubeconfig ~/.kube/config --context prod
   MXGITOPS_REPO=git@github.com:org/jobs.git MXGITOPS_SSH_KEY=/keys/id mxgitops sync
@@ -102,6 +105,13 @@ for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
     is_flag=True,
     help="Print the plan; change nothing in the cluster or the repository (only the "
     "caches under --cache-dir are written: the clone, the manifests' verdicts).",
+)
+@setting(
+    "--offline",
+    is_flag=True,
+    help="Plan against an empty cluster on purpose, asking none (whatever the kubeconfig "
+    "says); implies --dry-run. Without it a dry run plans against the kubeconfig's "
+    "current context (its first line names it), else an empty cluster.",
 )
 @notes_setting
 @setting(

@@ -36,7 +36,7 @@ import io
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from mxgitops.commands.convertcheck import as_validate_reads, cleaned, job_of, prove
+from mxgitops.commands.convertcomments import dropped
 from mxgitops.errors import ManifestError
 from mxgitops.manifests.dialects import VERSIONS, version_of
 from mxgitops.manifests.files import manifest_files
@@ -84,6 +85,7 @@ class ConvertedJob:
     source: Dialect
     same_spec: bool  # the converted manifest gives the same spec hash (no replace on sync)
     changes: tuple[str, ...] = ()  # what the rendered objects change, where the spec does
+    unchanged: bool = False  # already in the target version: left as it was
 
 
 @dataclass(frozen=True)
@@ -92,21 +94,36 @@ class Converted:
     text: str  # the whole file, converted
     jobs: list[ConvertedJob] = field(default_factory=list)
     schema_comment: str = ""  # what became of the editor's schema comment, if anything
+    dropped: tuple[str, ...] = ()  # comments that had no place left: `LINE: # text`
+
+    @property
+    def rewritten(self) -> bool:
+        """Whether a job of the file was converted (else its text is the file's own)."""
+        return any(not job.unchanged for job in self.jobs)
 
     def describe(self, target: Dialect) -> list[str]:
-        """One line per converted job, for people."""
+        """One line per converted job, then one per comment dropped, for people."""
         said = [f"{self.file}: {self.schema_comment}"] if self.schema_comment else []
-        return said + [
-            f"{self.file}: job {job.name}: {job.source} -> {target}"
-            + (
-                ""
-                if job.same_spec
-                else " (the spec changes: a sync replaces this job once; see the diff"
-                + (f"; in its objects: {', '.join(job.changes)}" if job.changes else "")
-                + ")"
-            )
-            for job in self.jobs
-        ]
+        return (
+            said
+            + [
+                f"{self.file}: job {job.name}: already {target}, nothing changed"
+                if job.unchanged
+                else f"{self.file}: job {job.name}: {job.source} -> {target}"
+                + (
+                    ""
+                    if job.same_spec
+                    else " (the spec changes: a sync replaces this job once; see the diff"
+                    + (f"; in its objects: {', '.join(job.changes)}" if job.changes else "")
+                    + ")"
+                )
+                for job in self.jobs
+            ]
+            + [
+                f"{self.file}:{line}: comment dropped (its field has no place in {target}):{text}"
+                for line, _, text in (entry.partition(":") for entry in self.dropped)
+            ]
+        )
 
 
 def convert_files(paths: Iterable[Path], target: Dialect) -> list[Converted]:
@@ -142,7 +159,8 @@ def write(converted: Iterable[Converted]) -> None:
     for result in results:
         _check_link(Path(result.file))
     for result in results:
-        Path(result.file).write_text(result.text, encoding="utf-8")
+        if result.rewritten:  # a file already in the target version is not touched
+            Path(result.file).write_text(result.text, encoding="utf-8")
 
 
 def _check_link(path: Path) -> None:
@@ -174,8 +192,14 @@ def convert_text(text: str, target: Dialect, *, name: str = "<text>") -> Convert
         raise ManifestError(f"{name}: not YAML: {error}") from error
     jobs = []
     for document, data in zip(nodes, read, strict=True):
-        if isinstance(document, CommentedMap) and version_of(data) is not None:
+        if not isinstance(document, CommentedMap) or (version := version_of(data)) is None:
+            continue
+        if version is VERSIONS[target] and cleaned(data) == data:  # no `kubectl get` output
+            jobs.append(ConvertedJob(job_of(data, name).name, target, True, unchanged=True))
+        else:
             jobs.append(_convert_document(document, data, target, name))
+    if not any(not job.unchanged for job in jobs):
+        return Converted(name, text, jobs)  # byte for byte: nothing was converted
     out = io.StringIO()
     yaml.dump_all(nodes, out)
     converted = out.getvalue()
@@ -186,9 +210,10 @@ def convert_text(text: str, target: Dialect, *, name: str = "<text>") -> Convert
         converted, said = _schema_comment(converted, target)
     proved = prove(text, converted, name=name)
     jobs = [
-        ConvertedJob(job.name, job.source, job.same_spec, proved.get(job.name, ())) for job in jobs
+        replace(job, changes=proved.get(job.name, ())) if not job.unchanged else job for job in jobs
     ]
-    return Converted(name, converted, jobs, said)
+    lost = dropped(text, converted, ignore=frozenset({"# yaml-language-server:"}))
+    return Converted(name, converted, jobs, said, tuple(lost))
 
 
 def _schema_comment(text: str, target: Dialect) -> tuple[str, str]:

@@ -44,10 +44,20 @@ def render_loaded(
     return Rendered(tuple(found), loaded)
 
 
+class _WrittenOut(yaml.SafeDumper):
+    """A dumper that writes every value where it is: an object sharing a value between
+    two places (a JobSet's replicated jobs, one pod template's volumes) would otherwise
+    get an anchor and an alias, which hide from a reviewer what each pod gets."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def as_yaml(objects: Sequence[KubeObject]) -> str:
-    """A stream of YAML documents, each object as the API takes it."""
+    """A stream of YAML documents, each object as the API takes it, with no anchors."""
     return "".join(
-        "---\n" + yaml.safe_dump(obj, sort_keys=False, default_flow_style=False) for obj in objects
+        "---\n" + yaml.dump(obj, Dumper=_WrittenOut, sort_keys=False, default_flow_style=False)
+        for obj in objects
     )
 
 

@@ -29,6 +29,16 @@ from mxgitops.source.gitcommand import local_git
 log = logging.getLogger(__name__)
 
 
+def in_checkout(config: SyncConfig) -> SyncConfig:
+    """`config` with a --repo that is a directory inside a checkout (status run where
+    the manifests are, the default `.`) made that checkout's top, as git finds it."""
+    if repository_kind(config.repo) != "directory":
+        return config
+    start = Path(config.repo).expanduser().resolve()
+    top = next((d for d in start.parents if (d / ".git").exists()), None)
+    return config if top is None else replace(config, repo=str(top))
+
+
 def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None, str, str]:
     """The status note of `commit` (default: the synced ref's tip), the commit's sha,
     and why the note there was set aside ("" if it was not: ill-typed, not JSON)."""

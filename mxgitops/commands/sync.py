@@ -341,10 +341,19 @@ def _load_manifests(
 def _cluster(
     config: SyncConfig, connect: Callable[..., kube.Cluster], notices: list[str]
 ) -> kube.Cluster | None:
-    if config.dry_run and not kubeconfig.cluster_configured(config.kubeconfig):
-        # First of all notices: a plan made against nothing must say so before anything.
-        notices.insert(0, "no cluster configured: planning against an empty cluster")
+    # First of all notices: what a dry run plans against is said before anything, as
+    # a laptop's current context may name any cluster, or none.
+    if config.offline:
+        notices.insert(0, "--offline: planning against an empty cluster; no cluster was asked")
         return None
+    if config.dry_run:
+        against = kubeconfig.planned_against(config.kubeconfig, config.context)
+        if against is None:
+            notices.insert(
+                0, "no cluster configured (no kubeconfig): planning against an empty cluster"
+            )
+            return None
+        notices.insert(0, f"planning against {against}")
     return connect(
         kubeconfig=config.kubeconfig,
         context=config.context,

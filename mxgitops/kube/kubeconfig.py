@@ -27,6 +27,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from mxgitops.errors import ConfigError, CredentialPluginFailed
 from mxgitops.kube.clustertext import said
 
@@ -37,9 +39,64 @@ class NoClusterConfigured(ConfigError):
     """Neither a kubeconfig nor an in-cluster service account is available."""
 
 
+_MAX_CONTEXTS_SAID = 20  # of a kubeconfig's contexts, listed when --context names none
+
+
 def cluster_configured(kubeconfig: Path | None = None) -> bool:
     """Whether `connect` would find a configuration (for a dry run without a cluster)."""
     return any(_config_candidates(kubeconfig)) or _in_cluster()
+
+
+def planned_against(kubeconfig: Path | None, context: str | None) -> str | None:
+    """The configuration `connect` would load, in words for a person ("the kubeconfig
+    context NAME (FILE)"), or None if there is none. A dry run says it on its first
+    line: on a laptop it plans against whatever cluster the current context names.
+    ConfigError for a --context the kubeconfig has not, or given with no kubeconfig."""
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
+    for candidate in _config_candidates(kubeconfig):
+        name = _context_of(candidate, context)
+        return f"the kubeconfig context {said(name) if name else '(none set)'} ({candidate})"
+    if context is not None:
+        raise ConfigError(_needs_kubeconfig(context))
+    return "the pod's service account (in-cluster)" if _in_cluster() else None
+
+
+def _context_of(candidate: Path, context: str | None) -> str:
+    """The context of the kubeconfig file `candidate` a connection uses: `context`, which
+    must be one of its contexts (the client's own refusal names none of them), else its
+    current context ("" if it sets none)."""
+    try:
+        config = yaml.safe_load(candidate.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"cannot load the cluster configuration: {said(detail)}") from exc
+    config = config if isinstance(config, dict) else {}
+    if context is None:
+        current = config.get("current-context")
+        return current if isinstance(current, str) else ""
+    listed = config.get("contexts")
+    names = [
+        entry["name"]
+        for entry in (listed if isinstance(listed, list) else [])
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+    ]
+    if context not in names:
+        shown = ", ".join(said(name, 100) for name in names[:_MAX_CONTEXTS_SAID])
+        more = len(names) - _MAX_CONTEXTS_SAID
+        more_said = f" and {more} more" if more > 0 else ""
+        raise ConfigError(
+            f"--context {said(context, 100)}: no such context in {candidate}; "
+            + (f"its contexts: {shown}{more_said}" if names else "it has no contexts")
+        )
+    return context
+
+
+def _needs_kubeconfig(context: str) -> str:
+    return (
+        f"--context {said(context, 100)} needs a kubeconfig, and none was found "
+        "(--kubeconfig, $KUBECONFIG, ~/.kube/config)"
+    )
 
 
 def load_configuration(
@@ -56,6 +113,8 @@ def load_configuration(
     if kubeconfig is not None and not kubeconfig.is_file():
         raise NoClusterConfigured(f"kubeconfig {kubeconfig} does not exist")
     for candidate in _config_candidates(kubeconfig):
+        if context is not None:
+            _context_of(candidate, context)  # one that is not there: the ones that are
         # `kubernetes.config.load_kube_config`'s steps, with the loader that runs the
         # exec plugin within its deadline.
         merged = kubernetes.config.kube_config.KubeConfigMerger(str(candidate))
@@ -71,7 +130,7 @@ def load_configuration(
         return str(candidate)
     if _in_cluster():
         if context is not None:
-            raise ConfigError(f"--context {context} needs a kubeconfig, and none was found")
+            raise ConfigError(_needs_kubeconfig(context))
         kubernetes.config.load_incluster_config(client_configuration=configuration)
         return "in-cluster"
     return None

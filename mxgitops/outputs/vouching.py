@@ -62,12 +62,11 @@ def moved_from(old: JobSummary, now: JobSummary) -> str:
     return found if _CLUSTER_NAME.fullmatch(found) else ""
 
 
-def doubts(summary: Summary, instance: str | None) -> list[str]:
+def doubts(summary: Summary) -> list[str]:
     """What in a note mxgitops cannot vouch for without the cluster, in words; [] when
-    nothing. `instance`: the one asked about, if any."""
+    nothing. Which instance wrote it is no doubt: several share a repository's notes
+    (`another_instance`)."""
     found = []
-    if instance is not None and summary.instance != instance:
-        found.append(f"written by instance {summary.instance or '(none)'}, not {instance}")
     for job in summary.jobs:
         who = f"{job.namespace}/{job.name}"
         if job.action in REASONS and not _reason_ours(job):
@@ -99,3 +98,11 @@ def _strangers(objects: Sequence[str], name: str, runtime_id: str) -> list[str]:
         if found is None or not ours or (found.group(1) != "-" and not live):
             strangers.append(entry)
     return strangers
+
+
+def another_instance(summary: Summary, instance: str | None) -> str:
+    """The instance that wrote the note when it is not `instance`, the one asked about
+    (None: any), else "": another instance's note is its status, not a forgery."""
+    if instance is None or summary.instance == instance:
+        return ""
+    return summary.instance or "(none)"

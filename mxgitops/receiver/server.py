@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import re
+import signal
 import socket
 import threading
 import time
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
+from mxgitops.errors import ConfigError
 from mxgitops.outputs.metrics import ReceiverCounters
 from mxgitops.receiver.coalesce import Decision
 from mxgitops.receiver.webhook import HEADERS, MAX_BODY, Push, Refusal, lowered, push_of, verify
@@ -176,6 +178,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/metrics":
             body, content_type = self.server.counters.exposition()
             self._send(200, body, content_type)
+        elif self.path.split("?")[0] == WEBHOOK_PATH:  # a person trying the URL a forge is given
+            message = f"forges deliver to {WEBHOOK_PATH} with POST, not GET"
+            self._answer(405, message, allow="POST")
         else:
             self._answer(404, f"no such path: {self.path}")
 
@@ -235,12 +240,14 @@ class Handler(BaseHTTPRequestHandler):
             left -= len(chunk)
         return b"".join(chunks)
 
-    def _answer(self, status: int, message: str) -> None:
-        self._send(status, json.dumps({"message": message}).encode(), "application/json")
+    def _answer(self, status: int, message: str, *, allow: str = "") -> None:
+        self._send(status, json.dumps({"message": message}).encode(), "application/json", allow)
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _send(self, status: int, body: bytes, content_type: str, allow: str = "") -> None:
         try:
             self.send_response(status)
+            if allow:  # a 405 says which methods the path takes (RFC 9110)
+                self.send_header("Allow", allow)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -257,9 +264,26 @@ def serve(
     *,
     ready: Callable[[Server], None] | None = None,
 ) -> None:
-    """Serve until interrupted; `ready` is called with the listening server."""
-    with Server(address, starter, settings, counters) as server:
-        LOG.info("receiving webhooks at %s%s", server.url, WEBHOOK_PATH)
+    """Serve until interrupted; `ready` is called with the listening server. An address
+    it cannot listen on is a ConfigError naming --listen; how it stopped is logged."""
+    try:
+        made = Server(address, starter, settings, counters)
+    except OSError as exc:  # in use, not this host's, a privileged port
+        host, port = address
+        why = exc.strerror or type(exc).__name__
+        raise ConfigError(f"--listen {host}:{port}: cannot listen there: {why}") from exc
+    with made as server:
+        where = f"{server.url}{WEBHOOK_PATH}"
+        LOG.info("receiving webhooks at %s", where)
         if ready is not None:
             ready(server)
-        server.serve_forever()
+        try:
+            server.serve_forever()
+        except SystemExit as stop:  # SIGTERM (`console.stopped_cleanly_on_sigterm`)
+            why = "SIGTERM" if stop.code == 128 + signal.SIGTERM else f"exit {stop.code}"
+            LOG.info("stopped receiving webhooks at %s: %s", where, why)
+            raise
+        except KeyboardInterrupt:
+            LOG.info("stopped receiving webhooks at %s: interrupted", where)
+            raise
+        LOG.info("stopped receiving webhooks at %s", where)

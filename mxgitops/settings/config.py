@@ -67,6 +67,7 @@ class SyncConfig:
     max_prune_share: float = DEFAULT_MAX_PRUNE_SHARE
     force_prune: bool = False
     dry_run: bool = False
+    offline: bool = False  # a dry run against an empty cluster, none asked
     notes: bool = True
     notes_ref: str = DEFAULT_NOTES_REF
     cache_dir: Path = field(default_factory=default_cache_dir)
@@ -107,6 +108,8 @@ class SyncConfig:
     default_runtime: str = "batch"  # the operator's: what a dist job naming no queue runs on
 
     def __post_init__(self) -> None:
+        if self.offline:
+            object.__setattr__(self, "dry_run", True)  # no cluster asked: nothing to write
         if not self.state_namespace:
             object.__setattr__(self, "state_namespace", self.namespace)
         if self.accelerators_file is not None and not self.accelerators:

@@ -26,7 +26,7 @@ from mxgitops.manifests import loading
 from mxgitops.manifests import policy as rules
 from mxgitops.manifests.files import MAX_FILE_SIZE, Problem
 from mxgitops.manifests.loading import LoadResult, Verdicts
-from mxgitops.manifests.repofile import RepoFile
+from mxgitops.manifests.repofile import REPO_CONFIG_FILE, RepoFile
 from mxgitops.model import DEFAULT_RUNTIME, NAMESPACE
 from mxgitops.settings.config import SyncConfig, effective_policy
 
@@ -119,6 +119,42 @@ def load_repository(
     if not reading.refused:
         return loaded
     return replace(loaded, problems=[*reading.refused, *loaded.problems])
+
+
+def repository_of_paths(paths: Sequence[str]) -> tuple[Path, tuple[str, ...]]:
+    """The jobs repository a laptop command's PATHS are in, and the PATHS to read there.
+
+    The repository is the nearest directory at or above the first PATH that holds a
+    `.mxgitops.yaml`, looked for up to the top of its checkout (the directory holding
+    `.git`); where there is none, the current directory, whose `.mxgitops.yaml` (if
+    any) applies. A PATH that is the repository itself is read as a sync reads it:
+    its `path:` (no PATHS left). PATHS in two repositories are a ConfigError: each has
+    its own settings."""
+    if not paths:
+        return Path("."), ()
+    roots = {path: _settings_root(Path(path)) for path in paths}
+    found = {root for root in roots.values() if root is not None}
+    if len(found) > 1:
+        named = "; ".join(f"{path} in {root}" for path, root in roots.items() if root)
+        raise ConfigError(f"the paths are in different jobs repositories ({named}): one at a time")
+    if not found:
+        return Path("."), tuple(paths)
+    (root,) = found
+    if any(Path(path).resolve() == root for path in paths):
+        return root, ()
+    return root, tuple(paths)
+
+
+def _settings_root(path: Path) -> Path | None:
+    """The nearest directory at or above `path` holding a `.mxgitops.yaml`, not above
+    its checkout's top; None if there is none."""
+    start = path.resolve()
+    for directory in [start, *start.parents] if start.is_dir() else start.parents:
+        if (directory / REPO_CONFIG_FILE).is_file():
+            return directory
+        if (directory / ".git").exists():
+            return None
+    return None
 
 
 def manifest_dir(root: Path, path: str, *, rev: str | None = None) -> Path:

@@ -258,7 +258,7 @@ def test_the_readme_example_validates_and_plans_as_the_readme_shows(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("MXGITOPS_CACHE_DIR", str(tmp_path / "cache"))
     shown = []
-    for command in ("validate", "sync --dry-run"):
+    for command in ("validate", "sync --offline"):
         result = CliRunner().invoke(main, command.split(), prog_name="mxgitops")
         assert result.exit_code == 0, result.output
         shown += [f"$ mxgitops {command}", *result.stdout.rstrip("\n").splitlines()]
