@@ -19,8 +19,10 @@ Then `validate` of one file (process wall, median of 5) against `python -c pass`
 and against a process that imports PyYAML and parses the file; and `summarize` of
 10,000 written jobs against building their 10,000 rows as plain tuples.
 
-Prints a table; not a test. Targets (issue 14): no-op at 1,000 jobs <= 4x its
-floor and <= 120 MiB; at 10,000 <= 512 MiB, time linear; one change <= 1.2x.
+Prints a table, then each ratio beside its target (`TARGETS`); not a test. Targets:
+a no-op at 1,000 jobs within 8x its floor as a process, 4x as `sync()` inside it;
+at 10,000 within 10x as a process and under 512 MiB; one change <= 1.2x the no-op.
+tests/planning/test_noop_cost.py guards the no-op's work per object and per job in CI.
 """
 
 from __future__ import annotations
@@ -148,19 +150,49 @@ def scale(jobs: int, tmp: Path) -> dict[str, Any]:
             api.clear()
             ones.append(child_sync(repo, kubeconfig)["wall"])
             one_requests.append(len(api.requests()))
+    noop_wall = statistics.median(r["wall"] for r in noop)
+    noop_sync = statistics.median(r["sync"] for r in noop)
+    floor_wall = statistics.median(floors)
     return {
         "jobs": jobs,
+        "noop_ratio": noop_wall / floor_wall,
+        "noop_sync_ratio": noop_sync / floor_wall,
         "first": first["wall"],
         "first_rss": first["rss"],
-        "noop": statistics.median(r["wall"] for r in noop),
-        "noop_sync": statistics.median(r["sync"] for r in noop),
+        "noop": noop_wall,
+        "noop_sync": noop_sync,
         "noop_rss": max(r["rss"] for r in noop),
         "requests": len(log),
-        "floor": statistics.median(floors),
+        "floor": floor_wall,
         "minimum": minimum,
         "one": statistics.median(ones),
         "one_requests": max(one_requests),
     }
+
+
+# (jobs, what, the row's ratio or figure, the most it may be, its unit)
+TARGETS: tuple[tuple[int, str, str, float, str], ...] = (
+    (1000, "no-op process / floor", "noop_ratio", 8.0, "x"),
+    (1000, "no-op sync() / floor", "noop_sync_ratio", 4.0, "x"),
+    (10000, "no-op process / floor", "noop_ratio", 10.0, "x"),
+    (10000, "no-op peak RSS", "noop_rss", 512.0, " MiB"),
+)
+
+
+def print_targets(rows: list[dict[str, Any]]) -> None:
+    """Each measured figure that has a target, beside it, and whether it is met."""
+    by_jobs = {row["jobs"]: row for row in rows}
+    for jobs, what, key, most, unit in TARGETS:
+        row = by_jobs.get(jobs)
+        if row is None:
+            continue
+        value = row[key]
+        verdict = "met" if value <= most else "NOT met"
+        print(f"{jobs:,} jobs: {what} {value:.1f}{unit} (target <= {most:g}{unit}: {verdict})")
+    for row in rows:
+        one = row["one"] / row["noop"]
+        verdict = "met" if one <= 1.2 else "NOT met"
+        print(f"{row['jobs']:,} jobs: one change / no-op {one:.2f}x (target <= 1.2x: {verdict})")
 
 
 def process_wall(*args: str, runs: int = 5) -> float:
@@ -262,6 +294,8 @@ def main(sizes: list[int]) -> None:
                 f"{(row['noop'] - startup) / row['floor']:.1f}x the floor; the start alone "
                 f"is {startup / row['floor']:.1f}x the floor"
             )
+        print()
+        print_targets(rows)
         base = rows[0]
         for row in rows[1:]:
             growth = row["jobs"] / base["jobs"]

@@ -35,6 +35,7 @@ from typing import Any
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_intern = sys.intern
 _SHORT = 64  # characters of a string `interned` shares: label values, kinds, phases
 # An object is at most 1.5 MiB in etcd; its JSON, escaped, a few times that at most.
 MAX_VALUE = 16 * 1024 * 1024
@@ -143,20 +144,41 @@ def interned(value: Any, depth: int = 0) -> Any:
     interned: one string object for each across all the items of all pages, where
     decoding item by item made one per item (json.loads of a whole page shared its
     keys only), so a large LIST holds each repeated string once (docs/development:
-    measurements).
+    measurements). A list's strings are kept as they are.
     ValueError for a value nested deeper than `MAX_DEPTH` levels."""
+    return _shared_dict(value, depth) if type(value) is dict else _shared_list(value, depth)
+
+
+# `interned` runs on every listed object: one loop per container, each value's type
+# asked once (`type(v) is dict`: what JSON decodes is never a subclass), no call per string.
+
+
+def _shared_dict(value: dict[str, Any], depth: int) -> dict[str, Any]:
     if depth >= MAX_DEPTH:
         raise ValueError(f"an item nested deeper than {MAX_DEPTH} levels")
-    deeper = depth + 1
-    if isinstance(value, dict):
-        return {
-            sys.intern(key): (
-                interned(v, deeper)
-                if isinstance(v, dict | list)
-                else sys.intern(v)
-                if type(v) is str and len(v) < _SHORT
-                else v
-            )
-            for key, v in value.items()
-        }
-    return [interned(v, deeper) if isinstance(v, dict | list) else v for v in value]
+    shared: dict[str, Any] = {}
+    for key, inner in value.items():
+        kind = type(inner)
+        if kind is str:
+            if len(inner) < _SHORT:
+                inner = _intern(inner)
+        elif kind is dict:
+            inner = _shared_dict(inner, depth + 1)
+        elif kind is list:
+            inner = _shared_list(inner, depth + 1)
+        shared[_intern(key)] = inner
+    return shared
+
+
+def _shared_list(value: list[Any], depth: int) -> list[Any]:
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"an item nested deeper than {MAX_DEPTH} levels")
+    shared: list[Any] = []
+    for inner in value:
+        kind = type(inner)
+        if kind is dict:
+            inner = _shared_dict(inner, depth + 1)
+        elif kind is list:
+            inner = _shared_list(inner, depth + 1)
+        shared.append(inner)
+    return shared

@@ -99,7 +99,8 @@ def page_reader(
             if len(page) >= limit:
                 raise ValueError(f"more than the {limit} items asked for in one page")
             _check(item, len(page))
-            problem = livecheck.status_problem(kind, item.get("status") or {})
+            status = item.get("status")
+            problem = livecheck.status_problem(kind, status) if status else ""
             if problem:
                 name = item["metadata"]["name"]
                 raise ValueError(f"list item {len(page)} ({name}): its {problem}")

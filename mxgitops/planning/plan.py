@@ -116,11 +116,15 @@ def plan(
     ctx = options.render_context()
     now = options.now or datetime.now().astimezone()
     runs = options.max_disruption_runs
+    records = [_finished_record(job, ledger) for job in desired]
     changes = [
-        _desired_change(job, live_jobs.get(job.key), ledger, ctx, now, runs) for job in desired
+        _desired_change(job, live_jobs.get(job.key), finished, ctx, now, runs)
+        for job, finished in zip(desired, records, strict=True)
     ]
     standing = frozenset(
-        job.key for job in desired if _stands_over(_finished_record(job, ledger), live_jobs)
+        job.key
+        for job, finished in zip(desired, records, strict=True)
+        if _stands_over(finished, live_jobs)
     )
     changes += [_policy_hold(job, why, live_jobs.get(job.key)) for job, why in held]
     wanted = {job.key for job in desired} | {job.key for job, _ in held}
@@ -172,15 +176,16 @@ def _with_kept_record(change: Change, ledger: Ledger) -> Change:
 def _desired_change(
     job: MxJob,
     live: LiveJob | None,
-    ledger: Ledger,
+    finished: Finished | None,
     ctx: RenderContext,
     now: datetime,
     max_runs: int,
 ) -> Change:
+    """The change of a job the repository wants; `finished` is the ledger's record of
+    its spec (`_finished_record`)."""
     base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path)
     if live is not None and live.strays:
         return left_alone(base, live)
-    finished = _finished_record(job, ledger)
     recorded = Failure.from_json(finished.failure) if finished and finished.failure else None
     if finished is not None and live is not None and not live.has_objects:
         live = None  # only pods are left (Jobs deleted with orphan propagation): not a new spec
@@ -223,7 +228,10 @@ def _desired_change(
 def _finished_record(job: MxJob, ledger: Ledger) -> Finished | None:
     """The ledger's record of the job's spec finished. A job finished before an upgrade
     that changed the hash (the in-place fields left it; the rendering joined it) is
-    recorded, and its objects labelled, under the hash it had then."""
+    recorded, and its objects labelled, under the hash it had then. The earlier hashes
+    are derived only for a job the ledger holds an entry of (most jobs it does not)."""
+    if job.key not in ledger.entries:
+        return None
     return ledger.finished(job.key, job.spec_hash) or next(
         (f for h in job.earlier_spec_hashes if (f := ledger.finished(job.key, h))), None
     )

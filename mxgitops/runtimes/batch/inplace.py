@@ -88,14 +88,21 @@ def compare(
     """The patches that bring the live objects of `job`'s runtime to its manifest."""
     want = desired(job)
     wait = OnChange.WAIT.value if job.on_change is OnChange.WAIT else None
-    found = [_batch_job(obj, want, wait, _rendered(job, obj)) for obj in live_jobs]
+    by_type: dict[str, dict[str, Any]] = {}  # every batch Job of a replica set alike
+    found = []
+    for obj in live_jobs:
+        job_type = objects.labels_of(obj).get(JOB_TYPE_LABEL, "")
+        if job_type not in by_type:
+            by_type[job_type] = _rendered(job, job_type)
+        found.append(_batch_job(obj, want, wait, by_type[job_type]))
     found += [_on_change_only(obj, wait) for obj in services]
     return sorted((p for p in found if p is not None), key=lambda p: p.ref)
 
 
-def _rendered(job: MxJob, obj: KubeObject) -> dict[str, Any]:
-    """The in-place fields as `render.py` writes them on this batch Job (`rendered`)."""
-    replica_type = REPLICA_TYPES.get(objects.labels_of(obj).get(JOB_TYPE_LABEL, ""))
+def _rendered(job: MxJob, job_type: str) -> dict[str, Any]:
+    """The in-place fields as `render.py` writes them on a batch Job of the replica set
+    its `job_type` label names (`rendered`)."""
+    replica_type = REPLICA_TYPES.get(job_type)
     replica = job.replica(replica_type) if replica_type is not None else None
     restart = replica.restart_policy if replica is not None else RestartPolicy.ON_FAILURE
     return rendered(job, restart)

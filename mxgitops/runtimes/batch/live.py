@@ -46,6 +46,7 @@ from mxgitops.runtimes.batch.inplace import recorded_backoff_limit
 from mxgitops.runtimes.batch.ownership import OBJECT_NAME, identity
 from mxgitops.runtimes.batch.status import (
     JobShape,
+    Replicas,
     counts_as_failure,
     replicas_of,
     restart_policy_of,
@@ -223,7 +224,7 @@ class LiveJob:
 
     @cached_property
     def _status(self) -> tuple[State, tuple[MxReplicaStatus, ...]]:
-        state, replicas = shape_status(self._shape, self._objects())
+        state, replicas = shape_status(self._shape, self._objects(), self._replicas)
         return state, tuple(replicas)
 
     def training_pods(self) -> tuple[Mapping[str, Any] | None, tuple[KubeObject, ...]]:
@@ -232,10 +233,15 @@ class LiveJob:
         run = tuple(
             p for p in self.pods if objects.labels_of(p).get(RUNTIME_ID_LABEL) == shape.runtime_id
         )
-        for replica_type, index, _, pods, _ in replicas_of(shape, self._objects()):
+        for replica_type, index, _, pods, _ in replicas_of(shape, self._objects(), self._replicas):
             if replica_type is ReplicaType.WORKER and index == 0 and pods:
                 return newest_pod(pods), run
         return None, run
+
+    @cached_property
+    def _replicas(self) -> Replicas:
+        """Its objects sorted to the judged runtime's replicas, once for every reading."""
+        return Replicas.of(self._shape, self._objects())
 
     def placement(self) -> str:
         """Batch Jobs run where they are made: never on another cluster."""
@@ -248,7 +254,7 @@ class LiveJob:
     def failure(self) -> Failure | None:
         """Why the judged runtime failed: its first failed replica's account, or None."""
         for replica_type, index, batch_job, pods, events in replicas_of(
-            self._shape, self._objects()
+            self._shape, self._objects(), self._replicas
         ):
             failure = replica_failure(f"{replica_type.value} {index}", batch_job, pods, events)
             if failure is not None:
@@ -270,7 +276,7 @@ class LiveJob:
                 events,
             )
             for replica_type, index, batch_job, pods, events in replicas_of(
-                self._shape, self._objects()
+                self._shape, self._objects(), self._replicas
             )
         )
 
@@ -283,7 +289,9 @@ class LiveJob:
             return earlier
         return earlier + tuple(
             said
-            for replica_type, index, _, pods, _ in replicas_of(self._shape, self._objects())
+            for replica_type, index, _, pods, _ in replicas_of(
+                self._shape, self._objects(), self._replicas
+            )
             for said in replaced(f"{replica_type.value} {index}", pods)
         )
 

@@ -130,8 +130,12 @@ def job_status(job: MxJob, live: LiveObjects) -> tuple[State, list[MxReplicaStat
     return shape_status(JobShape.of(job), live)
 
 
-def shape_status(shape: JobShape, live: LiveObjects) -> tuple[State, list[MxReplicaStatus]]:
-    found = _Replicas.of(shape, live)
+def shape_status(
+    shape: JobShape, live: LiveObjects, found: Replicas | None = None
+) -> tuple[State, list[MxReplicaStatus]]:
+    """The state of `shape`'s runtime from `live` (`found`: `live` sorted by replica,
+    as `Replicas.of` sorts it, where the caller keeps it for its other readings)."""
+    found = found or Replicas.of(shape, live)
     statuses = [
         _replica_set_status(replica_type, count, found)
         for replica_type, count in shape.replicas.items()
@@ -144,7 +148,7 @@ def shape_status(shape: JobShape, live: LiveObjects) -> tuple[State, list[MxRepl
     return state, statuses
 
 
-def _succeeded_first(shape: JobShape, found: _Replicas) -> bool:
+def _succeeded_first(shape: JobShape, found: Replicas) -> bool:
     """Whether the deciding set succeeded before any replica failed (`finishing.py`)."""
     deciding = deciding_type(shape.mode, shape.success_policy)
     succeeded: list[str | None] = []
@@ -165,11 +169,11 @@ def backoff_exceeded(
 ) -> tuple[tuple[ReplicaType, int], str] | None:
     """((type, index) of the replica that retried most, why) when the job's retries used up its
     backoffLimit; None while they did not, or it sets none."""
-    return _backoff_exceeded(shape, _Replicas.of(shape, live))
+    return _backoff_exceeded(shape, Replicas.of(shape, live))
 
 
 def _backoff_exceeded(
-    shape: JobShape, found: _Replicas
+    shape: JobShape, found: Replicas
 ) -> tuple[tuple[ReplicaType, int], str] | None:
     limit = shape.backoff_limit
     if limit is None:
@@ -226,11 +230,11 @@ def replica_retries(
 def replica_set_status(
     shape: JobShape, replica_type: ReplicaType, replicas: int, live: LiveObjects
 ) -> MxReplicaStatus:
-    return _replica_set_status(replica_type, replicas, _Replicas.of(shape, live))
+    return _replica_set_status(replica_type, replicas, Replicas.of(shape, live))
 
 
 def _replica_set_status(
-    replica_type: ReplicaType, replicas: int, found: _Replicas
+    replica_type: ReplicaType, replicas: int, found: Replicas
 ) -> MxReplicaStatus:
     states, reasons = [], []
     for batch_job, replica_pods in found.replica_set(replica_type, replicas):
@@ -242,11 +246,11 @@ def _replica_set_status(
 
 
 def replicas_of(
-    shape: JobShape, live: LiveObjects
+    shape: JobShape, live: LiveObjects, found: Replicas | None = None
 ) -> list[tuple[ReplicaType, int, KubeObject | None, list[KubeObject], list[KubeObject]]]:
     """Every replica of the judged runtime: (type, index, its batch Job, its pods, the
-    Events about its gone pods)."""
-    found = _Replicas.of(shape, live)
+    Events about its gone pods); `found` as `shape_status` takes it."""
+    found = found or Replicas.of(shape, live)
     return [
         (replica_type, index, batch_job, pods, found.events_of(batch_job))
         for replica_type, count in shape.replicas.items()
@@ -255,7 +259,7 @@ def replicas_of(
 
 
 @dataclass(frozen=True, slots=True)
-class _Replicas:
+class Replicas:
     """The batch Jobs and pods of one runtime by replica (its `job_type` label and
     task index), sorted out in one pass: looking each replica up in every object
     made a job's status quadratic in its replicas."""
@@ -265,7 +269,7 @@ class _Replicas:
     events: Mapping[str, list[KubeObject]]  # about gone pods, by their batch Job's name
 
     @classmethod
-    def of(cls, shape: JobShape, live: LiveObjects) -> _Replicas:
+    def of(cls, shape: JobShape, live: LiveObjects) -> Replicas:
         jobs: dict[tuple[str, int], KubeObject] = {}
         pods: dict[tuple[str, int], list[KubeObject]] = {}
         for obj in live.jobs:
