@@ -1,4 +1,4 @@
-"""install's manifests (mxgitops/commands/install/render.py) are what `kubectl kustomize`
+"""install's manifests (mxgitops/install/render.py) are what `kubectl kustomize`
 (the kubectl on PATH: the control plane's build, or the machine's) renders of the
 overlay install describes, for each choice of the flags that changes the manifests."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mxgitops.commands.install.overlay import BASE, COMPONENTS, Installation
-from mxgitops.commands.install.render import config_map_hash, render
+from mxgitops.install.overlay import BASE, COMPONENTS, Installation
+from mxgitops.install.render import config_map_hash, render
 
 REPO = "https://git.example.com/org/jobs.git"
 

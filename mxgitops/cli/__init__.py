@@ -3,8 +3,9 @@
 `app` holds the group, the exit codes and the one mapping from errors to them;
 `options` the options several commands share; `checking` validate and convert, and
 `rendering` render (what runs on a laptop with no cluster); `syncing` sync,
-`reviewing` status and diff; `receiving` receive (the webhook receiver). Importing
-this package registers every command on `main`.
+`reviewing` status and diff; `receiving` receive (the webhook receiver); `installing`
+check, `installcommands` install and uninstall. Importing this package registers
+every command on `main`.
 
 To add a command, put it in the module of its family (or a new one imported here):
 
@@ -19,6 +20,7 @@ To add a command, put it in the module of its family (or a new one imported here
 
 from mxgitops.cli.app import ERROR_CODES, ExitCode, Main, exit_code_for, main
 from mxgitops.cli.checking import CONVERT_TARGETS, convert_command, validate
+from mxgitops.cli.installcommands import install, uninstall
 from mxgitops.cli.installing import check
 from mxgitops.cli.receiving import receive
 from mxgitops.cli.rendering import render
@@ -34,10 +36,12 @@ __all__ = [
     "convert_command",
     "diff",
     "exit_code_for",
+    "install",
     "main",
     "receive",
     "render",
     "status",
     "sync",
+    "uninstall",
     "validate",
 ]

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-KUSTOMIZE = Path(str(resources.files("mxgitops.commands.install") / "kustomize"))
+KUSTOMIZE = Path(str(resources.files("mxgitops.install") / "kustomize"))
 BASE = KUSTOMIZE / "base"
 COMPONENTS = KUSTOMIZE / "components"
 
@@ -116,9 +116,7 @@ class Installation:
         }
         if self.components():
             overlay["components"] = [f"{components}/{c}" for c in self.components()]
-        overlay["labels"] = [
-            {"pairs": {INSTALL_LABEL: self.namespace}, "includeSelectors": False}
-        ]
+        overlay["labels"] = [{"pairs": {INSTALL_LABEL: self.namespace}, "includeSelectors": False}]
         overlay["configMapGenerator"] = [
             {
                 "name": CONFIG_MAP,

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from mxgitops.commands.install.overlay import (
+from mxgitops.install.overlay import (
     BASE,
     COMPONENTS,
     CONFIG_MAP,
@@ -36,11 +36,12 @@ from mxgitops.objects import KubeObject
 
 # kustomize's legacy order (api/resid/gvk.go: orderFirst, then the rest, then orderLast).
 _FIRST = (
-    "Namespace ResourceQuota StorageClass CustomResourceDefinition ServiceAccount "
-    "PodSecurityPolicy Role ClusterRole RoleBinding ClusterRoleBinding ConfigMap Secret "
-    "Endpoints Service LimitRange PriorityClass PersistentVolume PersistentVolumeClaim "
-    "Deployment StatefulSet CronJob PodDisruptionBudget"
-).split()
+    "Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition", "ServiceAccount",
+    "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding",
+    "ConfigMap", "Secret", "Endpoints", "Service", "LimitRange", "PriorityClass",
+    "PersistentVolume", "PersistentVolumeClaim", "Deployment", "StatefulSet", "CronJob",
+    "PodDisruptionBudget",
+)  # fmt: skip
 _LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 CLUSTER_SCOPED = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding"})
 _BINDINGS = ("RoleBinding", "ClusterRoleBinding")
@@ -113,7 +114,9 @@ def json_patch(obj: KubeObject, operations: list[dict[str, Any]]) -> None:
     """RFC 6902's `add` and `replace` of a key or at the end of a list (`/-`), all the
     packaged components use."""
     for operation in operations:
-        *parents, last = [part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]]
+        *parents, last = [
+            part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]
+        ]
         where: Any = obj
         for part in parents:
             where = where[int(part)] if isinstance(where, list) else where[part]
