@@ -64,9 +64,15 @@ def _namespace() -> Callable[[F], F]:
 @click.option("--receiver", is_flag=True, help="The push webhook receiver too.")
 @click.option("--webhook-secret-file", type=_FILE, help="The receiver's webhook secret.")
 @click.option("--queues", is_flag=True, help="The JobSet runtime's and Kueue's rights.")
-@click.option("--status-provider", type=click.Choice(["github", "gitlab", "gitea"]))
+@click.option(
+    "--status-provider",
+    type=click.Choice(["github", "gitlab", "gitea"]),
+    help="Post commit statuses there (with --status-token-file).",
+)
 @click.option("--pushgateway", metavar="URL", help="Push each sync's metrics there.")
-@click.option("--dashboard", is_flag=True, hidden=True)
+@click.option(
+    "--dashboard", is_flag=True, help="Not yet: the dashboard component does not exist (exit 2)."
+)
 @click.option("--export", is_flag=True, help="Print the manifests (no Secrets); touch nothing.")
 @click.option("--dry-run", is_flag=True, help="Show the server-side diff; write nothing.")
 @click.option(

@@ -19,10 +19,11 @@ from mxgitops.commands.preflight import check as check_findings
 from mxgitops.errors import MxGitOpsError
 from mxgitops.install import apply as applying
 from mxgitops.install import firstsync
-from mxgitops.install.overlay import Installation
+from mxgitops.install.overlay import BASE, Installation
 from mxgitops.kube.cluster import Cluster
 from mxgitops.kube.installs import KINDS
-from mxgitops.objects import MANAGED_BY, MANAGED_BY_LABEL
+from mxgitops.install.render import read_env
+from mxgitops.objects import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 from mxgitops.settings.config import SyncConfig
 
 # What install writes, as (verb, API group, resource, cluster-wide?): the rights checked.
@@ -127,7 +128,8 @@ def uninstall(
     training jobs first (its batch Jobs and Services, across namespaces)."""
     deleted: list[str] = []
     if jobs:
-        owned = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+        instance = read_env(BASE / "config.env")["MXGITOPS_INSTANCE"]  # install sets none
+        owned = f"{MANAGED_BY_LABEL}={MANAGED_BY},{INSTANCE_LABEL}={instance}"
         for kind in ("Job", "Service"):
             for obj in cluster.labelled(kind, owned):
                 cluster.delete_object({**obj, "kind": kind})
