@@ -20,9 +20,9 @@ from mxgitops.errors import MxGitOpsError
 from mxgitops.install import apply as applying
 from mxgitops.install import firstsync
 from mxgitops.install.overlay import BASE, Installation
+from mxgitops.install.render import read_env
 from mxgitops.kube.cluster import Cluster
 from mxgitops.kube.installs import KINDS
-from mxgitops.install.render import read_env
 from mxgitops.objects import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 from mxgitops.settings.config import SyncConfig
 
