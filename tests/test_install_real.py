@@ -54,6 +54,7 @@ def install(cluster: RealCluster, tmp_path: Path, repo: str, token: str, *extra:
 
 
 SCHEDULE = rarely()  # no scheduled run while the test runs: each sync is install's
+OTHER = "0 0 29 2 *"  # the 29th of February: another schedule that does not fire
 
 
 def writes(cluster: RealCluster) -> list[dict[str, Any]]:
@@ -126,6 +127,25 @@ def test_install_runs_the_first_sync_then_changes_nothing_and_uninstalls(
         assert writes(cluster) == []
         reads = [r for r in cluster.request_log if r["user"] == CLIENT]
         assert reads, "the second install read what it would apply"
+
+        # A changed flag: the server's diff first (nothing written), then only the
+        # CronJob changes (and, as anything changed, a sync starts).
+        cluster.clear_log()
+        dry = install(cluster, tmp_path, repo, token, "--schedule", OTHER, "--dry-run")
+        assert dry.exit_code == ExitCode.OK, dry.output
+        assert dry.output.splitlines()[0] == f"CronJob {NAMESPACE}/mxgitops configured (dry run)"
+        assert f"+  schedule: {OTHER}" in dry.output and f"-  schedule: {SCHEDULE}" in dry.output
+        assert {(w["verb"], w["query"].get("dryRun")) for w in writes(cluster)} == {
+            ("patch", "All")
+        }
+        cluster.clear_log()
+        changed = install(cluster, tmp_path, repo, token, "--schedule", OTHER)
+        assert changed.exit_code == ExitCode.OK, changed.output
+        assert changed.output.splitlines()[0] == f"CronJob {NAMESPACE}/mxgitops configured"
+        assert [(w["verb"], w["resource"]) for w in writes(cluster)] == [
+            ("patch", "cronjobs"),
+            ("create", "jobs"),
+        ]
     finally:
         gone = CliRunner().invoke(
             main, ["uninstall", "--namespace", NAMESPACE, "--kubeconfig", str(cluster.kubeconfig)]
