@@ -182,11 +182,15 @@ def uninstall(namespace: str, jobs: bool, yes: bool, **options: Any) -> ExitCode
     """
     from mxgitops.install import run
     from mxgitops.kube.cluster import connect
+    from mxgitops.settings.config import from_options
 
     if jobs and not yes:
         click.confirm(
             "Delete every training job this instance runs, in every namespace?", abort=True
         )
-    cluster = connect(**options)
+    config = from_options(options)  # the connection's settings, their defaults filled in
+    cluster = connect(
+        kubeconfig=config.kubeconfig, context=config.context, request_timeout=config.request_timeout
+    )
     run.uninstall(cluster, namespace, jobs=jobs, echo=click.echo)
     return ExitCode.OK
