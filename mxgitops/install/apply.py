@@ -31,6 +31,9 @@ _SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "generation", "crea
 # Kinds install prunes (its Secrets and its namespace stay until uninstall).
 PRUNED_KINDS = tuple(k for k in KINDS if k not in ("Secret", "Namespace", "Job", "Pod"))
 MAX_SECRET_FILE = 64 << 10  # bytes: a token, a key, known_hosts
+# Keys read as one string (an environment variable, the webhook's secret): a file's
+# trailing newline would become part of the token and fail every fetch.
+ONE_LINE_KEYS = frozenset({"token", "secret"})
 
 
 @dataclass
@@ -68,6 +71,8 @@ def secrets(installation: Installation) -> list[KubeObject]:
                 "data": {},
             },
         )
+        if secret_file.key in ONE_LINE_KEYS:
+            content = content.strip()  # an editor's final newline is no part of a token
         secret["data"][secret_file.key] = base64.b64encode(content).decode()
     return list(made.values())
 

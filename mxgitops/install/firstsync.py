@@ -17,6 +17,9 @@ from mxgitops.receiver.manualjob import PUSH_ANNOTATION, finished, job_from_cron
 
 STARTED_BY = "mxgitops.io/install"  # the annotation on the Job install started
 POLL = 2.0  # seconds between two reads of the Job
+LOG_LINES = 20  # of a failed first sync's log, shown
+LOG_BYTES = 16 << 10
+LINE_SHOWN = 300  # characters of each of its lines
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class FirstSync:
     job: str
     exit_code: int | None  # None: still running at the deadline, or no pod to tell
     reason: str  # the Job's end in words
+    log: tuple[str, ...] = ()  # a failed sync's last lines, each bounded and printable
 
 
 def first_sync_name(cronjob: KubeObject) -> str:
@@ -67,18 +71,41 @@ def wait(
         if clock() >= deadline:
             return FirstSync(name, None, f"still running after {timeout:g} s")
         sleep(POLL)
-    code = _exit_code(cluster, namespace, name)
+    pods = cluster.labelled("Pod", f"job-name={name}", namespace)
+    code = _exit_code(pods)
     conditions = (job.get("status") or {}).get("conditions") or []
     ended = [c for c in conditions if c.get("status") == "True"]
     reason = str(ended[-1].get("type")) if ended else "ended"
-    return FirstSync(name, code, reason)
+    log = _log_tail(cluster, namespace, pods) if code != 0 else ()
+    return FirstSync(name, code, reason, log)
 
 
-def _exit_code(cluster: Cluster, namespace: str, job: str) -> int | None:
-    for pod in cluster.labelled("Pod", f"job-name={job}", namespace):
+def _exit_code(pods: list[KubeObject]) -> int | None:
+    for pod in pods:
         for status in (pod.get("status") or {}).get("containerStatuses") or []:
             terminated = (status.get("state") or {}).get("terminated") or {}
             code = terminated.get("exitCode")
             if isinstance(code, int):
                 return code
     return None
+
+
+def _log_tail(cluster: Cluster, namespace: str, pods: list[KubeObject]) -> tuple[str, ...]:
+    """The sync's last lines (what went wrong, in its words), each on one printable line
+    of at most LINE_SHOWN characters; none if the log cannot be read."""
+    for pod in pods:
+        try:
+            text = cluster.pod_log(
+                namespace,
+                pod["metadata"]["name"],
+                container=CRONJOB,
+                tail_lines=LOG_LINES,
+                limit_bytes=LOG_BYTES,
+            )
+        except ClusterError:
+            return ()
+        return tuple(
+            "".join(c if c.isprintable() else "?" for c in line)[:LINE_SHOWN]
+            for line in text.splitlines()[-LOG_LINES:]
+        )
+    return ()

@@ -101,10 +101,10 @@ def install(
     name = firstsync.start(cluster, installation.namespace)
     echo(f"first sync started: Job {installation.namespace}/{name}")
     done = firstsync.wait(cluster, installation.namespace, name, timeout=wait_timeout)
-    echo(
-        f"first sync: {done.reason}"
-        + (f", exit code {done.exit_code}" if done.exit_code is not None else "")
-    )
+    code = f", exit code {done.exit_code}" if done.exit_code is not None else ""
+    echo(f"first sync: {done.reason}{code}")
+    for line in done.log:
+        echo(f"  {line}")
     return Outcome(True, first_sync=done)
 
 
