@@ -5,6 +5,7 @@ write would show as a request)."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,21 @@ def test_a_wrong_token_stops_install_before_any_write(
     server = make_git_http_server(remote.bare.parent, logins={("x-access-token", "right")})
     token = tmp_path / "token"
     token.write_text("wrong\n")
-    args = ["install", "--repo", server.url(remote.bare.name), "--token-file", str(token)]
+    args = [
+        "install",
+        "--repo",
+        server.url(remote.bare.name.removesuffix(".git")),
+        "--token-file",
+        str(token),
+    ]
     args += ["--image", "registry.example.com/m:1", "--kubeconfig", str(kubeapi.kubeconfig)]
     kubeapi.clear_log()
     result = CliRunner().invoke(main, args, env={"MXGITOPS_CACHE_DIR": str(tmp_path / "c")})
     assert result.exit_code == ExitCode.GIT, result.output
     (line,) = result.output.splitlines()
+    # Refused for the token: it was sent (and is what the server said no to).
+    sent = base64.b64encode(b"x-access-token:wrong").decode()
+    assert f"Basic {sent}" in server.authorizations
     assert line.startswith("problem: repository: ")
     assert "wrong" not in line  # the token is never printed
     assert writes(kubeapi.request_log) == []

@@ -107,6 +107,7 @@ def test_install_runs_the_first_sync_then_changes_nothing_and_uninstalls(
         assert wrong.exit_code == ExitCode.GIT, wrong.output
         (line,) = wrong.output.splitlines()
         assert line.startswith("problem: repository: "), line
+        print(f"a wrong token: {line}")
         assert writes(cluster) == [] and installed(cluster) == []
 
         started = time.monotonic()
