@@ -12,7 +12,6 @@ install's labels (a LIST of every kind it makes) and its namespace goes.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from click.testing import CliRunner, Result
 from mxgitops.cli import ExitCode, main
 from mxgitops.install.overlay import INSTALL_LABEL
 from mxgitops.kube.installs import KINDS, kind_path
+from mxgitops.outputs import report
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.controlplane.launcher import CLIENT
 from tests.controlplane.projectimage import PROJECT_IMAGE
@@ -119,7 +119,8 @@ def test_install_runs_the_first_sync_then_changes_nothing_and_uninstalls(
         assert "first sync: Complete, exit code 0" in first.output
         assert f"the note on {commit[:12]}" in first.output
         assert token not in first.output
-        assert json.loads(noted(work, commit))["commit"] == commit
+        summary, unreadable = report.read_note(noted(work, commit))
+        assert summary is not None and summary.commit == commit, unreadable
 
         cluster.clear_log()
         again = install(cluster, tmp_path, repo, token)
