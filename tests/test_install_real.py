@@ -154,10 +154,30 @@ def test_install_runs_the_first_sync_then_changes_nothing_and_uninstalls(
         )
     assert gone.exit_code == ExitCode.OK, gone.output
     assert f"Namespace {NAMESPACE} deleted" in gone.output
-    assert installed(cluster) == []
     namespace = f"/api/v1/namespaces/{NAMESPACE}"
-    wait_for(
+    wait_for(  # the namespace controller empties it first (the Lease, the ledger, pods)
         "install's namespace to go",
         lambda: cluster.raw("GET", namespace)[0] == 404 or None,
         timeout=180,
     )
+    assert installed(cluster) == []
+
+
+def test_a_dry_run_on_a_fresh_cluster_writes_nothing(
+    control_plane: RealCluster, make_git_remote: Any, tmp_path: Path
+) -> None:
+    """Before the namespace exists the server cannot judge the objects in it (a dry
+    run of them is refused, NotFound): they are shown as rendered, and said so."""
+    remote = make_git_remote("jobs", files={"README.md": "jobs\n"})
+    args = ["install", "--repo", remote.url, "--image", PROJECT_IMAGE, "--dry-run"]
+    args += ["--namespace", "mxgitops-dry", "--kubeconfig", str(control_plane.kubeconfig)]
+    control_plane.clear_log()
+    result = CliRunner().invoke(main, args, env={"MXGITOPS_CACHE_DIR": str(tmp_path / "c")})
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "Namespace mxgitops-dry created (dry run)" in result.output
+    assert "CronJob mxgitops-dry/mxgitops created (dry run)" in result.output
+    assert "namespace mxgitops-dry does not exist yet" in result.output
+    assert {(w["verb"], w["query"].get("dryRun")) for w in writes(control_plane)} == {
+        ("patch", "All")
+    }
+    assert control_plane.raw("GET", "/api/v1/namespaces/mxgitops-dry")[0] == 404

@@ -94,12 +94,22 @@ def apply(
     """Apply what differs, delete what install made and no longer renders."""
     changes = Changes()
     wanted = install_objects(installation)
+    unmade_namespace = False  # a dry run's: the server cannot judge objects in it
     for obj in wanted:
         live = cluster.read_object(obj)
         if live is not None and contains(live, obj):
             continue
         verb = "created" if live is None else "configured"
-        answer = cluster.apply_object(obj, manager=FIELD_MANAGER, dry_run=dry_run)
+        if unmade_namespace and obj["metadata"].get("namespace"):
+            answer = obj
+        else:
+            answer = cluster.apply_object(obj, manager=FIELD_MANAGER, dry_run=dry_run)
+        if dry_run and obj["kind"] == "Namespace" and live is None:
+            unmade_namespace = True
+            echo(
+                f"(namespace {installation.namespace} does not exist yet: what goes in it "
+                "is shown as rendered, not as the server would make it)"
+            )
         line = f"{name_of(obj)} {verb}{' (dry run)' if dry_run else ''}"
         changes.applied.append(line)
         echo(line)
