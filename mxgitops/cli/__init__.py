@@ -4,8 +4,8 @@
 `options` the options several commands share; `checking` validate and convert, and
 `rendering` render (what runs on a laptop with no cluster); `syncing` sync,
 `reviewing` status, history and diff; `receiving` receive (the webhook receiver); `dashboarding`
-dashboard (the read-only web page). Importing this package registers every command
-on `main`.
+dashboard (the read-only web page); `installing` check, `installcommands` install and
+uninstall. Importing this package registers every command on `main`.
 
 To add a command, put it in the module of its family (or a new one imported here):
 
@@ -21,6 +21,7 @@ To add a command, put it in the module of its family (or a new one imported here
 from mxgitops.cli.app import ERROR_CODES, ExitCode, Main, exit_code_for, main
 from mxgitops.cli.checking import CONVERT_TARGETS, convert_command, validate
 from mxgitops.cli.dashboarding import dashboard
+from mxgitops.cli.installcommands import install, uninstall
 from mxgitops.cli.installing import check
 from mxgitops.cli.receiving import receive
 from mxgitops.cli.rendering import render
@@ -38,10 +39,12 @@ __all__ = [
     "diff",
     "exit_code_for",
     "history",
+    "install",
     "main",
     "receive",
     "render",
     "status",
     "sync",
+    "uninstall",
     "validate",
 ]

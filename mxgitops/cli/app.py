@@ -173,6 +173,8 @@ Examples:
   mxgitops diff origin/main HEAD         what a pull request does to the jobs
   mxgitops convert -w jobs/old.yaml      rewrite an older manifest as kubeflow.org/v1
   mxgitops check --repo URL              what a cluster and a repository lack for a first sync
+  mxgitops install --repo URL --token-file F
+                                         install in the current cluster, run a first sync
   mxgitops --debug sync ...              show a traceback if something unexpected breaks
 
 Each command has its own --help, with more examples.

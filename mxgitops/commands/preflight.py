@@ -20,12 +20,14 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
-from mxgitops.commands.sync import Workspace, open_workspace
+from mxgitops.commands.sync import Workspace, open_workspace, repository_kind
 from mxgitops.errors import (
     ClusterError,
     ConfigError,
     GitError,
+    ManifestError,
     MxGitOpsError,
     PrerequisiteMissing,
 )
@@ -37,6 +39,7 @@ from mxgitops.words import counted
 
 MIN_PYTHON = (3, 11)  # pyproject.toml's requires-python
 MIN_KUSTOMIZE = (5, 0)  # the overlays' inline transformers
+SHOWN_PROBLEMS = 10  # invalid manifests listed one a line; the rest counted
 TESTED_KUBERNETES = "1.34"  # docs/getting-started/cluster.md, "Supported versions"
 TOOL_TIMEOUT = 20.0  # seconds for `kubectl version --client`
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
@@ -46,6 +49,7 @@ class State(StrEnum):
     OK = "ok"
     PROBLEM = "problem"
     UNKNOWN = "unknown"
+    WARNING = "warning"  # works, but outside what is tested or meant: says what to do
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ def check(
 ) -> list[Finding]:
     """Every finding, in the order an installation meets them."""
     findings = [python_finding(sys.version_info[:3]), kustomize_finding(kustomize_version())]
+    findings += local_checkout_findings(config.repo)
     namespaces: dict[str, list[str]] = {}
     with ExitStack() as cache:
         try:
@@ -82,7 +87,8 @@ def check(
             try:  # a .mxgitops.yaml a sync refuses, a `path` that names no directory
                 config, _ = settings.apply_repo_settings(config, set(explicit), workspace.root)
                 findings.append(_notes_finding(workspace, config))
-                namespaces = job_namespaces(workspace, config)
+                namespaces, invalid = job_namespaces(workspace, config)
+                findings += invalid
             except ConfigError as exc:
                 findings.append(problem("repository", str(exc), exc))
     return findings + cluster_findings(config, connect, namespaces)
@@ -158,13 +164,61 @@ def _notes_finding(workspace: Workspace, config: SyncConfig) -> Finding:
     return problem("notes", text, GitError(text))
 
 
-def job_namespaces(workspace: Workspace, config: SyncConfig) -> dict[str, list[str]]:
-    """The namespaces the repository's valid jobs go to, each with its jobs' files."""
+def job_namespaces(
+    workspace: Workspace, config: SyncConfig
+) -> tuple[dict[str, list[str]], list[Finding]]:
+    """The namespaces the repository's valid jobs go to, each with its jobs' files; and
+    one problem per invalid manifest's problem, as validate prints it (a sync would
+    apply none of those jobs and end with exit 1)."""
     loaded = reading.load_repository(workspace.root, reading.of_config(config))
     found: dict[str, list[str]] = defaultdict(list)
     for job in loaded.jobs:
         found[job.namespace].append(job.source_path)
-    return dict(found)
+    problems = sorted(loaded.problems, key=lambda p: (p.file, p.line))
+    invalid = [
+        problem("manifests", f"{p}; mxgitops validate shows them all", ManifestError(str(p)))
+        for p in problems[:SHOWN_PROBLEMS]
+    ]
+    if len(problems) > SHOWN_PROBLEMS:
+        more = counted(len(problems) - SHOWN_PROBLEMS, "more problem")
+        invalid.append(problem("manifests", f"and {more}: mxgitops validate shows them all"))
+    return dict(found), invalid
+
+
+def local_checkout_findings(repo: str) -> list[Finding]:
+    """A local path works on this machine, not in the CronJob's pod: say which URL to
+    pass instead (the checkout's remote, where it has one)."""
+    try:
+        kind = repository_kind(repo)
+    except ConfigError:
+        return []  # open_workspace says what is wrong with it
+    if kind == "url":
+        return []
+    url = _remote_url(repo) if kind != "directory" else None
+    instead = f"--repo {url}" if url else "--repo with the repository's URL"
+    return [
+        Finding(
+            "repository",
+            f"{repo} is a local {kind}: a sync in the cluster cannot read it; check and "
+            f"install the way the CronJob will fetch it: {instead}",
+            State.WARNING,
+        )
+    ]
+
+
+def _remote_url(path: str) -> str | None:
+    """The checkout's `origin` (else first) remote's fetch URL, its credentials left out."""
+    from mxgitops.source.gitcommand import local_git
+
+    try:
+        git = local_git(Path(path))
+        remotes = git("remote").split()
+        if not remotes:
+            return None
+        url = git("remote", "get-url", "origin" if "origin" in remotes else remotes[0]).strip()
+    except (GitError, OSError):
+        return None
+    return " ".join(re.sub(r"://[^/@]*@", "://", url).split())[:500]
 
 
 def cluster_findings(
@@ -184,6 +238,16 @@ def cluster_findings(
         return [problem("cluster", f"{exc}; {fix}", exc)]
     tested = f"tested: Kubernetes {TESTED_KUBERNETES}"
     findings = [Finding("cluster", f"Kubernetes {version} at {cluster.server} ({tested})")]
+    minor = _VERSION.search(version)
+    if minor is None or f"{minor.group(1)}.{minor.group(2)}" != TESTED_KUBERNETES:
+        findings.append(
+            Finding(
+                "cluster",
+                f"Kubernetes {version} is not a tested version (Kubernetes "
+                f"{TESTED_KUBERNETES}): it may work; what differs is untested",
+                State.WARNING,
+            )
+        )
     findings.append(_storage_finding(cluster))
     findings += [_namespace_finding(cluster, ns, files) for ns, files in sorted(namespaces.items())]
     return findings

@@ -126,6 +126,7 @@ class Calls:
         body: KubeObject | None = None,
         warnings: list[str] | None = None,
         accept: str | None = None,
+        content_type: str | None = None,
         budget: float | None = None,
     ) -> T:
         """What `read` makes of the response's body, the request retried while the
@@ -141,6 +142,8 @@ class Calls:
         sent = {**transport.request_headers(method), **self._acting_as(path)}
         if accept is not None:
             sent["Accept"] = accept
+        if content_type is not None:
+            sent["Content-Type"] = content_type
         server = self.server or "the cluster"
         failure = f"no answer to {method} {path} by then"  # the last attempt's, in words
 

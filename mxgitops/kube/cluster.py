@@ -8,7 +8,8 @@ connection pool the client builds from it; `listdecode` reads each LIST page as
 it arrives. Which requests are made, their retries and deadlines, and tenancy
 are decided here and in its parts: the request core (`kube/calls.py`), the read
 path (`kube/reads.py`), the write path (`kube/writes.py`) and the webhook receiver's
-requests (`kube/cronjobs.py`), which `Cluster` joins. What it promises the planner and apply:
+requests (`kube/cronjobs.py`) and install's (`kube/installs.py`), which `Cluster`
+joins. What it promises the planner and apply:
 
 - live state costs one LIST per kind, across namespaces, filtered by the
   ownership selector (none of JobSets where the ledger says this instance has
@@ -46,15 +47,17 @@ from mxgitops.errors import ConfigError
 from mxgitops.kube import transport
 from mxgitops.kube.calls import DEFAULT_PARALLELISM, DEFAULT_REQUEST_TIMEOUT, RetryPolicy
 from mxgitops.kube.cronjobs import CronJobRuns
+from mxgitops.kube.installs import Installs
 from mxgitops.kube.kubeconfig import NoClusterConfigured, load_configuration
 from mxgitops.kube.reads import Reads
 from mxgitops.kube.writes import Writes
 
 
-class Cluster(Reads, Writes, CronJobRuns):
+class Cluster(Reads, Writes, CronJobRuns, Installs):
     """A connection to one cluster; cheap to share between threads. Its requests are
     made in one place (`kubecalls.Calls`), its reads and writes are `kubereads.Reads`
-    and `kubewrites.Writes`; the webhook receiver's, `kubecronjobs.CronJobRuns`."""
+    and `kubewrites.Writes`; the webhook receiver's, `kubecronjobs.CronJobRuns`;
+    install's, `installs.Installs`."""
 
 
 def connect(

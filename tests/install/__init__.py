@@ -1,0 +1,1 @@
+"""Tests of mxgitops/install/: install and uninstall, the packaged base, the release image."""
