@@ -30,6 +30,7 @@ from mxgitops.manifests.yamldoc import YamlError, documents
 from mxgitops.model import KUBEFLOW_KIND, NAMESPACE, SEED_KIND
 from mxgitops.outputs import report
 from mxgitops.outputs.markdown import visible
+from mxgitops.outputs.recordtext import key_metric
 from mxgitops.outputs.summary import JobSummary
 from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.settings import config as settings
@@ -436,9 +437,3 @@ def last_runs(
             )
         )
     return tuple(found)
-
-
-def key_metric(record: TrainingRecord) -> str:
-    """Its first validation metric, else its first metric, as `status` shows one."""
-    names = sorted(record.log.latest, key=lambda n: (not n.startswith("validation-"), n))
-    return names[0] if names else ""

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from mxgitops.commands.history import Run, key_metric
+from mxgitops.commands.history import Run
 from mxgitops.outputs.markdown import code, text, visible
+from mxgitops.outputs.recordtext import duration, key_metric, shown_value
 from mxgitops.record.reading import lower_is_better
 from mxgitops.record.runrecord import TrainingRecord
-from mxgitops.words import duration
 
 MAX_AUTHOR = 40
 MAX_CHANGE = 80
@@ -142,7 +142,7 @@ def _hours(hours: float, estimate: bool) -> str:
 
 
 def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return "-" if value is None else shown_value(value)
 
 
 def _cut(value: str, most: int) -> str:

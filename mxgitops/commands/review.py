@@ -20,10 +20,11 @@ from mxgitops.manifests.files import Problem
 from mxgitops.manifests.loading import LoadResult
 from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.outputs.markdown import code, text, visible
+from mxgitops.outputs.recordtext import duration, shown_value
 from mxgitops.runtimes import registry
 from mxgitops.runtimes.shared.inplace import Move
 from mxgitops.runtimes.shared.podtemplate import RenderContext
-from mxgitops.words import counted, duration
+from mxgitops.words import counted
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ class LastRun:
         0.91 in 2h05m, 4.2 GPU-hours`."""
         outcome = f", {self.outcome}" if self.outcome else ""
         words = f"{self.job}: its last run ({self.commit[:7]}{outcome})"
-        reached = f" reached {self.metric} {self.final:.4g}" if self.final is not None else ""
+        reached = (
+            f" reached {self.metric} {shown_value(self.final)}" if self.final is not None else ""
+        )
         cost = []
         if self.duration_seconds is not None:
             cost.append(f"in {duration(self.duration_seconds)}")

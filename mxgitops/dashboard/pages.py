@@ -30,10 +30,10 @@ from mxgitops.dashboard.snapshot import (
     Snapshot,
     age,
     clean,
-    duration,
     select,
 )
 from mxgitops.objects import FULL_COMMIT_ID
+from mxgitops.outputs import recordtext
 from mxgitops.record.runrecord import TrainingRecord
 
 MAX_NAME = 253  # a Kubernetes name's length at most: longer path segments are no job's
@@ -90,8 +90,9 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         clean=clean,
         short=lambda sha: str(sha)[:7],
-        duration=lambda seconds: "" if seconds is None else duration(float(seconds)),
-        number=lambda value: f"{value:.4g}",
+        duration=lambda seconds: "" if seconds is None else recordtext.duration(float(seconds)),
+        number=recordtext.shown_value,
+        percent=recordtext.percent,
     )
     return env
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from mxgitops.outputs import recordtext
 from mxgitops.outputs.summary import JobSummary, Summary
-from mxgitops.record.reading import lower_is_better
 from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.runtimes.shared.failure import Failure
 
@@ -101,13 +101,11 @@ class JobRow:
         return Failure.from_mapping(self.job.failure) if self.job.failure else None
 
     def key_metric(self) -> tuple[str, float] | None:
-        """The metric a person looks at first: a validation one, else the first known,
-        with its latest value."""
-        if self.record is None or not self.record.log.latest:
+        """The metric a person looks at first (`recordtext.key_metric`), with its latest
+        value."""
+        if self.record is None or not (name := recordtext.key_metric(self.record)):
             return None
-        latest = self.record.log.latest
-        name = min(latest, key=_metric_rank)
-        return name, latest[name]
+        return name, self.record.log.latest[name]
 
     def started(self) -> str:
         if self.record is not None and self.record.started:
@@ -119,12 +117,6 @@ class JobRow:
         if self.author is not None:
             haystack += f" {self.author.name} {self.job.commit}"
         return text.lower() in haystack.lower()
-
-
-def _metric_rank(name: str) -> tuple[int, int, str]:
-    lowered = name.lower()
-    validation = 0 if lowered.startswith(("validation", "val", "eval", "test")) else 1
-    return (validation, 0 if not lower_is_better(name) else 1, lowered)
 
 
 @dataclass(frozen=True)
@@ -245,11 +237,4 @@ def age(stamp: str, now: datetime) -> str:
         return ""
     if then.tzinfo is None:
         return ""
-    return duration(max(0.0, (now - then).total_seconds()))
-
-
-def duration(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)} {unit}"
-    return f"{int(seconds)} s"
+    return recordtext.duration(max(0.0, (now - then).total_seconds()))

@@ -1,15 +1,18 @@
 """A run's training record in words and numbers, as every output shows it: pure.
 
-The note's text, the commit status, the Events and the metrics all say the same few
-things of a `TrainingRecord` (`mxgitops/record/`): how far the run is, a few of its
-metrics, and what it used. They are said here once, bounded: at most
-`MAX_SHOWN_METRICS` metrics (validation ones first), each name cut to
+The note's text, the commit status, the Events, the metrics, `status`'s PROGRESS
+column, `history`, the pull request's earlier-runs line and the dashboard all say the
+same few things of a `TrainingRecord` (`mxgitops/record/`), and say them here, once:
+which metric is the key one (`key_metric`), how a duration (`duration`), a percentage
+(`percent`), an ETA (`eta`) and a metric's value (`value` in a table, `number` as the
+log printed it) are written, and how a name is bounded (`shown_name`). At most
+`MAX_SHOWN_METRICS` metrics are shown (validation ones first), each name cut to
 `MAX_SHOWN_NAME` characters and written with its control characters as escapes
 (`markdown.visible`), values that are not finite left out. A record read from a note
 has plain names and finite values already (`record/stored.py`); these bounds hold
 for any record a caller builds. Where the words go decides how they are escaped
-further (a code span in markdown); a metric's name is never part of a metric's name
-in Prometheus, only of a label value (`label_value`).
+further (a code span in markdown, HTML's autoescape); a metric's name is never part
+of a metric's name in Prometheus, only of a label value (`label_value`).
 """
 
 from __future__ import annotations
@@ -56,6 +59,13 @@ def chosen_metrics(record: TrainingRecord, most: int = MAX_SHOWN_METRICS) -> lis
     return names[:most]
 
 
+def key_metric(record: TrainingRecord) -> str:
+    """The metric a person looks at first (its first validation metric, else its
+    first metric by name), or "" when the record has none."""
+    names = chosen_metrics(record, 1)
+    return names[0] if names else ""
+
+
 def latest_values(record: TrainingRecord, most: int) -> dict[str, float]:
     """The latest value of each chosen metric, by name."""
     return {name: record.log.latest[name] for name in chosen_metrics(record, most)}
@@ -71,9 +81,9 @@ def progress_text(record: TrainingRecord, *, finished: bool = False) -> str:
         words = f"epoch {shown.epoch or shown.epochs_done}"
         words += f"/{shown.epochs}" if shown.epochs else ""
     if shown.percent is not None:
-        words += f" {shown.percent:g}%"
+        words += f" {percent(shown.percent)}"
     if shown.eta_seconds is not None and not finished and shown.eta_seconds > 0:
-        words += f" ETA {span(shown.eta_seconds)}"
+        words += f" {eta(shown.eta_seconds)}"
     speed = record.log.throughput
     if speed is not None and finite(speed):
         words += f", {_amount(speed)} samples/s"
@@ -98,8 +108,8 @@ def usage_text(record: TrainingRecord) -> str:
     use = record.resources
     if use is None:
         return ""
-    duration = record.duration_seconds
-    words = f"ran {span(duration)}, " if duration is not None else ""
+    took = record.duration_seconds
+    words = f"ran {duration(took)}, " if took is not None else ""
     words += f"{_amount(use.gpu_hours)} GPU-hours, {_amount(use.cpu_core_hours)} CPU-core-hours"
     return words + (" (estimate)" if use.estimate else "")
 
@@ -138,16 +148,55 @@ def status_text(record: TrainingRecord, state: str) -> str:
     return f"{int(percent // STATUS_STEP) * STATUS_STEP}% done"
 
 
-def span(seconds: float) -> str:
-    """`45s`, `14m`, `1h 2m`, `3d 4h`."""
-    whole = math.ceil(seconds) if finite(seconds) and seconds > 0 else 0
+def row_text(record: TrainingRecord | None) -> str:
+    """A run in a table's row: `epoch 7/20 35%  val-accuracy 0.912  ETA 14m`; ""
+    when there is no record, or it says nothing yet."""
+    if record is None:
+        return ""
+    shown = record.progress
+    words = []
+    if shown.epoch is not None:
+        words.append(f"epoch {shown.epoch}" + (f"/{shown.epochs}" if shown.epochs else ""))
+    if shown.percent is not None:
+        words.append(percent(shown.percent))
+    if name := key_metric(record):
+        short = (
+            "val-" + name.removeprefix("validation-") if name.startswith("validation-") else name
+        )
+        words.append(f"{shown_name(short)} {shown_value(record.log.latest[name])}")
+    if shown.eta_seconds is not None and shown.percent is not None and shown.percent < 100:
+        words.append(eta(shown.eta_seconds))
+    return "  ".join(words)
+
+
+def duration(seconds: float) -> str:
+    """`45s`, `14m`, `2h05m`, `3d04h`: a run's length at a glance."""
+    whole = max(0, round(seconds)) if finite(seconds) else 0
     if whole < 60:
         return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m"
-    if whole < 86400:
-        return f"{whole // 3600}h {whole % 3600 // 60}m"
-    return f"{whole // 86400}d {whole % 86400 // 3600}h"
+    minutes = whole // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+def percent(value: float) -> str:
+    """`35%`, `12.5%`."""
+    return f"{value:g}%"
+
+
+def eta(seconds: float) -> str:
+    """`ETA 14m`."""
+    return f"ETA {duration(seconds)}"
+
+
+def shown_value(number: float) -> str:
+    """A metric's value in a table: four significant digits (`0.9123`)."""
+    return f"{number:.4g}"
 
 
 def _amount(value: float) -> str:

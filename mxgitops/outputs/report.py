@@ -29,7 +29,6 @@ from datetime import UTC, datetime, timedelta
 from mxgitops.outputs import recordtext, vouching
 from mxgitops.outputs.markdown import code, text, visible
 from mxgitops.outputs.notecheck import NoteError
-from mxgitops.outputs.progresstext import progress_text
 from mxgitops.outputs.summary import JobSummary, ReplicaSummary, Summary
 from mxgitops.planning.changes import Action, Change, Plan
 from mxgitops.planning.ledger import JobKey
@@ -273,7 +272,7 @@ def _rows(summary: Summary) -> list[tuple[str, ...]]:
     if not any(job.record for job in summary.jobs):
         return rows
     # A progress column beside the state, where a run's training record says something.
-    progress = ["PROGRESS", *(progress_text(job.record) or "-" for job in summary.jobs)]
+    progress = ["PROGRESS", *(recordtext.row_text(job.record) or "-" for job in summary.jobs)]
     return [(*row[:2], shown, *row[2:]) for row, shown in zip(rows, progress, strict=True)]
 
 

@@ -33,7 +33,7 @@ def test_a_finished_runs_event_says_what_it_trained_and_used() -> None:
     assert event["note"] == (
         "succeeded (runtime r1); training: epoch 3/3 100%, 32538 samples/s; "
         f"validation-accuracy {FINAL_VALIDATION_ACCURACY}, validation-cross-entropy 1.098537, "
-        "train-accuracy 0.359375; ran 1h 30m, 1.5 GPU-hours, 4.5 CPU-core-hours"
+        "train-accuracy 0.359375; ran 1h30m, 1.5 GPU-hours, 4.5 CPU-core-hours"
     )
 
 

@@ -42,7 +42,7 @@ def test_a_finished_run_shows_duration_gpu_and_cpu_hours() -> None:
     lines = readable(report.render_note(summary))
     assert "ml/resnet: training: epoch 3/3 100%, 32538 samples/s" in lines
     assert f"validation-accuracy {FINAL_VALIDATION_ACCURACY}" in "\n".join(lines)
-    assert "ml/resnet: ran 1h 30m, 1.5 GPU-hours, 4.5 CPU-core-hours" in lines
+    assert "ml/resnet: ran 1h30m, 1.5 GPU-hours, 4.5 CPU-core-hours" in lines
 
 
 def test_an_estimate_says_so() -> None:
@@ -60,7 +60,7 @@ def test_a_job_without_a_record_says_nothing_of_training() -> None:
 
 def test_the_markdown_form_keeps_each_record_line_in_a_code_span() -> None:
     text = report.render_markdown(summary_with(job("resnet", "Succeeded", finished_record())))
-    assert f"- {code('ml/resnet: ran 1h 30m, 1.5 GPU-hours, 4.5 CPU-core-hours')}" in text
+    assert f"- {code('ml/resnet: ran 1h30m, 1.5 GPU-hours, 4.5 CPU-core-hours')}" in text
 
 
 def test_hostile_metric_names_and_values_are_bounded_and_inert() -> None:
