@@ -136,7 +136,7 @@ def test_each_provider_gets_its_documented_shape(server: ChatServer, tmp_path: P
         assert section["type"] == "section" and section["text"]["type"] == "mrkdwn"
         assert len(section["text"]["text"]) <= 3000
     assert "*Exit code:* 3" in facts["text"]["text"]
-    assert "epochs 10/10, accuracy 0.9312, 1 h 5 min, 3.25 GPU-hours" in facts["text"]["text"]
+    assert "epochs 10/10, accuracy 0.9312, 1h05m, 3.25 GPU-hours" in facts["text"]["text"]
     assert log["text"]["text"].startswith("```\n")
     assert context["type"] == "context"
     assert context["elements"][0]["text"] == (

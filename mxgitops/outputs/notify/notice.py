@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mxgitops.outputs import recordtext
 from mxgitops.outputs.summary import JobSummary
 from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.runtimes.shared.failure import Failure
@@ -120,18 +121,13 @@ def training_line(record: TrainingRecord) -> str:
     shown = record.progress
     if shown.epochs_done or shown.epochs:
         parts.append(f"epochs {shown.epochs_done}/{shown.epochs or '?'}")
-    for name, value in sorted(record.log.latest.items())[:3]:
-        parts.append(f"{name} {value:.4g}")
+    for name in recordtext.chosen_metrics(record):
+        parts.append(f"{name} {recordtext.shown_value(record.log.latest[name])}")
     if (seconds := record.duration_seconds) is not None:
-        parts.append(_duration(seconds))
+        parts.append(recordtext.duration(seconds))
     if record.resources is not None and record.resources.gpu_hours:
         parts.append(f"{record.resources.gpu_hours:.2f} GPU-hours")
     return clean(", ".join(parts), MAX_FIELD)
-
-
-def _duration(seconds: float) -> str:
-    minutes = int(seconds // 60)
-    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
 def clean(text: str, limit: int) -> str:
