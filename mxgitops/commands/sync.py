@@ -36,6 +36,7 @@ from mxgitops.runtimes.shared.accelerators import parse_accelerators
 from mxgitops.settings import config as settings
 from mxgitops.settings import reading
 from mxgitops.settings.config import SyncConfig
+from mxgitops.source import githistory
 from mxgitops.source import repository as source
 from mxgitops.state import clusterstate, failurelog, handoff, training
 from mxgitops.state.apply import ChangeSet, apply
@@ -150,7 +151,7 @@ def sync(
             synced_at=datetime.now(UTC),
             version=__version__,
         )
-        summary = _vouched_commits(summary, workspace)
+        summary = _with_authors(_vouched_commits(summary, workspace), workspace, notices)
         _log(summary, notices, the_plan)
         if on_summary is not None:
             on_summary(summary, tuple(notices))
@@ -179,6 +180,18 @@ def _vouched_commits(summary: Summary, workspace: Workspace) -> Summary:
     if repository is None or not workspace.commit or not candidates:
         return report.with_commits(summary, ())
     return report.with_commits(summary, repository.in_history(workspace.commit, candidates))
+
+
+def _with_authors(summary: Summary, workspace: Workspace, notices: list[str]) -> Summary:
+    """The summary with each job's commit's author (who to tell), in one git call."""
+    if workspace.repository is None:
+        return summary
+    try:
+        named = githistory.authors(workspace.repository.reader(), (j.commit for j in summary.jobs))
+    except GitError as exc:
+        notices.append(f"the commits' authors could not be read: {exc}")
+        return summary
+    return report.with_authors(summary, named)
 
 
 def _previous_note(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mxgitops.commands.history import Run, runs_at
-from mxgitops.dashboard.snapshot import Author, Snapshot, clean, snapshot
+from mxgitops.dashboard.snapshot import Author, Snapshot, clean, named_author, snapshot
 from mxgitops.outputs import report
 from mxgitops.outputs.summary import Summary
 from mxgitops.record.runrecord import TrainingRecord
@@ -130,7 +130,7 @@ class Loader:
             summary, refused = self._summaries([notes[sha]])[0] if sha in notes else (None, "")
         return CommitView(
             sha=sha,
-            author=self._authors.get(sha),
+            author=self._authors.get(sha) or _named(summary, sha),
             summary=summary,
             refused=refused,
             noted=sha in notes,
@@ -186,3 +186,9 @@ class Loader:
 
 def short(sha: str) -> str:
     return sha[:_SHORT_SHA]
+
+
+def _named(summary: Summary | None, sha: str) -> Author | None:
+    """The author a sync named for `sha` in its note (a commit the branch walk missed)."""
+    jobs = summary.jobs if summary is not None else ()
+    return next((found for job in jobs if job.commit == sha and (found := named_author(job))), None)

@@ -155,7 +155,7 @@ def snapshot(
         JobRow(
             job=job,
             record=records.get((job.namespace, job.name)) or job.record,
-            author=authors.get(job.commit),
+            author=authors.get(job.commit) or named_author(job),
         )
         for job in jobs
     ]
@@ -226,6 +226,12 @@ def select(rows: Iterable[JobRow], query: Query) -> Page:
     number = min(query.page, pages)
     start = (number - 1) * query.size
     return Page(tuple(chosen[start : start + query.size]), number, pages, len(chosen))
+
+
+def named_author(job: JobSummary) -> Author | None:
+    """The author of `job`'s commit as the sync named it (its date unknown), if it did:
+    for a commit the branch walk does not reach."""
+    return Author(clean(job.author), "") if job.author else None
 
 
 def age(stamp: str, now: datetime) -> str:

@@ -27,8 +27,8 @@ JOB: dict[str, Any] = {
     "namespace": str, "name": str, "action": str, "reason": str, "state": str,
     "spec_hash": str, "source": str, "replicas": list, "objects": STRINGS,
     "errors": STRINGS, "runtime_id": str, "state_reason": str,
-    "failure": (dict, type(None)), "warnings": STRINGS, "commit": str, "placement": str,
-    "moved_from": str, "unreachable": str, "record": (dict, type(None)),
+    "failure": (dict, type(None)), "warnings": STRINGS, "commit": str, "author": str,
+    "placement": str, "moved_from": str, "unreachable": str, "record": (dict, type(None)),
 }  # fmt: skip
 REPLICA: dict[str, Any] = {"type": str, "state": str, "replicas": int, "states": dict}
 FAILURE: dict[str, Any] = {

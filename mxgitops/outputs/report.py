@@ -22,7 +22,7 @@ line that is exactly the marker: text above it cannot forge or hide it.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 
@@ -335,6 +335,12 @@ def with_commits(summary: Summary, known: Collection[str]) -> Summary:
     in `known`: an annotation on a live object is anyone's to write who may edit it."""
     kept = {summary.commit, *known}
     jobs = tuple(job if job.commit in kept else replace(job, commit="") for job in summary.jobs)
+    return replace(summary, jobs=jobs)
+
+
+def with_authors(summary: Summary, authors: Mapping[str, str]) -> Summary:
+    """`summary` with each job's author: that of its commit in `authors` (by commit)."""
+    jobs = tuple(replace(job, author=authors.get(job.commit, "")) for job in summary.jobs)
     return replace(summary, jobs=jobs)
 
 

@@ -52,6 +52,7 @@ class JobSummary:
     failure: Mapping[str, Any] | None = None  # runtime.failure.Failure's fields, for a Failed job
     warnings: tuple[str, ...] = ()  # the API's warnings on its writes (a Warning header)
     commit: str = ""  # that submitted its live objects: where its commit status goes
+    author: str = ""  # of that commit: who to tell (`source.githistory.authors`)
     placement: str = ""  # the cluster it runs on, where another (Kueue's MultiKueue)
     moved_from: str = ""  # the cluster it ran on before Kueue dispatched it again
     unreachable: str = ""  # why its state may be stale: its cluster does not answer

@@ -13,6 +13,7 @@ callers do.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from mxgitops.source.repository import full_notes_ref, tracking_notes_ref
 
 MAX_COMMITS = 5000  # of the branch walked at most: a job's history, not the repository's
 MAX_AUTHOR = 256  # characters of an author's name kept: git sets no bound
+MAX_NAMED_AUTHOR = 100  # characters of a commit's author that a sync's summary names
 _HEADER = "\x01"
 _SHA = re.compile(r"[0-9a-f]{40}")
 _NO_BLOB = "0" * 40
@@ -160,3 +162,33 @@ def _notes_tree(runner: Runner, notes_commit: str | None) -> dict[str, str]:
         if len(parts) == 3 and parts[1] == "blob" and _SHA.fullmatch(commit):
             notes[commit] = parts[2]
     return notes
+
+
+def authors(git: Runner, commits: Iterable[str]) -> dict[str, str]:
+    """The author's name of each of `commits` (full ids; others, and commits git does
+    not have, are left out): one `git log --no-walk`. A name is anyone's to set, so it
+    comes without control or format characters, cut to `MAX_NAMED_AUTHOR`."""
+    wanted = sorted({sha for sha in commits if _SHA.fullmatch(sha)})
+    if not wanted:
+        return {}
+    out = git.raw(
+        "log",
+        "--no-walk=unsorted",
+        "--ignore-missing",
+        "--stdin",
+        "-z",
+        "--format=%H%x00%an",
+        stdin="".join(f"{sha}\n" for sha in wanted).encode(),
+    )
+    tokens = out.decode("utf-8", errors="replace").split("\0")
+    named: dict[str, str] = {}
+    for sha, name in zip(tokens[::2], tokens[1::2], strict=False):
+        sha = sha.strip()
+        if _SHA.fullmatch(sha):
+            named[sha] = _plain(name)[:MAX_NAMED_AUTHOR].strip()
+    return named
+
+
+def _plain(text: str) -> str:
+    """`text` without control and format characters (newlines, escapes, bidi marks)."""
+    return "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf"))

@@ -20,6 +20,7 @@ from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.runtimes.shared.failure import Failure
 
 MAX_FIELD = 300  # characters of a reason, a state, a name
+MAX_AUTHOR = 100  # characters of a commit's author (a sync names at most as many)
 MAX_LOG_LINES = 15
 MAX_LOG = 1500  # characters of a log tail
 GROUP_SHOWN = 5  # jobs a grouped message details; the others are counted
@@ -45,6 +46,7 @@ class Notice:
     state: str = ""
     reason: str = ""
     commit: str = ""
+    author: str = ""  # of the commit: who to tell
     exit_code: int | None = None
     log: str = ""  # the failed container's last lines
     training: str = ""  # the training record's summary, one line
@@ -68,6 +70,8 @@ class Notice:
             facts.append(("Exit code", str(self.exit_code)))
         if self.commit:
             facts.append(("Commit", self.commit[:12]))
+        if self.author:
+            facts.append(("Author", self.author))
         if self.training:
             facts.append(("Training", self.training))
         return facts
@@ -94,6 +98,7 @@ def for_job(job: JobSummary, event: str, key: str, commit_url: str, dashboard_ur
         state=clean(job.state, 40),
         reason=clean(reason, MAX_FIELD),
         commit=clean(job.commit, 64),
+        author=clean(job.author, MAX_AUTHOR),
         exit_code=failure.exit_code if failure is not None else None,
         log=tail(failure.log) if failure is not None else "",
         training=training_line(job.record) if job.record is not None else "",

@@ -44,6 +44,7 @@ def generic_body(notices: Sequence[Notice], instance: str) -> dict[str, Any]:
                 "state": n.state,
                 "reason": n.reason,
                 "commit": n.commit,
+                "author": n.author,
                 "exitCode": n.exit_code,
                 "log": n.log,
                 "training": n.training,
