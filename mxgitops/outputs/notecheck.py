@@ -28,7 +28,8 @@ JOB: dict[str, Any] = {
     "spec_hash": str, "source": str, "replicas": list, "objects": STRINGS,
     "errors": STRINGS, "runtime_id": str, "state_reason": str,
     "failure": (dict, type(None)), "warnings": STRINGS, "commit": str, "author": str,
-    "placement": str, "moved_from": str, "unreachable": str, "record": (dict, type(None)),
+    "placement": str, "queue": str, "moved_from": str, "unreachable": str,
+    "record": (dict, type(None)),
 }  # fmt: skip
 REPLICA: dict[str, Any] = {"type": str, "state": str, "replicas": int, "states": dict}
 FAILURE: dict[str, Any] = {

@@ -133,6 +133,7 @@ def _job_summary(change: Change, written: ChangeResult | None, synced: str) -> J
         commit=synced if change.action in _SUBMITTING else change.commit,
         placement=change.placement,
         unreachable=change.unreachable,
+        queue=change.queue,
         record=change.record,
     )
 

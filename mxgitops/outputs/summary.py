@@ -54,6 +54,7 @@ class JobSummary:
     commit: str = ""  # that submitted its live objects: where its commit status goes
     author: str = ""  # of that commit: who to tell (`source.githistory.authors`)
     placement: str = ""  # the cluster it runs on, where another (Kueue's MultiKueue)
+    queue: str = ""  # the Kueue LocalQueue it names
     moved_from: str = ""  # the cluster it ran on before Kueue dispatched it again
     unreachable: str = ""  # why its state may be stale: its cluster does not answer
     record: TrainingRecord | None = None  # its run's training, as its worker 0's log showed it

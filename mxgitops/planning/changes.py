@@ -71,6 +71,7 @@ class Change:
     placement: str = ""
     # Why its state may be stale: that cluster does not answer (`Live.unreachable`).
     unreachable: str = ""
+    queue: str = ""  # the Kueue LocalQueue it names (its manifest's, else its live objects')
     record: TrainingRecord | None = None  # its run's training (`state/training.py`)
 
     @property

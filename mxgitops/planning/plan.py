@@ -183,7 +183,7 @@ def _desired_change(
 ) -> Change:
     """The change of a job the repository wants; `finished` is the ledger's record of
     its spec (`_finished_record`)."""
-    base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path)
+    base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path, queue=job.queue)
     if live is not None and live.strays:
         return left_alone(base, live)
     recorded = Failure.from_json(finished.failure) if finished and finished.failure else None
@@ -215,6 +215,7 @@ def _desired_change(
         live.commit or "",
         live.placement(),
         live.unreachable(),
+        job.queue,
     )
     # Finished under the hash it had before the upgrade: the same job, never run again.
     legacy = state in FINISHED and live.spec_hash in job.earlier_spec_hashes
@@ -300,7 +301,7 @@ def _policy_hold(job: MxJob, why: str, live: LiveJob | None) -> Change:
     """A job the policy forbids: nothing of it is written. Its live objects (of an
     earlier, allowed spec, or from before the policy) stay as they are: deleting them
     would let a pull request stop a running job by breaking the policy."""
-    base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path)
+    base = ChangeBase(job.namespace, job.name, job.spec_hash, job.source_path, queue=job.queue)
     if live is None:
         return base.change(Action.HOLD, f"not created: the policy forbids it ({why})")
     state, replicas = live.status()

@@ -36,6 +36,7 @@ class ChangeBase:
     commit: str = ""
     placement: str = ""
     unreachable: str = ""
+    queue: str = ""  # the Kueue LocalQueue the job names
 
     def change(
         self,
@@ -64,6 +65,7 @@ class ChangeBase:
             self.commit,
             placement=self.placement,
             unreachable=self.unreachable,
+            queue=self.queue,
         )
 
 

@@ -38,6 +38,7 @@ def orphan_changes(
             live.commit or "",
             live.placement(),
             live.unreachable(),
+            live.queue(),
         )
         if live.key in invalid:
             change = base.change(

@@ -234,6 +234,9 @@ class Mixed:
     def placement(self) -> str:
         return self._jobset.placement()
 
+    def queue(self) -> str:
+        return self._jobset.queue()
+
     def unreachable(self) -> str:
         return self._jobset.unreachable()
 

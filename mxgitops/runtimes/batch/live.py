@@ -247,6 +247,10 @@ class LiveJob:
         """Batch Jobs run where they are made: never on another cluster."""
         return ""
 
+    def queue(self) -> str:
+        """None: a job that names a queue runs on the runtime Kueue admits (JobSet)."""
+        return ""
+
     def unreachable(self) -> str:
         """Never: they run on the cluster mxgitops reads (`placement`)."""
         return ""

@@ -186,6 +186,10 @@ class LiveJobSet:
         """Why a queued, preempted or evicted job does not run: Kueue's words."""
         return self._status_reason[1]
 
+    def queue(self) -> str:
+        """The Kueue LocalQueue its JobSets name (their queue-name label), if all agree."""
+        return _agreed(objects.labels_of(o).get(scheduling.QUEUE_LABEL) for o in self.jobsets) or ""
+
     def placement(self) -> str:
         """The cluster Kueue runs the job on, where it is another (MultiKueue's
         `status.clusterName` of its Workload, `placement.py`); "" where it runs here."""
