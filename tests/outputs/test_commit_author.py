@@ -27,8 +27,7 @@ from tests.helpers.chatserver import ChatServer, chat_server, notifications_file
 from tests.helpers.dashboard import serving
 from tests.helpers.history import NS as DASHBOARD_NS
 from tests.helpers.history import add_note, manifest
-from tests.helpers.reconcile_e2e import mxjob, summary_of
-from tests.helpers.status_truth import files, git_config
+from tests.helpers.sync import files, git_config, mxjob, summary_of
 from tests.kubeapi.harness import KubeAPI
 
 PROVIDERS = ("slack", "msteams", "discord", "googlechat", "mattermost", "generic", "generic-hmac")

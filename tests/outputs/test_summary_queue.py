@@ -25,7 +25,7 @@ from mxgitops.runtimes.jobset.render import render_jobset
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.dashboard import serving
 from tests.helpers.history import NS, add_note, manifest
-from tests.helpers.jobset_runtime import CTX, job_of, queued
+from tests.helpers.jobset import CTX, job_of, queued
 
 
 def test_the_summary_names_the_queue_of_a_queued_job_and_of_a_live_one_git_no_longer_names() -> (
