@@ -16,7 +16,7 @@ of the history: one `git log`, the changed manifests and the notes each read in 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -31,7 +31,7 @@ from mxgitops.model import KUBEFLOW_KIND, NAMESPACE, SEED_KIND
 from mxgitops.outputs import report
 from mxgitops.outputs.markdown import visible
 from mxgitops.outputs.recordtext import key_metric
-from mxgitops.outputs.summary import JobSummary
+from mxgitops.outputs.summary import JobSummary, Summary
 from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.settings import config as settings
 from mxgitops.settings import reading
@@ -46,6 +46,10 @@ log = logging.getLogger(__name__)
 MOST_RUNS = 200
 _KINDS = (SEED_KIND, KUBEFLOW_KIND)
 Warn = Callable[[str], None]
+NoteRead = tuple[Summary | None, str]  # a note's summary, and why it is set aside ("" if not)
+# Note blobs -> each one read: a dashboard keeps what it read by blob id (a blob never
+# changes), so a page reads no note twice.
+ReadNotes = Callable[[Sequence[str]], list[NoteRead]]
 
 
 @dataclass(frozen=True)
@@ -106,9 +110,11 @@ def runs_at(
     subpath: str = "",
     default_namespace: str = NAMESPACE,
     warn: Warn | None = None,
+    read_notes: ReadNotes | None = None,
 ) -> list[Run]:
     """`runs_of` from `tip` in `git`: a cache already synced (and locked by the caller),
-    or a checkout (`gitcommand.local_git`)."""
+    or a checkout (`gitcommand.local_git`). The notes are read with `read_notes` (by
+    default `notes_reader(git)`: each read and parsed anew)."""
     warn = warn or log.warning
     commits = list(reversed(githistory.first_parent_log(git, tip)))
     within = _Within(subpath)
@@ -118,10 +124,9 @@ def runs_at(
     spans = _spans(commits, finder, within)
     notes = githistory.note_blobs(git, notes_ref)
     noted = [_noted(commits[span.start : span.end], notes) for span in spans]
-    bodies, too_large = githistory.read_blobs(
-        git, (notes[sha] for pair in noted for sha in pair), max_size=MAX_NOTE_SIZE
-    )
-    reader = _NoteReader(notes, bodies, too_large, (namespace, name), warn)
+    asked_for = sorted({sha for pair in noted for sha in pair})
+    read = (read_notes or notes_reader(git))([notes[sha] for sha in asked_for])
+    reader = _NoteReader(dict(zip(asked_for, read, strict=True)), (namespace, name), warn)
     runs: list[Run] = []
     changes = spec_changes([span.document for span in spans])
     for span, pair, change in zip(spans, noted, changes, strict=True):
@@ -273,49 +278,44 @@ def _noted(commits: list[LoggedCommit], notes: Mapping[str, str]) -> tuple[str, 
     return (with_notes[0], with_notes[-1]) if with_notes else ()
 
 
-class _NoteReader:
-    """The job's summary in the notes read, each note parsed once; a note status would
-    refuse is set aside with one warning."""
+def notes_reader(git: Runner) -> ReadNotes:
+    """Note blobs read in one `git cat-file` and parsed, each as (summary, why set aside)."""
 
-    def __init__(
-        self,
-        notes: Mapping[str, str],
-        bodies: Mapping[str, bytes],
-        too_large: frozenset[str],
-        key: tuple[str, str],
-        warn: Warn,
-    ) -> None:
-        self._notes, self._bodies, self._too_large = notes, bodies, too_large
-        self._key = key
-        self._warn = warn
-        self._read: dict[str, tuple[JobSummary, ...]] = {}
+    def read(blobs: Sequence[str]) -> list[NoteRead]:
+        bodies, _ = githistory.read_blobs(git, blobs, max_size=MAX_NOTE_SIZE)
+        return [
+            report.read_note(bodies[blob].decode("utf-8", errors="replace"))
+            if blob in bodies
+            else (None, f"too large (over {MAX_NOTE_SIZE} bytes), or not a note")
+            for blob in blobs
+        ]
+
+    return read
+
+
+class _NoteReader:
+    """The job's summary in the notes read (by commit); a note status would refuse is
+    set aside with one warning."""
+
+    def __init__(self, read: Mapping[str, NoteRead], key: tuple[str, str], warn: Warn) -> None:
+        self._read, self._key, self._warn = read, key, warn
+        self._warned: set[str] = set()
 
     def job(self, commit: str, *, runtime_id: str | None) -> JobSummary | None:
         """The job's summary in `commit`'s note (of that runtime, unless None)."""
-        if commit not in self._read:
-            self._read[commit] = self._jobs(commit)
+        summary, unreadable = self._read[commit]
+        if unreadable and commit not in self._warned:
+            self._warned.add(commit)
+            self._warn(f"the note on {commit[:7]} is set aside: {unreadable}")
         return next(
             (
                 job
-                for job in self._read[commit]
+                for job in (summary.jobs if summary is not None else ())
                 if (job.namespace, job.name) == self._key
                 and (runtime_id is None or job.runtime_id == runtime_id)
             ),
             None,
         )
-
-    def _jobs(self, commit: str) -> tuple[JobSummary, ...]:
-        blob = self._notes[commit]
-        body = self._bodies.get(blob)
-        if blob in self._too_large or body is None:
-            self._warn(
-                f"the note on {commit[:7]} is set aside: too large (over {MAX_NOTE_SIZE} bytes)"
-            )
-            return ()
-        summary, unreadable = report.read_note(body.decode("utf-8", errors="replace"))
-        if unreadable:
-            self._warn(f"the note on {commit[:7]} is set aside: {unreadable}")
-        return summary.jobs if summary is not None else ()
 
 
 def _outcome(job: JobSummary | None) -> str:

@@ -4,8 +4,10 @@ Each refresh brings the cache clone to the remote's branch and notes (under the 
 lock, as `status` does), walks the branch's first-parent history, and reads the newest
 note on it: the jobs page's jobs. A job's run's training record is in the note of the
 commit that asked for the run (`JobSummary.commit`); those notes are read too, the
-newest `MAX_RECORD_NOTES` of them, in one batch. A note is read once per blob: a
-refresh that finds nothing new reads nothing again. A note `status` sets aside is set
+newest `MAX_RECORD_NOTES` of them, in one batch. A note is read once per blob (a
+blob never changes), and a job's runs (`history.runs_at`) read theirs through the same
+cache: a refresh that finds nothing new reads nothing again, and a job's page after the
+jobs page does not parse the newest note again. A note `status` sets aside is set
 aside here too, and the page says why.
 
 Git runs in `source/githistory.py` (one `git log`, the notes listed from their trees,
@@ -16,21 +18,21 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from mxgitops.commands.history import Run, runs_at
+from mxgitops.commands.history import NoteRead, Run, notes_reader, runs_at
 from mxgitops.dashboard.snapshot import Author, Snapshot, clean, named_author, snapshot
-from mxgitops.outputs import report
 from mxgitops.outputs.summary import Summary
 from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.source import githistory
-from mxgitops.source.repository import MAX_NOTE_SIZE, Repository
+from mxgitops.source.repository import Repository
 
 MAX_COMMITS = 5000  # of the branch walked: the newest note, and the authors of the jobs
 MAX_RECORD_NOTES = 64  # notes read for the records of runs asked for by older commits
 _CACHED_NOTES = 128
+_CACHED_NOTE_JOBS = 30_000  # jobs in the notes kept parsed: what their memory grows with
 _CACHED_RUNS = 64
 _SHORT_SHA = 7
 
@@ -48,15 +50,25 @@ class CommitView:
 
 
 class _Lru(OrderedDict[object, object]):
-    def __init__(self, most: int) -> None:
+    """The `most` entries used last, and within `weight` (each entry's `weigh`) in all:
+    the one just put stays, whatever it weighs."""
+
+    def __init__(
+        self, most: int, weight: int = 0, weigh: Callable[[object], int] = lambda _: 0
+    ) -> None:
         super().__init__()
-        self.most = most
+        self.most, self.weight, self.weigh = most, weight, weigh
+        self._weights: dict[object, int] = {}
 
     def put(self, key: object, value: object) -> None:
         self[key] = value
         self.move_to_end(key)
-        while len(self) > self.most:
-            self.popitem(last=False)
+        self._weights[key] = self.weigh(value)
+        while len(self) > 1 and (
+            len(self) > self.most or (self.weight and sum(self._weights.values()) > self.weight)
+        ):
+            gone, _ = self.popitem(last=False)
+            self._weights.pop(gone, None)
 
 
 class Loader:
@@ -73,7 +85,8 @@ class Loader:
         self.repository, self.branch, self.notes_ref = repository, branch, notes_ref
         self._now = now
         self._lock = threading.Lock()
-        self._notes: _Lru = _Lru(_CACHED_NOTES)  # blob -> (summary, why set aside)
+        # blob -> (summary, why set aside): a blob never changes, so neither does its read
+        self._notes: _Lru = _Lru(_CACHED_NOTES, _CACHED_NOTE_JOBS, _jobs_in)
         self._runs: _Lru = _Lru(_CACHED_RUNS)  # (tip, notes, job) -> runs
         self._tip = ""
         self._state: tuple[str, int] = ("", 0)  # the tip and the notes read last
@@ -119,6 +132,7 @@ class Loader:
                 namespace=namespace,
                 name=name,
                 warn=lambda message: warnings.append(clean(message)),
+                read_notes=self._summaries,
             )
         self._runs.put(key, (found, warnings))
         return found, warnings
@@ -139,25 +153,21 @@ class Loader:
 
     # -- notes, read once per blob ----------------------------------------------------
 
-    def _summaries(self, blobs: list[str]) -> list[tuple[Summary | None, str]]:
-        unread = [blob for blob in blobs if blob not in self._notes]
-        bodies, too_large = githistory.read_blobs(
-            self.repository.reader(), unread, max_size=MAX_NOTE_SIZE
-        )
-        for blob in unread:
-            if blob in too_large:
-                read: tuple[Summary | None, str] = (
-                    None,
-                    f"too large (over {MAX_NOTE_SIZE} bytes), or not a note",
-                )
-            else:
-                read = report.read_note(bodies[blob].decode("utf-8", errors="replace"))
-            self._notes.put(blob, read)
-        found = []
-        for blob in blobs:
-            self._notes.move_to_end(blob)
-            found.append(self._notes[blob])
-        return found  # type: ignore[return-value]
+    def _summaries(self, blobs: Sequence[str]) -> list[NoteRead]:
+        """The notes of `blobs`, each read and parsed once while it is among the
+        `_CACHED_NOTES` used last (a blob never changes)."""
+        found: dict[str, NoteRead] = {}
+        for blob in dict.fromkeys(blobs):
+            if blob in self._notes:
+                self._notes.move_to_end(blob)
+                found[blob] = self._notes[blob]  # type: ignore[assignment]
+        unread = [blob for blob in dict.fromkeys(blobs) if blob not in found]
+        if unread:
+            read = notes_reader(self.repository.reader())(unread)
+            for blob, note in zip(unread, read, strict=True):
+                found[blob] = note
+                self._notes.put(blob, note)
+        return [found[blob] for blob in blobs]
 
     def _records(
         self, summary: Summary | None, newest: str, notes: Mapping[str, str]
@@ -192,3 +202,8 @@ def _named(summary: Summary | None, sha: str) -> Author | None:
     """The author a sync named for `sha` in its note (a commit the branch walk missed)."""
     jobs = summary.jobs if summary is not None else ()
     return next((found for job in jobs if job.commit == sha and (found := named_author(job))), None)
+
+
+def _jobs_in(read: object) -> int:
+    summary = read[0] if isinstance(read, tuple) else None
+    return 1 + (len(summary.jobs) if isinstance(summary, Summary) else 0)
