@@ -2,20 +2,28 @@
 """The plan of a pull request, as one comment on it: what CI runs for every change.
 
     python3 ci/pr-plan.py [--install] BASE [HEAD] [--out FILE] [--post github|gitlab]
+                          [--notes-from REMOTE]
 
 0. with --install, mxgitops is installed from MXGITOPS_PIP_SOURCE, which must be
    pinned: a commit (`mxgitops @ git+https://host/org/mxgitops@<40 hex digits>`)
    or a wheel with its hash (`...whl#sha256=<64 hex digits>`). A bare package
    name is refused: whoever registers it on an index would run code here;
-1. `mxgitops validate`: every manifest of HEAD, as the sync will read them;
-2. `mxgitops diff BASE HEAD -o markdown`: which jobs the change adds, changes
-   (replaced on sync), removes (pruned on sync), and what it breaks;
-3. one markdown comment of both (FILE, default mxgitops-plan.md, and stdout),
+1. with --notes-from, the sync's notes (`refs/notes/mxgitops`, or MXGITOPS_NOTES_REF)
+   are fetched from REMOTE (a URL, or `origin`): their newest commit only, within
+   NOTES_DEADLINE seconds, with GITHUB_TOKEN as the credential of an https URL when
+   it is set. A CI checkout has no notes, and without them diff cannot say what the
+   changed jobs' earlier runs reached; a fetch that fails is said in one line and the
+   plan goes on without them;
+2. `mxgitops validate`: every manifest of HEAD, as the sync will read them;
+3. `mxgitops diff BASE HEAD -o markdown`: which jobs the change adds, changes
+   (replaced on sync), removes (pruned on sync), what it breaks, and what the changed
+   jobs' last runs reached (from the notes);
+4. one markdown comment of both (FILE, default mxgitops-plan.md, and stdout),
    starting with a marker so that it can be found again. The full plan goes to
    FILE and stdout (the job's log); the comment is cut to fit the forge's limit
    (65,536 characters on GitHub), keeping the policy violations and the jobs
    removed, which the plan lists first, and saying where the rest is;
-4. with --post, that comment is posted on the pull request (GitHub) or merge
+5. with --post, that comment is posted on the pull request (GitHub) or merge
    request (GitLab), or the earlier one updated: one comment per pull request.
 
 Exits 1 when validate or diff found a problem (the check fails), after posting;
@@ -33,6 +41,7 @@ other package. Posting reads the CI's own variables (see the two workflows).
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -47,6 +56,8 @@ from typing import Any
 MARKER = "<!-- mxgitops-plan -->"
 COMMENT_LIMIT = 65536  # characters: GitHub's; GitLab's notes allow more
 POST_FAILED = 3
+NOTES_REF = os.environ.get("MXGITOPS_NOTES_REF", "refs/notes/mxgitops")
+NOTES_DEADLINE = 60  # seconds the notes' fetch may take
 PINNED = re.compile(r"^\S+ @ \S+(@[0-9a-f]{40}|#sha256=[0-9a-f]{64})$")
 
 
@@ -62,6 +73,34 @@ def install(source: str) -> None:
     pip = [sys.executable, "-I", "-m", "pip", "install", "--disable-pip-version-check", source]
     if subprocess.run(pip, check=False).returncode != 0:
         raise SystemExit(f"could not install mxgitops from {source!r} (pip failed, above)")
+
+
+def fetch_notes(remote: str) -> str:
+    """Fetch the notes' newest commit from `remote` into NOTES_REF; "" when done, else
+    why not (one line)."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    token = os.environ.get("GITHUB_TOKEN", "")
+    if token and remote.startswith("https://"):
+        # As actions/checkout passes it: a header for that host, never in the URL or argv.
+        host = "/".join(remote.split("/", 3)[:3]) + "/"
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        env.update(
+            GIT_CONFIG_COUNT="1",
+            GIT_CONFIG_KEY_0=f"http.{host}.extraheader",
+            GIT_CONFIG_VALUE_0=f"AUTHORIZATION: basic {basic}",
+        )
+    refspec = f"+{NOTES_REF}:{NOTES_REF}"
+    command = ["git", "fetch", "--quiet", "--no-tags", "--depth=1", remote, refspec]
+    try:
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=NOTES_DEADLINE, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return f"no answer within {NOTES_DEADLINE} s"
+    if done.returncode == 0:
+        return ""
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    return (said[-1] if said else f"git fetch exited {done.returncode}")[:300]
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -193,9 +232,12 @@ def main() -> int:
     parser.add_argument("--out", default="mxgitops-plan.md")
     parser.add_argument("--post", choices=["github", "gitlab"])
     parser.add_argument("--install", action="store_true", help="from MXGITOPS_PIP_SOURCE")
+    parser.add_argument("--notes-from", metavar="REMOTE", help="fetch the sync's notes first")
     options = parser.parse_args()
     if options.install:
         install(os.environ.get("MXGITOPS_PIP_SOURCE", ""))
+    if options.notes_from and (why := fetch_notes(options.notes_from)):
+        print(f"the changed jobs' earlier runs are not shown: no notes ({why})", file=sys.stderr)
     full, comment, ok = compose(options.base, options.head)
     Path(options.out).write_text(full)
     print(full)

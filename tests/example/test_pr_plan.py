@@ -176,7 +176,8 @@ def test_the_token_is_held_only_by_code_the_pull_request_cannot_change() -> None
         commands = [line for s in runs for line in s["run"].splitlines()]
         scripts = [c for c in commands if c.startswith("python")]
         assert scripts == [
-            'python3 -I ../trusted/ci/pr-plan.py --install "$BASE_SHA" HEAD --post github'
+            'python3 -I ../trusted/ci/pr-plan.py --install "$BASE_SHA" HEAD --post github '
+            '--notes-from "$NOTES_FROM"'
         ]
         assert all(c.startswith(("git fetch", "python3 -I ../trusted/")) for c in commands)
     gitlab = yaml.safe_load((EXAMPLE / ".gitlab-ci.yml").read_text())
