@@ -99,3 +99,15 @@ def notifications_file(
     path = directory / "notifications.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def texts(value: Any) -> Iterator[str]:
+    """Every string in a JSON payload, at any depth."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from texts(item)

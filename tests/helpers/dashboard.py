@@ -5,6 +5,7 @@ and markdown, and `waiting` queued by Kueue. The server listens on loopback."""
 
 from __future__ import annotations
 
+import http.client
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -139,3 +140,16 @@ def serving(
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def page(server: Server, path: str) -> str:
+    """The body of `path` as the server answers it, which must be 200."""
+    host, port = server.server_address[:2]
+    connection = http.client.HTTPConnection(str(host), port, timeout=30)
+    try:
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        assert answer.status == 200, path
+        return answer.read().decode()
+    finally:
+        connection.close()

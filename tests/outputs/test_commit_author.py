@@ -4,17 +4,14 @@ provider shows it inert, and the dashboard's job and commit pages show it."""
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from mxgitops.commands.sync import sync
-from mxgitops.dashboard.server import Server
 from mxgitops.outputs import report
 from mxgitops.outputs.notify import sink, transitions, webhook
 from mxgitops.outputs.notify.notice import Notice
@@ -23,7 +20,7 @@ from mxgitops.outputs.summary import JobSummary, Summary
 from mxgitops.runtimes.shared.failure import Failure
 from mxgitops.source.githistory import MAX_NAMED_AUTHOR
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.chatserver import ChatServer, chat_server, notifications_file
+from tests.helpers.chatserver import ChatServer, chat_server, notifications_file, texts
 from tests.helpers.dashboard import serving
 from tests.helpers.history import NS as DASHBOARD_NS
 from tests.helpers.history import add_note, manifest
@@ -98,17 +95,6 @@ def received(chat: ChatServer, tmp_path: Path, job: JobSummary) -> dict[str, str
     return {r.path.lstrip("/"): r.body.decode() for r in chat.requests}
 
 
-def texts(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from texts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from texts(item)
-
-
 def test_every_provider_names_the_commit_s_author(chat: ChatServer, tmp_path: Path) -> None:
     got = received(chat, tmp_path, failed("Ada Lovelace"))
     assert sorted(got) == sorted(PROVIDERS)
@@ -133,18 +119,6 @@ def test_a_hostile_author_stays_inert_in_every_provider(chat: ChatServer, tmp_pa
                 assert "[link](https://evil.example)" not in text, (provider, text)
 
 
-def fetch(server: Server, path: str) -> str:
-    host, port = server.server_address[:2]
-    connection = http.client.HTTPConnection(str(host), port, timeout=30)
-    try:
-        connection.request("GET", path)
-        answer = connection.getresponse()
-        assert answer.status == 200, path
-        return answer.read().decode()
-    finally:
-        connection.close()
-
-
 def test_the_dashboard_shows_the_author_the_sync_named(
     make_git_remote: Callable[..., GitRemote], tmp_path: Path
 ) -> None:
@@ -158,7 +132,7 @@ def test_the_dashboard_shows_the_author_the_sync_named(
     )  # fmt: skip
     add_note(remote, synced, report.render_note(Summary(commit=synced, jobs=(job,))))
     with serving(remote, tmp_path / "cache") as (server, _):
-        for page in (f"/jobs/{DASHBOARD_NS}/mnist", f"/commits/{synced}"):
-            body = fetch(server, page)
-            assert "Grace &lt;b&gt;Hopper&lt;/b&gt;" in body, page
-            assert "<b>Hopper" not in body, page
+        for path in (f"/jobs/{DASHBOARD_NS}/mnist", f"/commits/{synced}"):
+            body = page(server, path)
+            assert "Grace &lt;b&gt;Hopper&lt;/b&gt;" in body, path
+            assert "<b>Hopper" not in body, path

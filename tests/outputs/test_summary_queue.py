@@ -5,7 +5,6 @@ job pages."""
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,6 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mxgitops.cli import main
-from mxgitops.dashboard.server import Server
 from mxgitops.objects import LiveObjects
 from mxgitops.outputs import report
 from mxgitops.outputs.summary import JobSummary, Summary
@@ -23,7 +21,7 @@ from mxgitops.planning.plan import plan
 from mxgitops.runtimes.jobset.kinds import JOBSET
 from mxgitops.runtimes.jobset.render import render_jobset
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.dashboard import serving
+from tests.helpers.dashboard import page, serving
 from tests.helpers.history import NS, add_note, manifest
 from tests.helpers.jobset import CTX, job_of, queued
 
@@ -60,20 +58,8 @@ def test_status_json_and_the_dashboard_show_the_queue(
     assert told["queue"] == "gpu-<team>"
 
     with serving(remote, tmp_path / "c2") as (server, _):
-        jobs_page = fetch(server, "/")
+        jobs_page = page(server, "/")
         assert "<th>Queue</th>" in jobs_page
         assert "<td>gpu-&lt;team&gt;</td>" in jobs_page
-        job_page = fetch(server, f"/jobs/{NS}/mnist")
+        job_page = page(server, f"/jobs/{NS}/mnist")
         assert "<dt>Queue</dt><dd>gpu-&lt;team&gt;</dd>" in job_page
-
-
-def fetch(server: Server, path: str) -> str:
-    host, port = server.server_address[:2]
-    connection = http.client.HTTPConnection(str(host), port, timeout=30)
-    try:
-        connection.request("GET", path)
-        answer = connection.getresponse()
-        assert answer.status == 200, path
-        return answer.read().decode()
-    finally:
-        connection.close()
