@@ -21,7 +21,7 @@ from mxgitops.runtimes.shared.failure import Failure
 from mxgitops.source.githistory import MAX_NAMED_AUTHOR
 from tests.gitrepos.fixtures import GitRemote
 from tests.helpers.chatserver import ChatServer, chat_server, notifications_file, texts
-from tests.helpers.dashboard import serving
+from tests.helpers.dashboard import page, serving
 from tests.helpers.history import NS as DASHBOARD_NS
 from tests.helpers.history import add_note, manifest
 from tests.helpers.sync import files, git_config, mxjob, summary_of
