@@ -75,9 +75,11 @@ def test_a_missing_status_token_stops_neither_the_apply_nor_the_metrics(
         assert outcome.summary.counts() == {"create": 1} and kubeapi.objects("jobs", "ml")
         [undelivered] = outcome.undelivered
         assert ("cannot be read" if token_file else "needs a token") in undelivered
-        [(method, _, _)] = gateway.requests
-        assert method == "POST"
-        assert b'mxgitops_sync_errors{phase="status"} 1.0' in gateway.bodies[0]
+        # The sync's group, POSTed; the training records' group is PUT beside it.
+        methods = [method for method, _, _ in gateway.requests]
+        assert sorted(methods) == ["POST", "PUT"]
+        sync_group = gateway.bodies[methods.index("POST")]
+        assert b'mxgitops_sync_errors{phase="status"} 1.0' in sync_group
 
 
 def test_a_job_held_out_of_a_forbidden_namespace_gets_no_event_there(
