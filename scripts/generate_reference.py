@@ -334,8 +334,31 @@ def settings_page() -> str:
         "symlink that leads out of the repository; `path` has no NUL byte, no `..` and is "
         "not absolute.",
         "",
+        *notifications_section(),
     ]
     return "\n".join(lines)
+
+
+def notifications_section() -> list[str]:
+    """The keys of `--notifications-file` (mxgitops/outputs/notify/settings.py)."""
+    from mxgitops.outputs.notify import settings as notify
+
+    lines = [
+        "## The notifications file",
+        "",
+        "`--notifications-file` names it ([Where to see results]"
+        "(../guides/results.md#notifications) has an example per provider). An unknown "
+        "key, provider or event is a one-line error with a *did you mean*; the "
+        "notifications alone fail, the sync goes on.",
+        "",
+        "| key | where | description |",
+        "| --- | --- | --- |",
+    ]
+    for key in notify.TOP_KEYS:
+        lines.append(f"| `{key}` | top level | {cell(notify.DESCRIPTIONS[key])} |")
+    for key in notify.KEYS:
+        lines.append(f"| `{key}` | each destination | {cell(notify.DESCRIPTIONS[key])} |")
+    return [*lines, ""]
 
 
 def env_of_key(key: str) -> str:

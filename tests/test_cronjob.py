@@ -201,6 +201,7 @@ def test_the_monitoring_component_reads_only_what_a_sync_pushes(tmp_path: Path) 
 
     from mxgitops.outputs import metrics
     from mxgitops.outputs.summary import JobSummary, Summary
+    from tests.helpers.records import finished_record, job, summary_with
 
     shutil.copytree(CRONJOB, tmp_path / "cronjob")
     overlay = tmp_path / "cronjob/overlays/example/kustomization.yaml"
@@ -230,6 +231,8 @@ def test_the_monitoring_component_reads_only_what_a_sync_pushes(tmp_path: Path) 
         )
     )
     names = {s.name for family in pushed.collect() for s in family.samples}
+    training = metrics.training_registry(summary_with(job("j", "Succeeded", finished_record())))
+    names |= {s.name for family in training.collect() for s in family.samples}
     read = {n for text in [*alerts.values(), *queries] for n in re.findall(r"\bmxgitops_\w+", text)}
     assert read and read <= names, read - names
     assert "push_time_seconds" in alerts["MxgitopsMetricsStale"]

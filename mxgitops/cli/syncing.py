@@ -203,6 +203,13 @@ for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
     help="Write Kubernetes Events (events.k8s.io) on the jobs a sync acts on.  [default: events]",
 )
 @setting(
+    "--notifications-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Tell chats (Slack, Teams, Discord, Google Chat, Mattermost, a webhook) when a job "
+    "fails, succeeds, is disrupted or waits too long (YAML, one notifications list; "
+    "docs/reference/settings.md).  [default: none]",
+)
+@setting(
     "--pushgateway",
     metavar="URL",
     help="Push the sync's metrics to this Prometheus Pushgateway (credentials in the URL "

@@ -23,7 +23,7 @@ from mxgitops.outputs.markdown import code, text, visible
 from mxgitops.runtimes import registry as runtimes
 from mxgitops.runtimes.shared.inplace import Move
 from mxgitops.runtimes.shared.podtemplate import RenderContext
-from mxgitops.words import counted
+from mxgitops.words import counted, duration
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,34 @@ class JobChange:
 
 
 @dataclass(frozen=True)
+class LastRun:
+    """What the last run of a changed job reached, from the notes of BASE's history
+    (`history.last_runs`): its commit, outcome, final key metric and cost."""
+
+    job: str  # namespace/name
+    commit: str
+    outcome: str = ""
+    metric: str = ""  # the key metric's name ("" when its record has none)
+    final: float | None = None
+    duration_seconds: float | None = None
+    gpu_hours: float | None = None
+    estimate: bool = False  # the GPU-hours are an estimate
+
+    def describe(self) -> str:
+        """`default/mnist: its last run (abc1234, Succeeded) reached validation-accuracy
+        0.91 in 2h05m, 4.2 GPU-hours`."""
+        outcome = f", {self.outcome}" if self.outcome else ""
+        words = f"{self.job}: its last run ({self.commit[:7]}{outcome})"
+        reached = f" reached {self.metric} {self.final:.4g}" if self.final is not None else ""
+        cost = []
+        if self.duration_seconds is not None:
+            cost.append(f"in {duration(self.duration_seconds)}")
+        if self.gpu_hours is not None:
+            cost.append(f"{'~' if self.estimate else ''}{self.gpu_hours:.3g} GPU-hours")
+        return words + (reached or " ran") + (" " + ", ".join(cost) if cost else "")
+
+
+@dataclass(frozen=True)
 class Review:
     added: list[JobChange] = field(default_factory=list)
     changed: list[JobChange] = field(default_factory=list)
@@ -50,6 +78,7 @@ class Review:
     broken: list[Problem] = field(default_factory=list)  # problems HEAD has and BASE had not
     still_broken: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)  # warnings HEAD has and BASE had not
+    last_runs: tuple[LastRun, ...] = ()  # of the changed jobs that ran before
 
     @property
     def ok(self) -> bool:
@@ -171,6 +200,7 @@ def render_text(result: Review) -> str:
     lines += [f"  ! {p}" for p in result.broken]
     lines += [f"  ! (already before) {p}" for p in result.still_broken]
     lines += [f"  ? {w}" for w in result.warnings]
+    lines += [f"  = {run.describe()}" for run in result.last_runs]
     return "\n".join(visible(line) for line in lines)
 
 
@@ -193,6 +223,9 @@ def render_markdown(result: Review) -> str:
         ]
         lines += [f"- {code(str(p))}" for p in violations] + [""]
     lines += _table(result)
+    if result.last_runs:
+        lines += ["", "Earlier runs of the jobs it changes:", ""]
+        lines += [f"- {code(run.describe())}" for run in result.last_runs]
     others = [p for p in result.broken if p not in violations]
     if others or result.still_broken:
         lines += [
@@ -270,6 +303,19 @@ def render_json(result: Review) -> str:
             "policy_violations": problems(result.violations),
             "still_broken": problems(result.still_broken),
             "warnings": problems(result.warnings),
+            "last_runs": [
+                {
+                    "job": run.job,
+                    "commit": run.commit,
+                    "outcome": run.outcome or None,
+                    "metric": run.metric or None,
+                    "final": run.final,
+                    "duration_seconds": run.duration_seconds,
+                    "gpu_hours": run.gpu_hours,
+                    "gpu_hours_estimate": run.estimate,
+                }
+                for run in result.last_runs
+            ],
         },
         indent=2,
     )

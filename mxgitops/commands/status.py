@@ -6,13 +6,16 @@ render, so tests drive them without a subprocess.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+from mxgitops.commands.history import last_runs
 from mxgitops.commands.review import Review, review
 from mxgitops.commands.sync import repository_kind
-from mxgitops.errors import ConfigError
+from mxgitops.errors import ConfigError, GitError
 from mxgitops.model import DEFAULT_RUNTIME
 from mxgitops.outputs import report
 from mxgitops.outputs.summary import Summary
@@ -22,6 +25,8 @@ from mxgitops.settings.config import SyncConfig
 from mxgitops.source import gittree
 from mxgitops.source import repository as source
 from mxgitops.source.gitcommand import local_git
+
+log = logging.getLogger(__name__)
 
 
 def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None, str, str]:
@@ -64,6 +69,7 @@ def diff_commits(
     namespace: str | None,
     policy_file: Path | None = None,
     default_runtime: str = DEFAULT_RUNTIME,
+    notes_ref: str | None = source.NOTES_REF,
 ) -> Review:
     """Load the manifests of two commits of a checkout and compare them, each job on the
     runtime a sync with `default_runtime` runs it on.
@@ -72,9 +78,13 @@ def diff_commits(
     scratch directory in turn, so that both are read alike (down to messages that
     name the directory). The manifests' directory must stay inside it, whoever
     names it: the flag, or the pull request's .mxgitops.yaml.
+
+    With `notes_ref`, each changed job's last run in BASE's history (the checkout's
+    notes: a clone fetches none unless asked) is told too; a git error reading it only
+    leaves that out.
     """
     with tempfile.TemporaryDirectory(prefix="mxgitops-diff-") as scratch:
-        results, cancel = [], ()
+        results, cancel, namespaces = [], (), []
         tree = Path(scratch) / "tree"
         for rev in (base, head):
             shutil.rmtree(tree, ignore_errors=True)
@@ -90,4 +100,16 @@ def diff_commits(
                 default_runtime=default_runtime,
             )
             results.append(reading.load_repository(tree, read, rev=rev))
-        return review(results[0], results[1], cancel=frozenset(cancel))
+            namespaces.append(read.namespace)
+        result = review(results[0], results[1], cancel=frozenset(cancel))
+    if notes_ref is None:
+        return result
+    changed = [(c.namespace, c.name) for c in (*result.changed, *result.updated)]
+    try:
+        earlier = last_runs(
+            local_git(repo), base, changed, notes_ref=notes_ref, default_namespace=namespaces[0]
+        )
+    except GitError as exc:
+        log.warning("the changed jobs' earlier runs are not shown: %s", exc)
+        return result
+    return replace(result, last_runs=earlier)

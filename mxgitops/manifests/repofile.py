@@ -27,6 +27,7 @@ from mxgitops.errors import ConfigError
 from mxgitops.manifests import policy
 from mxgitops.manifests.files import Problem, read_text
 from mxgitops.manifests.yamldoc import Document, YamlError, documents
+from mxgitops.words import did_you_mean
 
 REPO_CONFIG_FILE = ".mxgitops.yaml"
 MAX_SIZE = 64 * 1024
@@ -77,6 +78,8 @@ OPERATOR_SETTINGS: dict[str, str] = {
     "statusTokenFile": "--status-token-file",
     "statusTimeout": "--status-timeout",
     "events": "--events",
+    "notifications": "--notifications-file",
+    "notificationsFile": "--notifications-file",
     "pushgateway": "--pushgateway",
 }
 
@@ -148,10 +151,7 @@ def _settings(doc: Document) -> RepoFile:
 
 def _meant(key: Any) -> str:
     """ "; did you mean 'cancel'?" for a key close to one this file may set."""
-    from difflib import get_close_matches  # only a misspelled file needs it
-
-    close = get_close_matches(str(key), list(REPO_SETTINGS), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return did_you_mean(key, REPO_SETTINGS)
 
 
 def _cancelled(value: list[Any], line: int) -> tuple[str, ...]:

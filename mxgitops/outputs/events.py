@@ -5,8 +5,10 @@ job by its manifest's name (kind Job, as `kubectl` resolves `job/<name>`) and re
 to the first object its action wrote. One Event per job action: created, replaced,
 updated in place, repaired, pruned, cleaned, stopped, held (with the reason), not
 written (the API's message), and a job seen succeeded or failed for the first time
-(the ledger's record of it). Unchanged jobs get none, so a sync that changes nothing
-writes nothing.
+(the ledger's record of it), with what its training record says (epochs, metrics,
+duration, resource use). Unchanged jobs get none, so a sync that changes nothing
+writes nothing: a run's progress alone is no Event (the note, the commit status and
+the metrics say it).
 
 An Event's name is a digest of what it says. A condition that lasts (a hold, a write
 that fails again) is said by every sync that sees it, but written once: as the
@@ -39,6 +41,7 @@ from mxgitops.objects import (
     ownership_labels,
     same_owner,
 )
+from mxgitops.outputs import recordtext
 from mxgitops.outputs.summary import JobSummary, Summary
 from mxgitops.runtimes.shared.failure import Failure
 
@@ -190,10 +193,16 @@ def _errors(job: JobSummary) -> str:
 
 
 def _ending(job: JobSummary) -> str:
+    """How the run ended, and what its training record says of it (its epochs, metrics
+    and use): said once, in the Event of the sync that first sees it finished."""
     where = f" on cluster {job.placement}" if job.placement else ""
     if job.state == "Failed" and job.failure:
-        return f"failed{where}: " + Failure.from_mapping(job.failure).describe()
-    return f"{job.state.lower()}{where} (runtime {job.runtime_id or '-'})"
+        said = f"failed{where}: " + Failure.from_mapping(job.failure).describe()
+    else:
+        said = f"{job.state.lower()}{where} (runtime {job.runtime_id or '-'})"
+    if job.record is not None:
+        said += f"; training: {recordtext.one_line(job.record, job.state)}"
+    return said
 
 
 def _first_object(job: JobSummary) -> dict[str, str] | None:

@@ -8,6 +8,12 @@ is pushed only by a sync that succeeded, so it keeps its value through failures,
 an alert can say how long ago the last success was. The Pushgateway adds
 `push_time_seconds` itself: the alert that it was not updated reads that.
 
+The runs' training records (`training_registry`: progress, a few metrics, resource
+use, by job) are a second group, `group="training"`, pushed with PUT by each sync that
+has a summary: PUT replaces the whole group, so a run gone from the summary leaves no
+series behind (a POST keeps a family it is sent empty, as the Pushgateway showed).
+A sync that stops before its summary leaves that group as it was.
+
 The webhook receiver (`mxgitops receive`) runs for long, so it is scraped instead:
 its three counters (`ReceiverCounters`) are served at its `/metrics`.
 
@@ -28,19 +34,23 @@ from prometheus_client import (
     Gauge,
     Info,
     generate_latest,
+    push_to_gateway,
     pushadd_to_gateway,
 )
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from mxgitops.errors import OutputError
+from mxgitops.outputs import recordtext
 from mxgitops.outputs.deadline import within
 from mxgitops.outputs.summary import Summary
 from mxgitops.planning.changes import Action
 from mxgitops.source.gitauth import redact
 
 JOB = "mxgitops"
-PHASES = ("git", "validate", "read", "apply", "note", "status", "events")
+PHASES = ("git", "validate", "read", "apply", "note", "status", "events", "notify")
 PUSH_TIMEOUT = 10.0
+MAX_METRICS_PER_RUN = 4  # training metrics pushed per run: a bound on the series
+TRAINING_GROUP = "training"
 _WRITING = frozenset(
     {
         Action.CREATE,
@@ -139,6 +149,53 @@ def _jobs(summary: Summary, registry: CollectorRegistry) -> None:
     )
 
 
+def training_registry(summary: Summary) -> CollectorRegistry:
+    """Each run's training record: its progress, the latest value of a few metrics (a
+    metric's name only ever a label value, sanitised: `recordtext.label_value`), and its
+    resource use. Pushed as a group of its own, replaced whole (`push`)."""
+    registry = CollectorRegistry(auto_describe=True)
+    labels = ["namespace", "name"]
+    ratio = Gauge(
+        "mxgitops_training_progress_ratio",
+        "How far a run's training is, from 0 to 1 (epochs done of the epochs it runs).",
+        labels,
+        registry=registry,
+    )
+    latest = Gauge(
+        "mxgitops_training_metric",
+        "The latest value of a run's training metric, by name (a few per run).",
+        [*labels, "metric"],
+        registry=registry,
+    )
+    gpu = Gauge(
+        "mxgitops_training_gpu_hours",
+        "GPU-hours a run's pods requested (requests times running time).",
+        labels,
+        registry=registry,
+    )
+    cpu = Gauge(
+        "mxgitops_training_cpu_core_hours",
+        "CPU-core-hours a run's pods requested (requests times running time).",
+        labels,
+        registry=registry,
+    )
+    for job in summary.jobs:
+        record = job.record
+        if record is None:
+            continue
+        percent = record.progress.percent
+        if percent is not None:
+            ratio.labels(job.namespace, job.name).set(percent / 100)
+        values = recordtext.latest_values(record, MAX_METRICS_PER_RUN)
+        for name, value in values.items():
+            latest.labels(job.namespace, job.name, recordtext.label_value(name)).set(value)
+        use = record.resources
+        if use is not None and recordtext.finite(use.gpu_hours + use.cpu_core_hours):
+            gpu.labels(job.namespace, job.name).set(use.gpu_hours)
+            cpu.labels(job.namespace, job.name).set(use.cpu_core_hours)
+    return registry
+
+
 def push(gateway: str, metrics: SyncMetrics, *, timeout: float = PUSH_TIMEOUT) -> None:
     """Push the group within `timeout` seconds, the whole call (a Pushgateway that
     answers a byte a second included); an OutputError if the Pushgateway cannot take
@@ -154,6 +211,15 @@ def push(gateway: str, metrics: SyncMetrics, *, timeout: float = PUSH_TIMEOUT) -
             timeout=timeout,
             handler=handler,
         )
+        if metrics.summary is not None:
+            push_to_gateway(
+                url,
+                job=JOB,
+                registry=training_registry(metrics.summary),
+                grouping_key={"instance": metrics.instance, "group": TRAINING_GROUP},
+                timeout=timeout,
+                handler=handler,
+            )
 
     try:
         within(timeout, pushing, f"pushing the metrics to {shown}")

@@ -26,7 +26,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 
-from mxgitops.outputs import vouching
+from mxgitops.outputs import recordtext, vouching
 from mxgitops.outputs.markdown import code, text, visible
 from mxgitops.outputs.notecheck import NoteError
 from mxgitops.outputs.progresstext import progress_text
@@ -245,6 +245,7 @@ def render_markdown(summary: Summary) -> str:
     title += f" (instance {code(summary.instance)})" if summary.instance else ""
     title += text(_when(summary))
     extra = [f"- {code(line)}" for job in summary.jobs for line in _job_details(job)]
+    extra += [f"- {code(line)}" for job in summary.jobs for line in _training(job)]
     extra += [f"- invalid: {code(p)}" for p in summary.problems]
     extra += [f"- {code(w)}" for w in summary.warnings]
     if summary.prune_refused:
@@ -296,6 +297,13 @@ def _job_details(job: JobSummary) -> list[str]:
     return lines
 
 
+def _training(job: JobSummary) -> list[str]:
+    """What its run's training record says, one line each (`recordtext.lines`)."""
+    if job.record is None:
+        return []
+    return [f"{job.qualified_name}: {line}" for line in recordtext.lines(job.record, job.state)]
+
+
 def _extra(summary: Summary) -> list[str]:
     """Under the table: what each sync that acted did, and why; why jobs wait or failed."""
     extra = [
@@ -304,6 +312,7 @@ def _extra(summary: Summary) -> list[str]:
         if job.action != Action.UNCHANGED.value
     ]
     extra += [line for job in summary.jobs for line in job.details()]
+    extra += [line for job in summary.jobs for line in _training(job)]
     extra += [f"invalid: {p}" for p in summary.problems]
     extra += list(summary.warnings)  # each reads "FILE:LINE: ... warning: ..."
     if summary.prune_refused:

@@ -1,7 +1,8 @@
 """Where a sync's outcome goes besides stdout, the log and the note: the sinks.
 
 Each sink is fed the same `Summary`: commit statuses on the forge (`forge/`),
-Kubernetes Events (`events.py`), metrics on a Pushgateway (`metrics.py`). The
+Kubernetes Events (`events.py`), chat notifications (`notify/`), metrics on a
+Pushgateway (`metrics.py`). The
 operator's settings choose them (`sinks_for`); the jobs repository cannot. A sink
 that fails is reported, one line in the summary and the log like a note that cannot
 be pushed, and never undoes or stops what was applied: the sinks run after the note,
@@ -36,6 +37,8 @@ from mxgitops.errors import (
 from mxgitops.kube import cluster as kube
 from mxgitops.outputs import events, metrics
 from mxgitops.outputs.forge import post as statuses
+from mxgitops.outputs.notify import settings as notify_settings
+from mxgitops.outputs.notify.sink import Notify
 from mxgitops.outputs.summary import Summary
 from mxgitops.planning.bookkeeping import LedgerAction
 from mxgitops.planning.changes import Plan
@@ -146,6 +149,14 @@ def sinks_for(config: SyncConfig) -> list[Sink]:
             sinks.append(Unusable("status", f"commit statuses: {exc}"))
     if config.events:
         sinks.append(Events())
+    if config.notifications_file is not None:
+        try:
+            notifications = notify_settings.read_file(config.notifications_file)
+            sinks.append(
+                Notify(notifications, config.instance, config.state_namespace, config.repo)
+            )
+        except ConfigError as exc:  # a misspelt file: the notifications alone fail, saying why
+            sinks.append(Unusable("notify", str(exc)))
     if config.pushgateway:
         sinks.append(Metrics(config.pushgateway, config.instance))
     return sinks

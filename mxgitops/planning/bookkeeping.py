@@ -31,7 +31,7 @@ from typing import Protocol
 
 from mxgitops.planning.ledger import STATES, Finished, JobKey, Ledger
 from mxgitops.record.runrecord import TrainingRecord
-from mxgitops.record.stored import summary_json
+from mxgitops.record.stored import RecordShapeError, read_record, summary_json
 from mxgitops.runtimes.shared.base import Live
 from mxgitops.runtimes.shared.failure import Failure
 from mxgitops.runtimes.shared.state import State
@@ -183,6 +183,18 @@ def with_records(
     return ledger.with_entries(entries), tuple(
         replace(c, entry=entry(c.entry)) if c.action is LedgerAction.RECORD else c for c in book
     )
+
+
+def kept_record(entry: Finished | None, spec_hash: str | None) -> TrainingRecord | None:
+    """The summary of its run's training record the ledger keeps for a finished job of
+    `spec_hash` (what every output shows once its pods are gone); None if it keeps none,
+    or one that is not ours (a damaged entry is not worth failing a sync for)."""
+    if entry is None or not entry.record or entry.spec_hash != spec_hash:
+        return None
+    try:
+        return read_record(entry.record)
+    except RecordShapeError:
+        return None
 
 
 def recorded_run(entry: Finished, live: Live) -> bool:

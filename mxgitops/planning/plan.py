@@ -45,7 +45,7 @@ from datetime import datetime
 
 from mxgitops.model import ON_CHANGE_ANNOTATION, MxJob, OnChange
 from mxgitops.objects import Kind, LiveObjects, ObjectRef
-from mxgitops.planning.bookkeeping import ledger_changes, recorded_run, with_changes
+from mxgitops.planning.bookkeeping import kept_record, ledger_changes, recorded_run, with_changes
 from mxgitops.planning.changes import Action, Change, Plan, PlanOptions
 from mxgitops.planning.ledger import Finished, JobKey, Ledger
 from mxgitops.planning.planbase import (
@@ -146,6 +146,7 @@ def plan(
         replace(c, state=State.DELETING, failure=None) if c.action is Action.DELETE else c
         for c in changes
     ]
+    changes = [_with_kept_record(c, ledger) for c in changes]
     runtimes = in_use(live, (o for c in changes for o in c.creates), ledger.runtimes)
     first = tuple(sorted(c.key for c in changes if needs_record(c.creates, ledger.runtimes)))
     return Plan(
@@ -157,6 +158,15 @@ def plan(
         ledger.with_runtimes(runtimes) if first else None,
         first,
     )
+
+
+def _with_kept_record(change: Change, ledger: Ledger) -> Change:
+    """A finished job's change carries the record the ledger keeps of its run: the
+    outputs show what it reached after its pods, and the logs, are gone."""
+    if change.record is not None or change.state not in FINISHED:
+        return change
+    kept = kept_record(ledger.entries.get(change.key), change.spec_hash)
+    return change if kept is None else replace(change, record=kept)
 
 
 def _desired_change(

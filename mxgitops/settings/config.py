@@ -101,6 +101,7 @@ class SyncConfig:
     status_token_file: Path | None = None
     status_timeout: float = DEFAULT_STATUS_TIMEOUT  # seconds, rate-limit waits included
     events: bool = True  # Kubernetes Events on the jobs a sync acts on
+    notifications_file: Path | None = None  # chats told of jobs' transitions (outputs/notify)
     # URL of a Pushgateway for the metrics ("": none); its credentials are basic auth
     pushgateway: str = field(default="", repr=False)
     default_runtime: str = "batch"  # the operator's: what a dist job naming no queue runs on

@@ -275,6 +275,10 @@ class Repository:
             remote=self.url,
         )
 
+    def reader(self) -> Runner:
+        """git in the synced cache, for the read-only walks of `githistory.py`."""
+        return self._synced_git()
+
     def _synced_git(self) -> Runner:
         if not (self.path / ".git").is_dir():
             raise GitError(f"no cache of {self.url} yet: sync before reading or writing notes")
@@ -449,6 +453,9 @@ full_notes_ref = _full_notes_ref  # what `status` tells a checkout to fetch
 
 def _tracking(notes_ref: str) -> str:
     return "refs/notes/remotes/origin/" + notes_ref.removeprefix("refs/notes/")
+
+
+tracking_notes_ref = _tracking  # where the remote's notes are fetched to
 
 
 def _cache_name(url: str) -> str:

@@ -2,7 +2,8 @@
 
 The tests build the real parts themselves (Go from the module proxy), but a few
 things come from the machine: a C compiler and libseccomp for runc and Gitea,
-kube-proxy's iptables and conntrack, mmdebstrap and buildah for the images. A fresh
+kube-proxy's iptables and conntrack, mmdebstrap and buildah for the images, Chromium and
+its driver for the dashboard's browser tests. A fresh
 machine lacks them, and a build that meets the lack fails minutes in. So once, when
 the session starts and before the control plane's build, each need is checked:
 
@@ -91,6 +92,13 @@ NEEDS = (
     Need("ip", "iproute2", "the node's network namespace", _command("ip")),
     Need("nsenter", "util-linux", "the node's network namespace", _command("nsenter")),
     Need("unshare", "util-linux", "Kueue's private /etc", _command("unshare")),
+    Need("chromium", "chromium", "the dashboard's pages in a real browser", _command("chromium")),
+    Need(
+        "chromedriver",
+        "chromium-driver",
+        "Selenium's driver of that browser",
+        _command("chromedriver"),
+    ),
 )
 
 

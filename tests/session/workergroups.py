@@ -61,6 +61,7 @@ GROUPS: dict[str, str] = {
     "training_operator": "kubeflow",
     "gitea": "gitea",
     "gateway": "pushgateway",
+    "browser": "browser",  # one Chromium for the dashboard's browser tests
 }
 
 

@@ -14,7 +14,10 @@ waits or failed. A state is:
 - `success` otherwise: every job succeeded, or there is none.
 
 The description names what to act on first, the failures, and fits the 140
-characters GitHub allows (the shortest limit of the three forges).
+characters GitHub allows (the shortest limit of the three forges). Where there is
+room it says, in brackets after the tally, how far the first run with a training
+record is, or its first metric once finished (`recordtext.status_text`: words that
+change seldom, as each change is a status posted).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from mxgitops.objects import FULL_COMMIT_ID
+from mxgitops.outputs import recordtext
+from mxgitops.outputs.markdown import visible
 from mxgitops.outputs.summary import JobSummary, Summary
 from mxgitops.runtimes.shared.failure import Failure
 
@@ -91,8 +96,24 @@ def _status(commit: str, jobs: Sequence[JobSummary], problems: Sequence[str]) ->
         state = StatusState.SUCCESS
     tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=_by_weight))
     description = _fit(tally or ("no jobs" if not failures else ""), failures)
+    trained = _training(counted)
+    if trained and tally:  # after the tally, where it fits: the failures come first
+        with_training = f"{tally} ({trained}){description[len(tally) :]}"
+        description = with_training if len(with_training) <= MAX_DESCRIPTION else description
     running = any(job.state == "Running" for job in counted if job.action not in _GONE)
     return Wanted(commit, state, description, running)
+
+
+def _training(jobs: Sequence[JobSummary]) -> str:
+    """A few words of the first run with a training record (`recordtext.status_text`),
+    named when the commit has several jobs; "" when none has anything to say."""
+    shown = [job for job in jobs if job.record is not None and job.action not in _GONE]
+    for job in shown:
+        assert job.record is not None
+        words = recordtext.status_text(job.record, job.state)
+        if words:
+            return words if len(jobs) == 1 else f"{visible(job.qualified_name)} {words}"
+    return ""
 
 
 def _failed(job: JobSummary) -> str:
