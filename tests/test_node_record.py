@@ -132,7 +132,7 @@ def test_a_custom_loop_is_recorded_from_its_opt_in_line(
     assert shown["state"] == "Succeeded", shown
     record = shown["record"]
     loss = [[line["epoch"], line["metrics"]["train-loss"]] for line in lines]
-    assert record["series"]["train-loss"] == loss
+    assert record["series"].get("train-loss") == loss, (record, run.loop_first.worker0_log)
     assert record["best"]["train-loss"] == min(value for _, value in loss)
     assert record["progress"]["percent"] == 100, record["progress"]
     assert record["progress"]["epochs"] == lines[-1]["epochs"]
@@ -153,3 +153,34 @@ def test_a_second_commit_gives_a_second_run_with_its_own_record(
     assert shown["record"]["series"]["validation-accuracy"] == printed
     assert_resources_match(shown["record"], run.fit_second)
     print(f"the shared run (two commits, three runs) took {run.seconds:.1f} s")
+
+
+def test_history_shows_both_runs_with_the_learning_rate_change_between(
+    recorded_training: RecordedTraining,
+) -> None:
+    run = recorded_training
+    print(run.history)
+    newest, oldest = run.history_json["runs"]  # newest first
+    assert (newest["commit"], oldest["commit"]) == (run.second, run.first)
+    assert any("--lr 0.1 → 0.05" in line for line in newest["spec_change"]), newest
+    assert oldest["spec_change"] == ["new job"], oldest
+    for shown, ended_run in ((oldest, run.fit_first), (newest, run.fit_second)):
+        printed = validation_of(ended_run.worker0_log)
+        assert shown["outcome"] == "Succeeded", shown
+        assert shown["final"]["validation-accuracy"] == printed[-1][1], shown
+        assert shown["best"]["validation-accuracy"] == max(v for _, v in printed), shown
+        record = {
+            "resources": {
+                "pods": len(ended_run.pods),
+                "estimate": shown["resources_estimate"],
+                "gpu_hours": shown["gpu_hours"],
+                "cpu_core_hours": shown["cpu_core_hours"],
+                "started": shown["started"],
+                "finished": shown["finished"],
+            },
+            "duration_seconds": shown["duration_seconds"],
+        }
+        assert_resources_match(record, ended_run)
+    table = run.history.splitlines()
+    assert any(line.startswith(run.second[:7]) and "--lr 0.1 → 0.05" in line for line in table)
+    assert any(line.startswith(run.first[:7]) and "Succeeded" in line for line in table)

@@ -97,6 +97,8 @@ class RecordedTraining:
     fit_first: EndedRun
     loop_first: EndedRun
     fit_second: EndedRun
+    history: str  # mxgitops history's table of fit
+    history_json: dict[str, Any]  # and its -o json
     seconds: float  # the whole fixture's wall time
 
     def status_args(self) -> list[str]:
@@ -133,10 +135,19 @@ def ended(cluster: RealCluster, job: str, runtime_id: str | None = None) -> Ende
         done = pods and all(phase == "Succeeded" for phase in phases.values())
         return pods if done and worker0(pods) is not None else None
 
-    pods = wait_for(f"{job}'s pods to succeed", all_succeeded, timeout=RUN_TIMEOUT)
+    try:
+        pods = wait_for(f"{job}'s pods to succeed", all_succeeded, timeout=RUN_TIMEOUT)
+    except TimeoutError as timeout:
+        raise AssertionError(f"{timeout}; its pods: {_described(pods_now())}") from None
     pod = worker0(pods)
     assert pod is not None
     return EndedRun(pods, log_of(cluster, pod))
+
+
+def _described(pods: list[dict[str, Any]]) -> str:
+    return json.dumps(
+        [{"name": p["metadata"]["name"], "status": p.get("status")} for p in pods], indent=1
+    )
 
 
 def first_epoch_validated(cluster: RealCluster) -> str:
@@ -171,7 +182,7 @@ def recorded_training(
         first, cache = remote.rev(), directory / "cache"
 
         def sync() -> None:
-            cli("sync", *sync_args(remote, real_node, cache))
+            print(cli("sync", *sync_args(remote, real_node, cache)))
 
         sync()
         seen = first_epoch_validated(real_node)
@@ -196,6 +207,9 @@ def recorded_training(
         fit_second = ended(real_node, FIT, runtime_id)
         sync()
         after_second = status_json(remote, cache)
+        shown = ["history", "--repo", remote.url, "--cache-dir", str(cache / "status")]
+        history = cli(*shown, f"{NS}/{FIT}")
+        history_json = json.loads(cli(*shown, "-o", "json", f"{NS}/{FIT}"))
     yield RecordedTraining(
         remote=remote,
         cache=cache,
@@ -208,5 +222,7 @@ def recorded_training(
         fit_first=fit_first,
         loop_first=loop_first,
         fit_second=fit_second,
+        history=history,
+        history_json=history_json,
         seconds=time.monotonic() - started,
     )
