@@ -40,6 +40,8 @@ class Kind(str):
     api: str  # the group's path: /api/v1, /apis/batch/v1
     resource: str  # its plural, in paths
     unread: tuple[tuple[str, str], ...]  # fields of a live object planning never reads
+    # List fields whose items are read in part: (section, field, the keys kept of each)
+    partly_read: tuple[tuple[str, str, tuple[str, ...]], ...]
     tenant: bool  # one of a job's objects: written (and read back) as the tenant
     ours: bool  # an instance's objects, or made for them: else read beside them only
     # The status fields its readers use, each's type (`livecheck.py`; the core kinds'
@@ -72,6 +74,7 @@ class Kind(str):
         resource: str,
         *,
         unread: tuple[tuple[str, str], ...] = (),
+        partly_read: tuple[tuple[str, str, tuple[str, ...]], ...] = (),
         tenant: bool = False,
         status: Mapping[str, Any] | None = None,
         ours: bool = True,
@@ -81,6 +84,7 @@ class Kind(str):
         if kind is None:
             kind = str.__new__(cls, name)
             kind.api, kind.resource, kind.unread, kind.tenant = api, resource, unread, tenant
+            kind.partly_read = partly_read
             kind.status, kind.ours = status, ours
             cls._known[name] = kind
         return kind
@@ -97,7 +101,8 @@ class Kind(str):
 
 # What planning (batch/live.py, batch/status.py, batch/inplace.py) never reads of a live
 # object, most of its size: a batch Job's pod template (its run-policy fields, metadata
-# and status are read), a pod's containers and volumes (its metadata and status are).
+# and status are read), a pod's volumes and its containers but their names and resources
+# (its metadata and status are; the training record's resource use reads the requests).
 # Of a Service it reads the metadata alone: those are listed so.
 Kind.JOB = Kind.define("Job", "/apis/batch/v1", "jobs", unread=(("spec", "template"),), tenant=True)
 Kind.SERVICE = Kind.define("Service", "/api/v1", "services", tenant=True)
@@ -105,7 +110,11 @@ Kind.POD = Kind.define(
     "Pod",
     "/api/v1",
     "pods",
-    unread=(("spec", "containers"), ("spec", "volumes"), ("spec", "initContainers")),
+    unread=(("spec", "volumes"),),
+    partly_read=(
+        ("spec", "containers", ("name", "resources")),
+        ("spec", "initContainers", ("name", "resources", "restartPolicy")),
+    ),
     tenant=True,
 )
 Kind.CONFIG_MAP = Kind.define("ConfigMap", "/api/v1", "configmaps")

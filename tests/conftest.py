@@ -15,6 +15,7 @@ pytest_plugins = [
     "tests.ecosystem.fixtures",
     "tests.gitea.fixtures",
     "tests.controlplane.fixtures",
+    "tests.helpers.recordedrun",  # the real node's recorded training, shared
     "tests.session.workergroups",
     "tests.helpers.browser",  # the dashboard's browser: a real headless Chromium
 ]

@@ -108,6 +108,8 @@ def page_reader(
                 item["kind"], item["apiVersion"] = str(kind), api_version
             for section, name in unread:
                 (item.get(section) or {}).pop(name, None)
+            for section, name, keys in kind.partly_read:
+                _keep_of_each(item.get(section), name, keys)
             kept = interned(item)
             if kept.get("status"):  # free text of controllers and programs: `clustertext`
                 kept["status"] = said_within(kept["status"])
@@ -121,6 +123,16 @@ def page_reader(
         return page, more or ""
 
     return read
+
+
+def _keep_of_each(section: Any, name: str, keys: tuple[str, ...]) -> None:
+    """Each item of the list `section[name]` with only `keys`."""
+    if isinstance(section, dict) and isinstance(section.get(name), list):
+        section[name] = [
+            {key: value for key, value in entry.items() if key in keys}
+            for entry in section[name]
+            if isinstance(entry, dict)
+        ]
 
 
 def _check(item: Any, index: int) -> None:

@@ -1,13 +1,15 @@
 """Images made from Debian's packages: root filesystems by ``mmdebstrap``, no registry.
 
 * ``TRAINING_IMAGE``: Debian bookworm (minbase) with its ``python3``, and
-  ``mxnet==1.9.1`` with ``numpy<1.24`` from PyPI, plus ``training/train.py``: the
-  small ``dist_sync`` training the node's MXNet tests run (see that script).
+  ``mxnet==1.9.1`` with ``numpy<1.24`` from PyPI, plus the scripts the node's MXNet
+  tests run, in ``/opt/mxtrain/``: ``training/train.py`` (a small custom ``dist_sync``
+  loop) and ``training/fit.py`` (a ``Module.fit`` that MXNet itself logs); see each
+  script.
 
 An image is cached by what it is made of: the suite, the packages asked for and
 the versions apt would install of them today (``apt-cache policy`` of this
-machine's lists, the same Debian release), the PyPI pins and the digest of the
-script; a security update of one of the packages makes a new image.
+machine's lists, the same Debian release), the PyPI pins and the
+scripts' text; a security update of one of the packages makes a new image.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ TRAINING_IMAGE = "localhost/mxgitops/mxnet-train:1.9.1"
 TRAINING_PACKAGES = ("python3", "ca-certificates", "libgomp1", "libquadmath0", "libgfortran5")
 TRAINING_PIP = ("mxnet==1.9.1", "numpy<1.24")
 TRAIN_SCRIPT = Path(__file__).with_name("training") / "train.py"
+SCRIPTS = (TRAIN_SCRIPT, TRAIN_SCRIPT.with_name("fit.py"))
 SITE = "usr/local/lib/python3.11/dist-packages"
 
 
@@ -65,7 +68,12 @@ def debian_rootfs(target: Path, packages: tuple[str, ...]) -> None:
 
 def training_archive() -> Path:
     recipe = "\n".join(
-        [SUITE, candidate_versions(TRAINING_PACKAGES), *TRAINING_PIP, TRAIN_SCRIPT.read_text()]
+        [
+            SUITE,
+            candidate_versions(TRAINING_PACKAGES),
+            *TRAINING_PIP,
+            *(script.read_text() for script in SCRIPTS),
+        ]
     )
     key = hashlib.sha256(recipe.encode()).hexdigest()[:12]
 
@@ -88,7 +96,8 @@ def training_archive() -> Path:
             ],
         )
         (rootfs / "opt/mxtrain").mkdir(parents=True)
-        (rootfs / "opt/mxtrain/train.py").write_bytes(TRAIN_SCRIPT.read_bytes())
+        for script in SCRIPTS:
+            (rootfs / "opt/mxtrain" / script.name).write_bytes(script.read_bytes())
         # The image is proven before it is cached: its own python imports mxnet.
         gobuild.run(
             "images",

@@ -196,8 +196,18 @@ class LiveJob:
         return f"{len(missing)} of its batch Jobs are gone ({', '.join(missing[:3])}{more})"
 
     def unfinished_job_refs(self) -> list[ObjectRef]:
-        """Batch Jobs without a Complete or Failed condition: their pods still run or wait."""
-        return sorted(ObjectRef.of(j) for j in self.jobs if not _finished(j))
+        """Batch Jobs without a Complete or Failed condition whose pod has not succeeded:
+        their pods still run or wait. A Job of one completion whose pod succeeded is done
+        though its Complete condition may come seconds later: the kubelet writes the
+        Succeeded phase only once it tore the pod's sandbox down, after its containers'
+        exit 0, and the job controller counts the pod after that. Deleting it would take
+        the pod a sync just read, its log and its times, for nothing."""
+        succeeded = {_pod_job_name(self.name, p) for p in self.pods if _succeeded(p)}
+        return sorted(
+            ObjectRef.of(j)
+            for j in self.jobs
+            if not _finished(j) and (j.get("metadata") or {}).get("name") not in succeeded
+        )
 
     def finished_replicas(self) -> list[ObjectRef]:
         """The batch Jobs of replicas that finished (`runpolicy.finished_while_suspended`:
@@ -456,6 +466,18 @@ def _involved(event: KubeObject) -> str:
 
 def _namespace(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _succeeded(pod: KubeObject) -> bool:
+    """The pod succeeded, or will as soon as the kubelet says so: every container
+    exited 0."""
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
+        return True
+    containers = status.get("containerStatuses") or []
+    return bool(containers) and all(
+        ((c.get("state") or {}).get("terminated") or {}).get("exitCode") == 0 for c in containers
+    )
 
 
 def _controller_job_name(pod: KubeObject) -> str:

@@ -7,7 +7,9 @@ its rank) with a ``dist_sync`` kvstore: each step it pushes its gradients, pulls
 sum over all workers and applies the mean. At the end it asserts that the loss fell
 and that the weights agree across workers (the mean of every worker's weights,
 summed through the kvstore, equals its own), then prints one line
-``training result: {...}`` and exits 0; any failed assertion exits 1.
+``training result: {...}`` and exits 0; any failed assertion exits 1. Each epoch it
+prints the training record's opt-in line (``MXGITOPS_PROGRESS {...}``, the manual's
+"See how your training is doing"): a custom loop's way to be followed.
 
 A ``local`` job (no scheduler: ``DMLC_NUM_SERVER=0``, as Kubeflow's operator and
 mxgitops set it, or ``MX_LOCAL=1``) trains the same model alone with a ``local``
@@ -63,7 +65,12 @@ def main():
             kv.pull(1, out=summed_b)
             w[:] = w - RATE * summed_w / workers
             b[:] = b - RATE * summed_b / workers
-        print(f"worker {rank} epoch {epoch} loss {loss_of(x, y, w, b):.6f}", flush=True)
+        done = {
+            "epoch": epoch + 1,
+            "epochs": EPOCHS,
+            "metrics": {"train-loss": loss_of(x, y, w, b)},
+        }
+        print(f"MXGITOPS_PROGRESS {json.dumps(done)}", flush=True)
     after = loss_of(x, y, w, b)
     mine = mx.nd.concat(w, b, dim=0).asnumpy()  # a copy: a push may reuse its buffer
     kv.push(2, mx.nd.array(mine))
