@@ -17,7 +17,7 @@ from mxgitops.commands.review import Review, review
 from mxgitops.commands.sync import repository_kind
 from mxgitops.errors import ConfigError, GitError
 from mxgitops.model import DEFAULT_RUNTIME
-from mxgitops.outputs import report
+from mxgitops.outputs import recordnotes, report
 from mxgitops.outputs.summary import Summary
 from mxgitops.settings import config as settings
 from mxgitops.settings import reading
@@ -54,7 +54,9 @@ def read_status(config: SyncConfig, commit: str | None) -> tuple[Summary | None,
             note = repository.read_note(sha, notes_ref=config.notes_ref)
         except source.NoteTooLarge as exc:
             return None, sha, str(exc)
-    summary, unreadable = report.read_note(note or "")
+        summary, unreadable = report.read_note(note or "")
+        if summary is not None:
+            summary = recordnotes.whole(repository, summary, config.notes_ref)
     return summary, sha, unreadable
 
 

@@ -76,6 +76,40 @@ def write(
     return written
 
 
+MOST_ASKING_NOTES = 100  # notes `whole` reads for one status: it stays a few git reads
+
+
+def whole(repository: source.Repository, summary: Summary, notes_ref: str) -> Summary:
+    """`summary` (a note, as `status` shows it) with each finished run's whole record
+    from the note of the commit that asked for it, where the note holds only the ledger's
+    summary of it (no series: the sync no longer reads a finished run's log)."""
+    wanting = [
+        job
+        for job in summary.jobs
+        if job.record is not None
+        and not job.record.log.series
+        and job.commit not in ("", summary.commit)
+    ]
+    asked = sorted({job.commit for job in wanting})[:MOST_ASKING_NOTES]
+    if not asked:
+        return summary
+    notes = {
+        c: _summary(repository, c, notes_ref) for c in repository.in_history(summary.commit, asked)
+    }
+    records = {}
+    for job in wanting:
+        there = _job(notes.get(job.commit), (job.namespace, job.name), job.runtime_id)
+        if there is not None and there.record is not None and there.record.log.series:
+            records[(job.namespace, job.name, job.runtime_id)] = there.record
+    return replace(
+        summary,
+        jobs=tuple(
+            replace(j, record=records.get((j.namespace, j.name, j.runtime_id), j.record))
+            for j in summary.jobs
+        ),
+    )
+
+
 def _with_records(note: Summary, jobs: Iterable[JobSummary]) -> Summary:
     """`note` with each of `jobs`' run's JobSummary carrying its new record."""
     records = {(j.namespace, j.name, j.runtime_id): j.record for j in jobs}

@@ -32,6 +32,7 @@ from mxgitops.outputs.notecheck import NoteError
 from mxgitops.outputs.summary import JobSummary, ReplicaSummary, Summary
 from mxgitops.planning.changes import Action, Change, Plan
 from mxgitops.planning.ledger import JobKey
+from mxgitops.record.runrecord import TrainingRecord
 from mxgitops.runtimes.shared.failure import Failure
 from mxgitops.runtimes.shared.state import State
 from mxgitops.state.apply import ChangeResult, ChangeSet
@@ -188,10 +189,19 @@ def carry_forward(summary: Summary, previous: Summary | None) -> Summary:
             job = replace(job, action=old.action, reason=old.reason, objects=old.objects)
         if old is not None and old.runtime_id == job.runtime_id:
             job = replace(job, moved_from=vouching.moved_from(old, job))
-            if job.record is None and job.runtime_id:  # its run's record, not read again
+            if job.runtime_id and _fuller(old.record, job.record):  # not read again
                 job = replace(job, record=old.record)
         jobs.append(job)
     return replace(summary, jobs=tuple(jobs))
+
+
+def _fuller(kept: TrainingRecord | None, now: TrainingRecord | None) -> bool:
+    """Whether the record the note kept of a run says more than this sync's: none read,
+    or only the ledger's summary of a finished run (no series), where the note holds the
+    whole record."""
+    if kept is None:
+        return False
+    return now is None or (not now.log.series and bool(kept.log.series))
 
 
 # -- rendering ----------------------------------------------------------------

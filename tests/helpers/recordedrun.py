@@ -30,7 +30,7 @@ import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.gitrepos.fixtures import GitRemote, isolate_git, new_git_remote
-from tests.helpers.node_training import NS, cli, log_of, pods_of, sync_args, training_container
+from tests.helpers.node import NS, cli, log_of, pods_of, sync_args, training_container
 
 EPOCHS = 5
 FIT, LOOP = "fit", "loop"

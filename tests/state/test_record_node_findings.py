@@ -1,4 +1,4 @@
-"""What the training record's run on the real node (tests/test_node_record.py) found,
+"""What the training record's run on the real node (tests/node/test_record.py) found,
 held on the API double.
 
 - A job seen finished keeps its batch Jobs when their pods succeeded but the job
@@ -20,8 +20,7 @@ import pytest
 
 from mxgitops.commands.sync import sync
 from tests.gitrepos.fixtures import GitRemote
-from tests.helpers.reconcile_e2e import NS, batch_job, job_objects, mxjob, summary_of
-from tests.helpers.status_truth import files, git_config
+from tests.helpers.sync import NS, batch_job, files, git_config, job_objects, mxjob, summary_of
 from tests.kubeapi.clients import raw
 from tests.kubeapi.harness import KubeAPI
 

@@ -122,11 +122,6 @@ def test_the_note_and_status_record_every_epoch_worker_0_printed(
     assert kept.record == job.record
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open: on the real node the loop's record keeps best train-loss but an empty "
-    "series (seen in 2 of 2 runs; one chunk read on a laptop gives the series)",
-)
 def test_a_custom_loop_is_recorded_from_its_opt_in_line(
     recorded_training: RecordedTraining,
 ) -> None:
