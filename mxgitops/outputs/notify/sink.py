@@ -14,11 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from mxgitops.errors import OutputError
+from mxgitops.outputs.leased import Leased
 from mxgitops.outputs.notify import chat, outbox, transitions, webhook
 from mxgitops.outputs.notify.notice import Notice
 from mxgitops.outputs.notify.settings import Destination, Notifications
@@ -64,11 +66,19 @@ class Notify:
     def deliver(self, record: Record) -> None:
         """Tell each destination what it wants of `record`; an
         OutputError naming the destinations that were not told."""
-        if record.summary is None or record.cluster is None:
+        if record.summary is None or record.cluster is None or record.leased is None:
             return  # a sync stopped before its summary: the metrics say it
-        self.tell(record.summary, record.finished, record.cluster)
+        self.tell(record.summary, record.finished, record.cluster, record.leased)
 
-    def tell(self, summary: Summary, finished: Sequence[JobKey], api: outbox.BookAPI) -> None:
+    def tell(
+        self,
+        summary: Summary,
+        finished: Sequence[JobKey],
+        api: outbox.BookAPI,
+        leased: Leased = lambda _: nullcontext(),
+    ) -> None:
+        """Tell the destinations (HTTP, outside the Lease), then write the book under
+        `leased`."""
         kept = outbox.read(api, instance=self.instance, namespace=self.namespace)
         queued, book = transitions.decide(
             summary, finished, self.notifications, kept.book, self.now(), self.repo
@@ -108,7 +118,9 @@ class Notify:
                 slot,
                 transitions.MAX_TRIES,
             )
-        outbox.write(api, kept, book, instance=self.instance, namespace=self.namespace)
+        outbox.write(
+            api, kept, book, instance=self.instance, namespace=self.namespace, leased=leased
+        )
         if failures:
             raise OutputError(
                 "; ".join(failures[:3])
