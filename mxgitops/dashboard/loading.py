@@ -31,6 +31,8 @@ from mxgitops.source.repository import MAX_NOTE_SIZE, Repository
 MAX_COMMITS = 5000  # of the branch walked: the newest note, and the authors of the jobs
 MAX_RECORD_NOTES = 64  # notes read for the records of runs asked for by older commits
 _CACHED_NOTES = 128
+# Bytes of the notes kept parsed (a note may be up to MAX_NOTE_SIZE, 32 MiB).
+_CACHED_NOTE_BYTES = 64 << 20
 _CACHED_RUNS = 64
 _SHORT_SHA = 7
 
@@ -48,15 +50,25 @@ class CommitView:
 
 
 class _Lru(OrderedDict[object, object]):
-    def __init__(self, most: int) -> None:
-        super().__init__()
-        self.most = most
+    """The `most` entries used last, and of those no more than `most_bytes` by the sizes
+    they were put with (the newest is kept whatever its size)."""
 
-    def put(self, key: object, value: object) -> None:
+    def __init__(self, most: int, most_bytes: int | None = None) -> None:
+        super().__init__()
+        self.most, self.most_bytes = most, most_bytes
+        self._sizes: dict[object, int] = {}
+
+    def put(self, key: object, value: object, size: int = 0) -> None:
         self[key] = value
+        self._sizes[key] = size
         self.move_to_end(key)
-        while len(self) > self.most:
-            self.popitem(last=False)
+        while len(self) > self.most or (
+            self.most_bytes is not None
+            and len(self) > 1
+            and sum(self._sizes.values()) > self.most_bytes
+        ):
+            oldest, _ = self.popitem(last=False)
+            self._sizes.pop(oldest, None)
 
 
 class Loader:
@@ -73,7 +85,9 @@ class Loader:
         self.repository, self.branch, self.notes_ref = repository, branch, notes_ref
         self._now = now
         self._lock = threading.Lock()
-        self._notes: _Lru = _Lru(_CACHED_NOTES)  # blob -> (summary, why set aside)
+        self._notes: _Lru = _Lru(
+            _CACHED_NOTES, _CACHED_NOTE_BYTES
+        )  # blob -> (summary, why set aside)
         self._runs: _Lru = _Lru(_CACHED_RUNS)  # (tip, notes, job) -> runs
         self._tip = ""
         self._state: tuple[str, int] = ("", 0)  # the tip and the notes read last
@@ -144,6 +158,7 @@ class Loader:
         bodies, too_large = githistory.read_blobs(
             self.repository.reader(), unread, max_size=MAX_NOTE_SIZE
         )
+        read_now: dict[str, object] = {}
         for blob in unread:
             if blob in too_large:
                 read: tuple[Summary | None, str] = (
@@ -152,11 +167,15 @@ class Loader:
                 )
             else:
                 read = report.read_note(bodies[blob].decode("utf-8", errors="replace"))
-            self._notes.put(blob, read)
+            read_now[blob] = read
+            self._notes.put(blob, read, size=len(bodies.get(blob, b"")))
         found = []
         for blob in blobs:
-            self._notes.move_to_end(blob)
-            found.append(self._notes[blob])
+            if blob in self._notes:
+                self._notes.move_to_end(blob)
+                found.append(self._notes[blob])
+            else:  # read in this batch, and already put out by the bytes it was over
+                found.append(read_now[blob])
         return found  # type: ignore[return-value]
 
     def _records(
