@@ -106,7 +106,10 @@ def write(
 def encode(book: Book) -> str:
     data = {
         "v": VERSION,
-        "sent": {k: [e.seen, e.tries, int(e.done)] for k, e in sorted(book.entries.items())},
+        "sent": {
+            k: [e.seen, e.tries, int(e.done), *([e.retry_at] if e.retry_at else [])]
+            for k, e in sorted(book.entries.items())
+        },
         "waiting": dict(sorted(book.waiting.items())),
     }
     return json.dumps(data, separators=(",", ":"))
@@ -118,10 +121,18 @@ def decode(text: str) -> Book:
         raise ValueError("not a book of this version")
     entries: dict[str, Entry] = {}
     for key, row in data["sent"].items():
-        seen, tries, done = row
-        if not (isinstance(seen, str) and type(tries) is int and done in (0, 1)):
+        seen, tries, done, *later = row
+        retry_at = later[0] if later else ""
+        if not (
+            isinstance(seen, str)
+            and type(tries) is int
+            and done in (0, 1)
+            and isinstance(retry_at, str)
+            and len(later) <= 1
+            and len(retry_at) <= 20
+        ):
             raise ValueError(f"entry {key[:80]!r}")
-        entries[str(key)] = Entry(seen, tries, bool(done))
+        entries[str(key)] = Entry(seen, tries, bool(done), retry_at)
     waiting = data["waiting"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in waiting.items()):
         raise ValueError("waiting")

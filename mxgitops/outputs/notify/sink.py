@@ -80,8 +80,9 @@ class Notify:
         """Tell the destinations (HTTP, outside the Lease), then write the book under
         `leased`."""
         kept = outbox.read(api, instance=self.instance, namespace=self.namespace)
+        now = self.now()
         queued, book = transitions.decide(
-            summary, finished, self.notifications, kept.book, self.now(), self.repo
+            summary, finished, self.notifications, kept.book, now, self.repo
         )
         before = book
         failures: list[str] = []
@@ -108,9 +109,9 @@ class Notify:
                 )
             except OutputError as exc:
                 failures.append(str(exc))
-                book = transitions.delivered(book, destination.name, notices, ok=False)
+                book = transitions.delivered(book, destination.name, notices, False, now)
             else:
-                book = transitions.delivered(book, destination.name, notices, ok=True)
+                book = transitions.delivered(book, destination.name, notices, True, now)
                 log.info("%s: %d told", what, len(notices))
         for slot in transitions.given_up(before, book):
             log.error(
