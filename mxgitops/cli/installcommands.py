@@ -135,9 +135,9 @@ def _install(installation: Any, options: dict[str, Any]) -> ExitCode:
     from mxgitops.install import run
     from mxgitops.install.note import first_note
     from mxgitops.kube.cluster import connect
-    from mxgitops.settings.config import from_options
+    from mxgitops.settings.config import from_options, read_token
 
-    token = installation.token_file.read_text().strip() if installation.token_file else None
+    token = read_token(installation.token_file, "--token-file") if installation.token_file else None
     connection = {k: options[k] for k in ("kubeconfig", "context", "request_timeout")}
     config = run.sync_config(installation, from_options({**connection, "git_token": token}))
     cluster = connect(

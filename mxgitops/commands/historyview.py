@@ -6,8 +6,9 @@ final and best value of it. JSON carries every final and best metric of each run
 
 Everything from git (authors, the manifest's values in the spec change) and from the
 notes (metric names, states) is someone else's text: bounded, on one line, control
-characters shown as escapes (`markdown.visible`) on a terminal, inert code spans
-(`markdown.code`) in Markdown.
+characters shown as escapes (`markdown.visible`) on a terminal and in JSON (a bidi
+override or a line separator is valid JSON, and hides or breaks lines where the JSON
+is shown), inert code spans (`markdown.code`) in Markdown.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mxgitops.record.runrecord import TrainingRecord
 MAX_AUTHOR = 40
 MAX_CHANGE = 80
 MAX_STATE = 30
+MAX_JSON_TEXT = 300  # characters of git's or a note's text in JSON, escapes shown
 _VALIDATION = "validation-"
 HEADER = (
     "COMMIT",
@@ -167,10 +169,10 @@ def _run(run: Run) -> dict[str, Any]:
     return {
         "commit": run.commit,
         "short": run.commit[:7],
-        "author": run.author,
+        "author": _cut(visible(run.author), MAX_JSON_TEXT),
         "date": run.date,
-        "spec_change": list(run.spec_change),
-        "outcome": run.state or None,
+        "spec_change": [_cut(visible(change), MAX_JSON_TEXT) for change in run.spec_change],
+        "outcome": _cut(visible(run.state), MAX_JSON_TEXT) or None,
         "synced_commit": run.synced_commit or None,
         "started": (record.started or None) if record else None,
         "finished": (record.finished or None) if record else None,

@@ -9,7 +9,8 @@ origin's stylesheet loads, no script at all, no frame may hold the page
 snapshot of the branch has been read, 503 before.
 
 The branch is read again every `interval` seconds by one thread (`Refresher`); a
-refresh that fails keeps the last snapshot and the pages say why.
+refresh that fails keeps the last snapshot and the pages say why, and the next is
+tried later and later (`MAX_REFRESH_BACKOFF`) until one succeeds.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ MAX_CONNECTIONS = 32
 MAX_PATH = 2048  # bytes of a request's path and query read
 MAX_FIELDS = 16  # query parameters read
 STOP_WAIT = 60.0  # seconds a refresh under way is waited for when the server stops
+# Seconds between refreshes that fail, at most: twice as long after each failure (a
+# remote that is down is not asked every --refresh seconds), back to --refresh after a
+# success.
+MAX_REFRESH_BACKOFF = 600.0
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
@@ -59,6 +64,7 @@ class Refresher:
     def __init__(self, loader: Loader, interval: float) -> None:
         self.loader, self.interval = loader, interval
         self._snapshot = Snapshot()
+        self._failures = 0  # refreshes failed in a row
         self._read_once = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dashboard-refresh", daemon=True)
@@ -81,11 +87,21 @@ class Refresher:
         try:
             self._snapshot = self.loader.read()
             self._read_once.set()
+            self._failures = 0
         except Exception as failure:  # a bug too: the thread must go on refreshing
+            self._failures += 1
             problem = clean(str(failure) or type(failure).__name__)
             bug = not isinstance(failure, MxGitOpsError)
             LOG.warning("refreshing the dashboard failed: %s", problem, exc_info=bug)
             self._snapshot = replace(self._snapshot, problem=problem)
+
+    def next_wait(self) -> float:
+        """Seconds until the next refresh: `interval`, doubled for each failure in a row
+        up to `MAX_REFRESH_BACKOFF` (or `interval`, if longer)."""
+        if not self._failures:
+            return self.interval
+        backoff = self.interval * (1 << min(self._failures, 32))
+        return max(self.interval, min(backoff, MAX_REFRESH_BACKOFF))
 
     def start(self) -> None:
         self._thread.start()
@@ -97,7 +113,7 @@ class Refresher:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.refresh()
-            self._stop.wait(self.interval)
+            self._stop.wait(self.next_wait())
 
 
 class Server(ThreadingHTTPServer):

@@ -52,12 +52,14 @@ from mxgitops.errors import (
     LeaseLostError,
     StateDamagedError,
 )
+from mxgitops.kube.clustertext import said
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
 
 DEFAULT_DURATION_SECONDS = 15
 # A Lease that states no duration (none that mxgitops writes) is held as long as the
 # longest any version of mxgitops held one.
 UNSTATED_DURATION_SECONDS = 600
+MAX_HOLDER_SHOWN = 253  # characters of a holder's name said (a pod's name is at most that)
 RENEW_TICK = 1.0  # seconds between the renewing thread's looks at the Lease
 RENEW_DEADLINE_SHARE = 2 / 3  # of the duration: no renewal by then, no further write
 # On a released Lease: its holder may have written more than the hand-off record says.
@@ -437,10 +439,14 @@ def is_free(lease: Mapping[str, Any], now: datetime) -> bool:
 
 
 def describe_holder(lease: Mapping[str, Any] | None) -> str:
+    """Who holds `lease`, as it says: bounded and on one line (anyone who may edit the
+    namespace may write it)."""
     spec = (lease or {}).get("spec") or {}
-    holder = spec.get("holderIdentity") or "unknown"
-    since = spec.get("acquireTime")
-    return f"{holder} (since {since})" if since else str(holder)
+    if not isinstance(spec, Mapping):
+        spec = {}
+    holder = said(str(spec.get("holderIdentity") or "unknown"), MAX_HOLDER_SHOWN)
+    since = said(str(spec.get("acquireTime") or ""), 40)
+    return f"{holder} (since {since})" if since else holder
 
 
 def _lease(ref: ObjectRef, instance: str, spec: dict[str, Any]) -> KubeObject:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,6 +43,7 @@ from mxgitops.objects import (
     same_owner,
 )
 from mxgitops.outputs import recordtext
+from mxgitops.outputs.leased import Leased
 from mxgitops.outputs.summary import JobSummary, Summary
 from mxgitops.runtimes.shared.failure import Failure
 
@@ -95,11 +97,15 @@ def for_summary(
 
 
 def write(
-    cluster: kube.Cluster, events: Sequence[KubeObject], *, now: datetime | None = None
+    cluster: kube.Cluster,
+    events: Sequence[KubeObject],
+    *,
+    now: datetime | None = None,
+    leased: Leased = lambda _: nullcontext(),
 ) -> int:
     """Create the Events, a lasting condition's only if not said already, or update its
-    series (`series_update`); raise an OutputError naming the first that was refused.
-    The number of Events written."""
+    series (`series_update`), the writes under `leased` (the sink's: the Lease); raise an
+    OutputError naming the first that was refused. The number of Events written."""
     moment = now or datetime.now(UTC)
     writes: list[Write] = []
     failed: list[MxGitOpsError] = []
@@ -122,7 +128,10 @@ def write(
             writes.append(Create(event))
         elif same_owner(said, event) and (update := series_update(said, moment)) is not None:
             writes.append(Patch(ObjectRef.of(event), update))
-    results = cluster.write(writes) if writes else []
+    results = []
+    if writes:
+        with leased("Events"):
+            results = cluster.write(writes)
     failed += [r.error for r in results if r.error is not None]
     if failed:
         raise OutputError(f"{len(failed)} of {len(events)} Events not written: {failed[0]}")

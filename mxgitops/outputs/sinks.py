@@ -35,7 +35,7 @@ from mxgitops.errors import (
     OutputError,
 )
 from mxgitops.kube import cluster as kube
-from mxgitops.outputs import events, metrics
+from mxgitops.outputs import events, leased, metrics
 from mxgitops.outputs.forge import post
 from mxgitops.outputs.notify import settings as notify_settings
 from mxgitops.outputs.notify.sink import Notify
@@ -67,6 +67,8 @@ class Record:
     errors: Mapping[str, int] = field(default_factory=dict)  # phase -> errors
     finished: tuple[JobKey, ...] = ()  # jobs first seen finished (recorded in the ledger)
     cluster: kube.Cluster | None = None  # None: no cluster was reached
+    # How a sink writes to `cluster`: under the instance's Lease (`leased.py`)
+    leased: leased.Leased | None = None
 
 
 class Sink(Protocol):
@@ -106,11 +108,11 @@ class Events:
     phase: str = "events"
 
     def deliver(self, record: Record) -> None:
-        if record.summary is None or record.cluster is None:
+        if record.summary is None or record.cluster is None or record.leased is None:
             return
         now = datetime.now(UTC)  # one moment: what each Event says and when it was said
         told = events.for_summary(record.summary, record.finished, now=now)
-        events.write(record.cluster, told, now=now)
+        events.write(record.cluster, told, now=now, leased=record.leased)
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,8 @@ class Outlet:
 
     sinks: Sequence[Sink]
     exit_code: ExitCode
+    instance: str = ""  # whose Lease the sinks' cluster writes are sent under
+    namespace: str = ""
     started: float = field(default_factory=time.time)
 
     def deliver(
@@ -264,6 +268,9 @@ class Outlet:
             summary_errors(summary, note_error),
             finished,
             cluster,
+            None
+            if cluster is None
+            else leased.for_cluster(cluster, instance=self.instance, namespace=self.namespace),
         )
         return deliver(
             self.sinks,
@@ -276,7 +283,7 @@ class Outlet:
 def delivering(config: SyncConfig, exit_code: ExitCode) -> Iterator[Outlet]:
     """The sinks `config` asks for (one whose settings are wrong fails alone, at the
     end); a sync that stops with an error inside is told to the metrics, then raised on."""
-    outlet = Outlet(sinks_for(config), exit_code)
+    outlet = Outlet(sinks_for(config), exit_code, config.instance, config.state_namespace)
     try:
         yield outlet
     except MxGitOpsError as error:

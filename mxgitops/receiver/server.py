@@ -37,7 +37,17 @@ from typing import Any, Protocol
 from mxgitops.errors import ConfigError
 from mxgitops.outputs.metrics import ReceiverCounters
 from mxgitops.receiver.coalesce import Decision
-from mxgitops.receiver.webhook import HEADERS, MAX_BODY, Push, Refusal, lowered, push_of, verify
+from mxgitops.receiver.webhook import (
+    HEADERS,
+    MAX_BODY,
+    MAX_DELIVERY,
+    Push,
+    Refusal,
+    lowered,
+    push_of,
+    shown,
+    verify,
+)
 
 LOG = logging.getLogger("mxgitops.receiver.server")
 READ_TIMEOUT = 10.0  # seconds a client has to send its whole request
@@ -207,9 +217,13 @@ class Handler(BaseHTTPRequestHandler):
         forge = verify(headers, body, settings.secret)
         counters.verified.inc()
         _, event, delivery = (name.lower() for name in HEADERS[forge])
-        fields.update(forge=str(forge), event=headers.get(event), delivery=headers.get(delivery))
+        fields.update(
+            forge=str(forge),
+            event=shown(headers.get(event, "")),
+            delivery=shown(headers.get(delivery, ""), MAX_DELIVERY),
+        )
         push = push_of(forge, headers, body, settings.branch)
-        fields.update(ref=f"refs/heads/{push.branch}", commit=push.commit)
+        fields.update(ref=f"refs/heads/{shown(push.branch)}", commit=push.commit)
         decision = self.server.starter.push(push)
         fields["decision"] = decision.name.lower()
         return 202, str(decision)

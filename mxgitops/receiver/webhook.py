@@ -31,7 +31,11 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import parse_qs
 
+from mxgitops.kube.clustertext import said
+
 MAX_BODY = 1 << 20  # bytes: a push of hundreds of commits is far less
+MAX_SHOWN = 200  # characters of a ref or event name repeated in an answer or the log
+MAX_DELIVERY = 128  # characters kept of a delivery id (forges send a UUID)
 REMEMBERED_DELIVERIES = 10_000  # ids and body digests kept to refuse replays (~1 MiB)
 _BRANCHES = "refs/heads/"
 _NO_COMMIT = re.compile(r"0{40}|0{64}")
@@ -106,7 +110,7 @@ def push_of(forge: Forge, headers: Mapping[str, str], body: bytes, branch: str) 
     _, event_header, delivery_header = HEADERS[forge]
     event = headers.get(event_header.lower(), "")
     if event != PUSH_EVENTS[forge]:
-        raise Refusal(202, f"ignored: the event is {event or 'not named'!r}, not a push")
+        raise Refusal(202, f"ignored: the event is {shown(event) or 'not named'!r}, not a push")
     payload = _payload(headers.get("content-type", ""), body)
     if not isinstance(payload, dict) or not isinstance(payload.get("ref"), str):
         raise Refusal(400, "the body is not a push event: no ref")
@@ -115,19 +119,27 @@ def push_of(forge: Forge, headers: Mapping[str, str], body: bytes, branch: str) 
         raise Refusal(400, "no --branch, and the push names no default branch")
     ref = payload["ref"]
     if ref != f"refs/heads/{tracked}":
-        raise Refusal(202, f"ignored: a push to {ref}, not to refs/heads/{tracked}")
+        raise Refusal(202, f"ignored: a push to {shown(ref)}, not to refs/heads/{shown(tracked)}")
     after = payload.get("after") or payload.get("checkout_sha") or ""
     # GitLab says a deleted branch only by an `after` of zeros (SHA-1 or SHA-256 wide).
     if payload.get("deleted") is True or (isinstance(after, str) and _NO_COMMIT.fullmatch(after)):
-        raise Refusal(202, f"ignored: the push deleted {ref}")
+        raise Refusal(202, f"ignored: the push deleted {shown(ref)}")
     digest = hashlib.sha256(body).hexdigest()
+    delivery = headers.get(delivery_header.lower(), "").strip()
     return Push(
         forge=forge,
-        delivery=headers.get(delivery_header.lower(), "").strip()[:128] or digest,
+        delivery=shown(delivery, MAX_DELIVERY) or digest,
         digest=digest,
         branch=tracked,
-        commit=after if isinstance(after, str) else "",
+        # Only a commit id: it goes into the log, the answer and the Job's annotation.
+        commit=after if isinstance(after, str) and _COMMIT.fullmatch(after) else "",
     )
+
+
+def shown(value: str, limit: int = MAX_SHOWN) -> str:
+    """What a request says (a ref, an event's or a delivery's name), fit to repeat in
+    the answer, the log and an annotation: one line, hidden characters escaped, bounded."""
+    return said(value, limit)
 
 
 def tracked_branch(given: str) -> str:

@@ -44,6 +44,7 @@ MAX_TRAINING_LOG_READS = 100_000
 MAX_INSTANCE_LENGTH = MAX_NAME_LENGTH - len("mxgitops-ledger-")
 DEFAULT_NOTES_REF = "refs/notes/mxgitops"
 ACCELERATORS_FILE_SIZE = 64 * 1024
+MAX_TOKEN_FILE = 64 << 10  # bytes of a token file: as install takes a Secret's file
 DEFAULT_STATUS_TIMEOUT = 60.0
 MAX_STATUS_TIMEOUT = 600.0  # a CronJob's pod has activeDeadlineSeconds: 900
 
@@ -186,14 +187,27 @@ class SyncConfig:
             )
 
 
-def read_token(path: Path) -> str:
-    """A token file (a mounted Secret's key): its text, without the trailing newline."""
+def read_token(path: Path, flag: str = "status-token-file") -> str:
+    """A token file (a mounted Secret's key): its text, without the trailing newline.
+    One line of printable UTF-8 of at most `MAX_TOKEN_FILE` bytes, else a ConfigError
+    naming `flag` and the file, never its content: a token goes into a header, where a
+    second line would be a header of its own."""
+    where = f"{flag} {path}"
     try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"status-token-file {path}: cannot be read ({exc})") from exc
+        with path.open("rb") as stream:
+            data = stream.read(MAX_TOKEN_FILE + 1)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_TOKEN_FILE:
+        raise ConfigError(f"{where}: larger than {MAX_TOKEN_FILE} bytes, not a token")
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text, not a token") from None
     if not token:
-        raise ConfigError(f"status-token-file {path}: is empty")
+        raise ConfigError(f"{where}: is empty")
+    if not token.isprintable():
+        raise ConfigError(f"{where}: more than one line, or control characters: not a token")
     return token
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from mxgitops.outputs.notify import transitions
 from mxgitops.outputs.notify.outbox import name_of
 from tests.helpers.chatserver import ChatServer, chat_server, notifications_file
 from tests.helpers.sync import INSTANCE, NS, Syncer, batch_job, mxjob, repo, run, write
@@ -19,6 +21,13 @@ from tests.kubeapi.harness import KubeAPI
 __all__ = ["repo", "run"]  # fixtures from tests/helpers, used here
 
 LOG = "epoch 3 loss=0.41\nTraceback (most recent call last):\nValueError: @channel bad <!here>"
+
+
+@pytest.fixture(autouse=True)
+def retried_at_the_next_sync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These syncs run seconds apart: a failed delivery's back-off (minutes) is not
+    theirs to wait (tests/outputs/test_notify_retry_hostile.py has it)."""
+    monkeypatch.setattr(transitions, "RETRY_AFTER", timedelta(0))
 
 
 @pytest.fixture

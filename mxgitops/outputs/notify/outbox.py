@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mxgitops.errors import ClusterError, OutputError
 from mxgitops.objects import Kind, KubeObject, ObjectRef, ownership_labels
+from mxgitops.outputs.leased import Leased
 from mxgitops.outputs.notify.transitions import Book, Entry
 
 DATA_KEY = "notified.json"
@@ -66,8 +68,17 @@ def read(api: BookAPI, *, instance: str, namespace: str) -> Kept:
         return Kept(Book(), version)
 
 
-def write(api: BookAPI, kept: Kept, book: Book, *, instance: str, namespace: str) -> None:
-    """Write `book`, unless it is what was read: a sync with nothing new writes nothing."""
+def write(
+    api: BookAPI,
+    kept: Kept,
+    book: Book,
+    *,
+    instance: str,
+    namespace: str,
+    leased: Leased = lambda _: nullcontext(),
+) -> None:
+    """Write `book`, unless it is what was read: a sync with nothing new writes nothing.
+    The write is sent under `leased` (the sink's: the Lease)."""
     text = encode(book)
     if kept.resource_version and text == kept.text:
         return
@@ -82,11 +93,12 @@ def write(api: BookAPI, kept: Kept, book: Book, *, instance: str, namespace: str
         "data": {DATA_KEY: text},
     }
     try:
-        if kept.resource_version:
-            obj["metadata"]["resourceVersion"] = kept.resource_version
-            api.replace(obj)
-        else:
-            api.create_strict(obj)
+        with leased("notifications: their book"):
+            if kept.resource_version:
+                obj["metadata"]["resourceVersion"] = kept.resource_version
+                api.replace(obj)
+            else:
+                api.create_strict(obj)
     except ClusterError as exc:
         raise OutputError(f"notifications: their book was not written: {exc}") from None
 
@@ -94,7 +106,10 @@ def write(api: BookAPI, kept: Kept, book: Book, *, instance: str, namespace: str
 def encode(book: Book) -> str:
     data = {
         "v": VERSION,
-        "sent": {k: [e.seen, e.tries, int(e.done)] for k, e in sorted(book.entries.items())},
+        "sent": {
+            k: [e.seen, e.tries, int(e.done), *([e.retry_at] if e.retry_at else [])]
+            for k, e in sorted(book.entries.items())
+        },
         "waiting": dict(sorted(book.waiting.items())),
     }
     return json.dumps(data, separators=(",", ":"))
@@ -106,10 +121,18 @@ def decode(text: str) -> Book:
         raise ValueError("not a book of this version")
     entries: dict[str, Entry] = {}
     for key, row in data["sent"].items():
-        seen, tries, done = row
-        if not (isinstance(seen, str) and type(tries) is int and done in (0, 1)):
+        seen, tries, done, *later = row
+        retry_at = later[0] if later else ""
+        if not (
+            isinstance(seen, str)
+            and type(tries) is int
+            and done in (0, 1)
+            and isinstance(retry_at, str)
+            and len(later) <= 1
+            and len(retry_at) <= 20
+        ):
             raise ValueError(f"entry {key[:80]!r}")
-        entries[str(key)] = Entry(seen, tries, bool(done))
+        entries[str(key)] = Entry(seen, tries, bool(done), retry_at)
     waiting = data["waiting"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in waiting.items()):
         raise ValueError("waiting")

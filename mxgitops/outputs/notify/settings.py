@@ -173,8 +173,10 @@ def _destination(raw: object, where: str, base: Path, index: int) -> Destination
         raise ConfigError(f"{where}.name: expected lower-case letters, digits and '-' (40 at most)")
     if "addressFile" not in raw:
         raise ConfigError(f"{where}.addressFile: missing (the file of the webhook's URL)")
-    address = _secret_file(raw["addressFile"], f"{where}.addressFile", base).decode().strip()
-    if not _is_http_url(address):
+    # Bytes that are not UTF-8 are refused as not a URL, below: never a crash.
+    data = _secret_file(raw["addressFile"], f"{where}.addressFile", base)
+    address = data.decode("utf-8", "replace").strip()
+    if not _is_http_url(address) or "\ufffd" in address:
         raise ConfigError(f"{where}.addressFile: its content is not an http or https URL")
     secret = b""
     if provider == "generic-hmac":

@@ -14,11 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from mxgitops.errors import OutputError
+from mxgitops.outputs.leased import Leased
 from mxgitops.outputs.notify import chat, outbox, transitions, webhook
 from mxgitops.outputs.notify.notice import Notice
 from mxgitops.outputs.notify.settings import Destination, Notifications
@@ -64,14 +66,23 @@ class Notify:
     def deliver(self, record: Record) -> None:
         """Tell each destination what it wants of `record`; an
         OutputError naming the destinations that were not told."""
-        if record.summary is None or record.cluster is None:
+        if record.summary is None or record.cluster is None or record.leased is None:
             return  # a sync stopped before its summary: the metrics say it
-        self.tell(record.summary, record.finished, record.cluster)
+        self.tell(record.summary, record.finished, record.cluster, record.leased)
 
-    def tell(self, summary: Summary, finished: Sequence[JobKey], api: outbox.BookAPI) -> None:
+    def tell(
+        self,
+        summary: Summary,
+        finished: Sequence[JobKey],
+        api: outbox.BookAPI,
+        leased: Leased = lambda _: nullcontext(),
+    ) -> None:
+        """Tell the destinations (HTTP, outside the Lease), then write the book under
+        `leased`."""
         kept = outbox.read(api, instance=self.instance, namespace=self.namespace)
+        now = self.now()
         queued, book = transitions.decide(
-            summary, finished, self.notifications, kept.book, self.now(), self.repo
+            summary, finished, self.notifications, kept.book, now, self.repo
         )
         before = book
         failures: list[str] = []
@@ -98,9 +109,9 @@ class Notify:
                 )
             except OutputError as exc:
                 failures.append(str(exc))
-                book = transitions.delivered(book, destination.name, notices, ok=False)
+                book = transitions.delivered(book, destination.name, notices, False, now)
             else:
-                book = transitions.delivered(book, destination.name, notices, ok=True)
+                book = transitions.delivered(book, destination.name, notices, True, now)
                 log.info("%s: %d told", what, len(notices))
         for slot in transitions.given_up(before, book):
             log.error(
@@ -108,7 +119,9 @@ class Notify:
                 slot,
                 transitions.MAX_TRIES,
             )
-        outbox.write(api, kept, book, instance=self.instance, namespace=self.namespace)
+        outbox.write(
+            api, kept, book, instance=self.instance, namespace=self.namespace, leased=leased
+        )
         if failures:
             raise OutputError(
                 "; ".join(failures[:3])

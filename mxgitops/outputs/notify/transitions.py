@@ -6,7 +6,9 @@ longer than the destination's `waitingAfter` (per run), or not synced (per disti
 set of errors). The outbox (`Book`, kept by `outbox.py`) holds, per destination and
 transition, whether it was delivered and how many deliveries failed, so a transition
 is told once, however many syncs see it and however often the sync is restarted; a
-failed delivery is tried again at the next syncs, `MAX_TRIES` times in all.
+failed delivery is tried again at a later sync, `MAX_TRIES` times in all, each wait
+twice the one before (`RETRY_AFTER`: 1, 2, 4, 8 minutes; syncs a push starts every
+minute do not spend the tries on a chat that is down for a moment).
 
 The book stays bounded by what the cluster shows: an entry whose transition no sync
 has seen for `FORGET_AFTER` goes, and at most `MAX_ENTRIES` are kept (the least
@@ -20,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote, urlsplit
 
 from mxgitops.outputs.notify.notice import Notice, for_job, for_problems
@@ -28,6 +30,7 @@ from mxgitops.outputs.notify.settings import Destination, Notifications
 from mxgitops.outputs.summary import JobSummary, Summary
 
 MAX_TRIES = 5
+RETRY_AFTER = timedelta(minutes=1)  # after the first failed delivery; doubled after each
 MAX_QUEUE = 200  # notices one destination is sent in one sync; the others wait a sync
 MAX_ENTRIES = 4000
 MAX_WAITING = 2000
@@ -42,6 +45,7 @@ class Entry:
     seen: str  # the day (UTC, YYYY-MM-DD) of the last sync that saw the transition
     tries: int = 0  # deliveries that failed
     done: bool = False  # delivered, or given up after MAX_TRIES
+    retry_at: str = ""  # after a failed delivery: not tried before (UTC, `_moment`)
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ def decide(
             slot = f"{destination.name}|{seen.key}"
             entry = entries.get(slot)
             entries[slot] = replace(entry, seen=stamp) if entry else Entry(stamp)
-            if entry is not None and entry.done:
+            if entry is not None and (entry.done or _moment(now) < entry.retry_at):
                 continue
             if entry is None and book.new and _from_before(seen, newly):
                 entries[slot] = Entry(stamp, done=True)  # finished before notifications began
@@ -92,8 +96,15 @@ def decide(
     return queued, Book(_bounded(entries, now), waiting)
 
 
-def delivered(book: Book, destination: str, notices: Sequence[Notice], ok: bool) -> Book:
-    """The book once `notices` were (ok) or were not delivered to `destination`."""
+def delivered(
+    book: Book,
+    destination: str,
+    notices: Sequence[Notice],
+    ok: bool,
+    now: datetime | None = None,
+) -> Book:
+    """The book once `notices` were (ok) or were not delivered to `destination` (`now`:
+    a failed one is not tried again before its back-off has passed)."""
     entries = dict(book.entries)
     for notice in notices:
         slot = f"{destination}|{notice.key}"
@@ -101,8 +112,17 @@ def delivered(book: Book, destination: str, notices: Sequence[Notice], ok: bool)
         if entry is None:
             continue
         tries = entry.tries + (0 if ok else 1)
-        entries[slot] = replace(entry, tries=tries, done=ok or tries >= MAX_TRIES)
+        retry_at = ""
+        if not ok and now is not None:
+            retry_at = _moment(now + RETRY_AFTER * (1 << min(tries - 1, 16)))
+        done = ok or tries >= MAX_TRIES
+        entries[slot] = replace(entry, tries=tries, done=done, retry_at=retry_at)
     return replace(book, entries=entries)
+
+
+def _moment(when: datetime) -> str:
+    """A time as the book keeps it: compared as text, in UTC."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def given_up(before: Book, after: Book) -> list[str]:
