@@ -52,6 +52,7 @@ class Installation:
     schedule: str | None = None
     receiver: bool = False
     queues: bool = False
+    dashboard: bool = False
     status_provider: str | None = None
     pushgateway: str | None = None
     token_file: Path | None = None
@@ -77,7 +78,8 @@ class Installation:
         return found
 
     def components(self) -> list[str]:
-        return [name for name, on in (("receiver", self.receiver), ("jobset", self.queues)) if on]
+        chosen = {"receiver": self.receiver, "jobset": self.queues, "dashboard": self.dashboard}
+        return [name for name, on in chosen.items() if on]
 
     def secret_files(self) -> list[SecretFile]:
         """Each Secret key the flags give, in the order the Secrets are named."""
