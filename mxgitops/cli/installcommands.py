@@ -162,7 +162,11 @@ def _install(installation: Any, options: dict[str, Any]) -> ExitCode:
 
 @main.command()
 @_namespace()
-@click.option("--jobs", is_flag=True, help="Delete the instance's training jobs too (asks first).")
+@click.option(
+    "--jobs",
+    is_flag=True,
+    help="Delete the instance's training jobs too: Jobs, Services, JobSets (asks first).",
+)
 @click.option("--yes", is_flag=True, help="Do not ask before deleting the training jobs.")
 @kubeconfig_setting
 @context_setting
