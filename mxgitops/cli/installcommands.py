@@ -22,7 +22,7 @@ _INSTALL_EXAMPLES = """
 Examples:
   mxgitops install --repo https://github.com/org/jobs.git --token-file token.txt
   mxgitops install --repo https://github.com/org/jobs.git --token-file token.txt \\
-      --receiver --webhook-secret-file webhook.txt --queues
+      --receiver --webhook-secret-file webhook.txt --queues --dashboard
   mxgitops install --repo https://github.com/org/jobs.git --export > mxgitops.yaml
 
 \b
@@ -173,8 +173,8 @@ def _install(installation: Any, options: dict[str, Any]) -> ExitCode:
 @request_timeout_setting
 def uninstall(namespace: str, jobs: bool, yes: bool, **options: Any) -> ExitCode:
     """Remove what `mxgitops install` made in NAMESPACE: its namespace, Secrets,
-    RBAC, CronJob (and its Jobs), the receiver. Training jobs stay, unless --jobs
-    is given and confirmed.
+    RBAC, CronJob (and its Jobs), the receiver, the dashboard. Training jobs stay,
+    unless --jobs is given and confirmed.
 
     \b
     Examples:
