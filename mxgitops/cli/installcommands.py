@@ -22,7 +22,7 @@ _INSTALL_EXAMPLES = """
 Examples:
   mxgitops install --repo https://github.com/org/jobs.git --token-file token.txt
   mxgitops install --repo https://github.com/org/jobs.git --token-file token.txt \\
-      --receiver --webhook-secret-file webhook.txt --queues
+      --receiver --webhook-secret-file webhook.txt --queues --dashboard
   mxgitops install --repo https://github.com/org/jobs.git --export > mxgitops.yaml
 
 \b
@@ -70,9 +70,7 @@ def _namespace() -> Callable[[F], F]:
     help="Post commit statuses there (with --status-token-file).",
 )
 @click.option("--pushgateway", metavar="URL", help="Push each sync's metrics there.")
-@click.option(
-    "--dashboard", is_flag=True, help="Not yet: the dashboard component does not exist (exit 2)."
-)
+@click.option("--dashboard", is_flag=True, help="The read-only dashboard too (its Deployment).")
 @click.option("--export", is_flag=True, help="Print the manifests (no Secrets); touch nothing.")
 @click.option("--dry-run", is_flag=True, help="Show the server-side diff; write nothing.")
 @click.option(
@@ -101,8 +99,6 @@ def install(**options: Any) -> ExitCode:
     from mxgitops.install import published_image
     from mxgitops.install.overlay import Installation
 
-    if options.pop("dashboard"):
-        raise click.UsageError("--dashboard: the dashboard component does not exist yet")
     if options["webhook_secret_file"] is not None and not options["receiver"]:
         raise click.UsageError("--webhook-secret-file is the receiver's: add --receiver")
     installation = Installation(
@@ -115,6 +111,7 @@ def install(**options: Any) -> ExitCode:
         schedule=options["schedule"],
         receiver=options["receiver"],
         queues=options["queues"],
+        dashboard=options["dashboard"],
         status_provider=options["status_provider"],
         pushgateway=options["pushgateway"],
         token_file=options["token_file"],
@@ -165,15 +162,19 @@ def _install(installation: Any, options: dict[str, Any]) -> ExitCode:
 
 @main.command()
 @_namespace()
-@click.option("--jobs", is_flag=True, help="Delete the instance's training jobs too (asks first).")
+@click.option(
+    "--jobs",
+    is_flag=True,
+    help="Delete the instance's training jobs too: Jobs, Services, JobSets (asks first).",
+)
 @click.option("--yes", is_flag=True, help="Do not ask before deleting the training jobs.")
 @kubeconfig_setting
 @context_setting
 @request_timeout_setting
 def uninstall(namespace: str, jobs: bool, yes: bool, **options: Any) -> ExitCode:
     """Remove what `mxgitops install` made in NAMESPACE: its namespace, Secrets,
-    RBAC, CronJob (and its Jobs), the receiver. Training jobs stay, unless --jobs
-    is given and confirmed.
+    RBAC, CronJob (and its Jobs), the receiver, the dashboard. Training jobs stay,
+    unless --jobs is given and confirmed.
 
     \b
     Examples:

@@ -1,8 +1,8 @@
 """`mxgitops install` and `mxgitops uninstall`: an installation from one command.
 
 The manifests are the base and the components install offers, shipped inside the
-package (kustomize/: the repository's cronjob/base, cronjob/components/receiver and
-cronjob/components/jobset are symbolic links to them, one copy), rendered in Python
+package (kustomize/: the repository's cronjob/base and cronjob/components/receiver,
+jobset and dashboard are symbolic links to them, one copy), rendered in Python
 the way `kubectl kustomize` renders the overlay install describes (`overlay.py`,
 `render.py`), and applied server-side under install's own field manager (`apply.py`).
 """

@@ -1,18 +1,21 @@
 """`mxgitops install`'s apply: what differs from the cluster, applied server-side.
 
 Each object is read first and applied only if some field install sets differs from the
-live object's (or it is missing): a second install with the same flags sends no write at
-all, and says so. What install made before and no longer renders (the ConfigMap of
-earlier settings, the receiver once --receiver is dropped) is deleted; Secrets are
-install's to create and update from the files named, never deleted but by uninstall,
-and never printed: a diff names a Secret, never its data. With `dry_run` the server
-computes each change (`dryRun=All`) and the diff is shown; nothing is written.
+live object's (or it is missing), or if a field install's last apply set (its managed
+fields) is no longer rendered: applied whole under install's field manager, the server
+then removes it. A second install with the same flags sends no write at all, and says
+so. What install made before and no longer renders (the ConfigMap of earlier settings,
+the receiver once --receiver is dropped) is deleted; Secrets are install's to create and
+update from the files named, never deleted but by uninstall, and never printed: a diff
+names a Secret, never its data. With `dry_run` the server computes each change
+(`dryRun=All`) and the diff is shown; nothing is written.
 """
 
 from __future__ import annotations
 
 import base64
 import difflib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +100,7 @@ def apply(
     unmade_namespace = False  # a dry run's: the server cannot judge objects in it
     for obj in wanted:
         live = cluster.read_object(obj)
-        if live is not None and contains(live, obj):
+        if live is not None and contains(live, obj) and not dropped(live, obj):
             continue
         verb = "created" if live is None else "configured"
         if unmade_namespace and obj["metadata"].get("namespace"):
@@ -155,6 +158,52 @@ def contains(live: Any, wanted: Any) -> bool:
             and all(contains(a, b) for a, b in zip(live, wanted, strict=True))
         )
     return bool(live == wanted)
+
+
+def dropped(live: KubeObject, wanted: KubeObject) -> bool:
+    """Whether a field install's last apply owned (the live object's managedFields of
+    FIELD_MANAGER) is missing from `wanted`: `contains` cannot see a field dropped."""
+    for entry in live.get("metadata", {}).get("managedFields") or []:
+        if entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply":
+            return _missing(entry.get("fieldsV1") or {}, wanted)
+    return False
+
+
+def _missing(owned: Mapping[str, Any], wanted: Any) -> bool:
+    """Whether some path of the field set `owned` (fieldsV1: `f:` a key, `k:` a list item
+    by its keys, `v:` a list's value, `i:` an index; `.` the item itself) is not in
+    `wanted`. A list item's key the server defaulted (a port's protocol) matches one
+    `wanted` leaves out."""
+    for key, below in owned.items():
+        form, _, raw = key.partition(":")
+        found: Any
+        if form == "f":
+            if not isinstance(wanted, Mapping) or raw not in wanted:
+                return True
+            found = wanted[raw]
+        elif form == "k":
+            keys = json.loads(raw)
+            items = wanted if isinstance(wanted, list) else []
+            found = next((item for item in items if _keyed(item, keys)), None)
+            if found is None:
+                return True
+        elif form == "v":
+            if not isinstance(wanted, list) or json.loads(raw) not in wanted:
+                return True
+            continue
+        elif form == "i":
+            if not isinstance(wanted, list) or int(raw) >= len(wanted):
+                return True
+            found = wanted[int(raw)]
+        else:  # "." (the item itself) and forms the server does not write
+            continue
+        if below and _missing(below, found):
+            return True
+    return False
+
+
+def _keyed(item: Any, keys: Mapping[str, Any]) -> bool:
+    return isinstance(item, Mapping) and all(item.get(k, v) == v for k, v in keys.items())
 
 
 def diff(live: KubeObject | None, answer: KubeObject) -> list[str]:

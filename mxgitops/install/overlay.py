@@ -8,6 +8,7 @@ the package's own.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -20,6 +21,7 @@ COMPONENTS = KUSTOMIZE / "components"
 
 CRONJOB = "mxgitops"  # the base's CronJob, its ServiceAccount and ClusterRole
 CONFIG_MAP = "mxgitops-config"
+CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")  # the base's, named CRONJOB
 INSTALL_LABEL = "mxgitops.io/install"  # on every object install made: its namespace
 FIELD_MANAGER = "mxgitops-install"
 # The Secrets the CronJob and the receiver read (base/cronjob.yaml, the receiver's
@@ -52,6 +54,7 @@ class Installation:
     schedule: str | None = None
     receiver: bool = False
     queues: bool = False
+    dashboard: bool = False
     status_provider: str | None = None
     pushgateway: str | None = None
     token_file: Path | None = None
@@ -77,7 +80,8 @@ class Installation:
         return found
 
     def components(self) -> list[str]:
-        return [name for name, on in (("receiver", self.receiver), ("jobset", self.queues)) if on]
+        chosen = {"receiver": self.receiver, "jobset": self.queues, "dashboard": self.dashboard}
+        return [name for name, on in chosen.items() if on]
 
     def secret_files(self) -> list[SecretFile]:
         """Each Secret key the flags give, in the order the Secrets are named."""
@@ -125,10 +129,18 @@ class Installation:
             }
         ]
         overlay["images"] = [image]
-        if self.schedule:
-            overlay["patches"] = [{"patch": schedule_patch(self.schedule)}]
+        overlay["patches"] = [
+            *([{"patch": schedule_patch(self.schedule)}] if self.schedule else []),
+            *(rename_patch(kind, CRONJOB, self.cluster_role()) for kind in CLUSTER_RBAC),
+        ]
         overlay["transformers"] = [namespace_transformer(self.namespace)]
         return overlay
+
+    def cluster_role(self) -> str:
+        """The name of the ClusterRole and ClusterRoleBinding, the installation's only
+        cluster-scoped objects but its namespace: one pair per install namespace, so that
+        an install in another namespace makes its own instead of taking these over."""
+        return f"{CRONJOB}-{self.namespace}"
 
     def namespace_object(self) -> dict[str, Any]:
         """Install's namespace, where Pod Security `restricted` is enforced (the sync's
@@ -161,6 +173,12 @@ def schedule_patch(schedule: str) -> str:
     )
 
 
+def rename_patch(kind: str, name: str, new_name: str) -> dict[str, Any]:
+    """A JSON patch renaming one object (kustomize renames the references to it too)."""
+    operation = [{"op": "replace", "path": "/metadata/name", "value": new_name}]
+    return {"target": {"kind": kind, "name": name}, "patch": json.dumps(operation)}
+
+
 def namespace_transformer(namespace: str) -> str:
     """kustomize's NamespaceTransformer that moves the role bindings' ServiceAccounts
     too (`namespace:` alone leaves them behind), as the example overlay's."""
@@ -172,6 +190,4 @@ def namespace_transformer(namespace: str) -> str:
 
 
 def _quoted(text: str) -> str:
-    import json
-
     return json.dumps(text)

@@ -5,8 +5,9 @@ Only what the packaged base and components use is done, each step as kustomize d
 it: the base's resources, its ConfigMap generated from config.env, its namespace and
 labels; the overlay's Namespace, the components (the receiver's resources and its name
 references to the CronJob; the JobSet component's JSON patch of the ClusterRole), the
-ConfigMap merged with the flags' literals, the schedule, install's label, the image,
-the namespace (the role bindings' ServiceAccounts too), then the ConfigMap's name
+ConfigMap merged with the flags' literals, the schedule, the ClusterRole and its
+binding renamed for the install namespace (the binding's roleRef too), install's label,
+the image, the namespace (the role bindings' ServiceAccounts too), then the ConfigMap's name
 suffixed with kustomize's content hash, and each reference to it renamed. Objects come
 out in kustomize's legacy order. tests/install/test_render.py checks the output equals
 `kubectl kustomize` of the same overlay; a base using anything else fails it.
@@ -25,6 +26,7 @@ import yaml
 
 from mxgitops.install.overlay import (
     BASE,
+    CLUSTER_RBAC,
     COMPONENTS,
     CONFIG_MAP,
     CRONJOB,
@@ -52,6 +54,11 @@ def render(installation: Installation) -> list[KubeObject]:
     objects = [installation.namespace_object(), *_base()]
     for component in installation.components():
         _add_component(objects, component)
+    for kind in CLUSTER_RBAC:
+        _only(objects, kind, CRONJOB)["metadata"]["name"] = installation.cluster_role()
+    _only(objects, "ClusterRoleBinding", installation.cluster_role())["roleRef"]["name"] = (
+        installation.cluster_role()
+    )
     config = _only(objects, "ConfigMap", CONFIG_MAP)
     config["data"].update(installation.settings())
     cronjob = _only(objects, "CronJob", CRONJOB)

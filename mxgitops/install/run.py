@@ -24,6 +24,7 @@ from mxgitops.install.render import read_env
 from mxgitops.kube.cluster import Cluster
 from mxgitops.kube.installs import KINDS
 from mxgitops.objects import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from mxgitops.runtimes import registry
 from mxgitops.settings.config import SyncConfig
 
 # What install writes, as (verb, API group, resource, cluster-wide?): the rights checked.
@@ -125,12 +126,13 @@ def uninstall(
     cluster: Cluster, namespace: str, *, jobs: bool, echo: Callable[[str], None]
 ) -> list[str]:
     """Delete install's objects (the namespace last); with `jobs`, the instance's
-    training jobs first (its batch Jobs and Services, across namespaces)."""
+    training jobs first, across namespaces: the objects only a runtime makes (JobSets,
+    whose Jobs go with them), then its batch Jobs and Services."""
     deleted: list[str] = []
     if jobs:
         instance = read_env(BASE / "config.env")["MXGITOPS_INSTANCE"]  # install sets none
         owned = f"{MANAGED_BY_LABEL}={MANAGED_BY},{INSTANCE_LABEL}={instance}"
-        for kind in ("Job", "Service"):
+        for kind in (*registry.own_kinds(), "Job", "Service"):
             for obj in cluster.labelled(kind, owned):
                 cluster.delete_object({**obj, "kind": kind})
                 deleted.append(applying.name_of({**obj, "kind": kind}))

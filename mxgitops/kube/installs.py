@@ -11,7 +11,7 @@ from urllib.parse import quote
 from mxgitops.errors import ClusterClientError
 from mxgitops.kube import transport as kubehttp
 from mxgitops.kube.calls import Calls
-from mxgitops.objects import KubeObject
+from mxgitops.objects import Kind, KubeObject
 
 APPLY_PATCH = "application/apply-patch+yaml"
 # kind: (group's path, plural, namespaced), of every kind install makes.
@@ -33,7 +33,13 @@ KINDS: dict[str, tuple[str, str, bool]] = {
 
 
 def kind_path(kind: str, namespace: str | None = None, name: str | None = None) -> str:
-    group, plural, namespaced = KINDS[kind]
+    """The path of `kind`'s objects: one of install's KINDS, or a kind of a job's objects
+    (namespaced, as every one is) that mxgitops knows (`objects.Kind`: a runtime's)."""
+    if kind in KINDS:
+        group, plural, namespaced = KINDS[kind]
+    else:
+        known = Kind(kind)
+        group, plural, namespaced = known.api, known.resource, True
     path = (
         f"{group}/namespaces/{namespace}/{plural}"
         if namespaced and namespace

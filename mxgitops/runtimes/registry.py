@@ -52,6 +52,7 @@ __all__ = [
     "listings",
     "names_needed",
     "needs_record",
+    "own_kinds",
     "refs",
     "render",
     "runtime_for",
@@ -116,6 +117,12 @@ def as_created(job: MxJob, ctx: RenderContext) -> Live:
 def listings() -> tuple[Listing, ...]:
     """How a sync LISTs every runtime's own kinds (`kubereads.list_live`), in order."""
     return tuple(listing for runtime in RUNTIMES.values() for listing in runtime.listings)
+
+
+def own_kinds() -> tuple[Kind, ...]:
+    """The kinds of a job's objects only some runtime makes (JobSets), beside the batch
+    Jobs and Services of every instance; in a stable order."""
+    return tuple(sorted({kind for runtime in RUNTIMES.values() for kind in runtime.own_kinds}))
 
 
 def names_needed(jobs: Sequence[MxJob]) -> frozenset[Kind]:

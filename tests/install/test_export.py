@@ -63,12 +63,6 @@ def test_the_export_sends_nothing_to_the_cluster(tmp_path: Path, kubeapi: Any) -
     assert kubeapi.request_log == []
 
 
-def test_the_dashboard_is_refused_until_it_exists(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["install", "--repo", REPO, "--export", "--dashboard"])
-    assert result.exit_code == ExitCode.USAGE
-    assert "the dashboard component does not exist yet" in result.output
-
-
 def test_the_export_passes_the_servers_dry_run(control_plane: RealCluster, tmp_path: Path) -> None:
     _, out = export(tmp_path, "--namespace", "mxgitops-export", "--queues")
     control_plane.ensure_namespace("mxgitops-export")

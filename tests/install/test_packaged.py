@@ -12,6 +12,7 @@ from mxgitops.install.overlay import BASE, COMPONENTS, KUSTOMIZE
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGED = {"base": BASE, "components/receiver": COMPONENTS / "receiver"}
 PACKAGED["components/jobset"] = COMPONENTS / "jobset"
+PACKAGED["components/dashboard"] = COMPONENTS / "dashboard"
 
 
 def files(directory: Path) -> dict[str, bytes]:
