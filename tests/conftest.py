@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.gitea.fixtures",
     "tests.controlplane.fixtures",
     "tests.session.workergroups",
+    "tests.session.timeline",  # MXGITOPS_TEST_TIMELINE=FILE: where the wall time goes
     "tests.helpers.browser",  # the dashboard's browser: a real headless Chromium
 ]
 
