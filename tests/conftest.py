@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.controlplane.fixtures",
     "tests.helpers.recordedrun",  # the real node's recorded training, shared
     "tests.session.workergroups",
+    "tests.session.timeline",  # MXGITOPS_TEST_TIMELINE=FILE: where the wall time goes
     "tests.helpers.browser",  # the dashboard's browser: a real headless Chromium
 ]
 

@@ -130,11 +130,18 @@ class ControlPlane:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     argvs: dict[str, list[str]] = field(default_factory=dict)  # to start one again
     _group: int | None = None
+    _bindir: Path | None = None
     _etcd_data: Path | None = None
 
     # -- start -------------------------------------------------------------------
     def start(self) -> ControlPlane:
-        bindir = ensure_built()
+        self.launch()
+        return self.wait_started()
+
+    def launch(self) -> None:
+        """Start etcd and kube-apiserver without waiting for them, so that a caller with
+        several control planes has them start at once; ``wait_started`` finishes."""
+        self._bindir = bindir = ensure_built()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.audit_log = self.audit_log or self.directory / "audit.log"
         self.pki = pki = PKI(self.directory / "pki")
@@ -143,19 +150,32 @@ class ControlPlane:
         try:
             etcd = self._start_etcd(bindir)
             self._start_apiserver(bindir, etcd)
+            if self.controllers:  # their identity made while the API server starts
+                components = pki.client("components", "mxgitops-components", ("system:masters",))
+                write_kubeconfig(self._components_kubeconfig, self.url, pki.ca, components)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_started(self) -> ControlPlane:
+        """Until the API server is ready, then the controllers and the scheduler."""
+        assert self._bindir is not None
+        bindir = self._bindir
+        try:
             self._wait_ready()
             if not self.controllers:
                 return self
-            components = pki.client("components", "mxgitops-components", ("system:masters",))
-            kubeconfig = write_kubeconfig(
-                self.directory / "components.kubeconfig", self.url, pki.ca, components
-            )
+            kubeconfig = self._components_kubeconfig
             self._start_controller_manager(bindir, kubeconfig)
             self._start_scheduler(bindir, kubeconfig)
         except BaseException:
             self.stop()
             raise
         return self
+
+    @property
+    def _components_kubeconfig(self) -> Path:
+        return self.directory / "components.kubeconfig"
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         self.argvs[name] = argv  # restart() adds the flags again

@@ -125,15 +125,29 @@ class Ecosystem:
     # -- start ---------------------------------------------------------------------
     def start(self, *, kueue: bool = True) -> Ecosystem:
         try:
-            self._start_jobset()
-            if kueue:
-                self._start_kueue()
+            self.launch(kueue=kueue)
+            self.wait_started()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start_jobset(self) -> None:
+    def launch(self, *, kueue: bool = True) -> None:
+        """Install both and start both managers, without waiting for their webhooks:
+        Kueue's start overlaps JobSet's, and a caller with several clusters overlaps
+        theirs (``wait_started`` waits; ``stop`` is the caller's on failure)."""
+        self._launch_jobset()
+        if kueue:
+            self._launch_kueue()
+
+    def wait_started(self) -> None:
+        """Until each manager launched admits through its webhooks."""
+        if self.jobset.process is not None:
+            self._wait_admitting(self.jobset, self._probe_jobset)
+        if self.kueue.process is not None:
+            self._wait_admitting(self.kueue, self._probe_kueue)
+
+    def _launch_jobset(self) -> None:
         manager = self.jobset
         bindir = ensure_built(JOBSET)
         source = module_dir(JOBSET) / "config" / "components"
@@ -162,9 +176,8 @@ class Ecosystem:
             "clientConnection": {"qps": 500, "burst": 500},
         }
         self._spawn(manager, bindir, config)
-        self._wait_admitting(manager, self._probe_jobset)
 
-    def _start_kueue(self) -> None:
+    def _launch_kueue(self) -> None:
         manager = self.kueue
         bindir = ensure_built(KUEUE)
         source = module_dir(KUEUE) / "config" / "components"
@@ -220,7 +233,6 @@ class Ecosystem:
             "kueue",
         )
         self._spawn(manager, bindir, config, wrapper)
-        self._wait_admitting(manager, self._probe_kueue)
 
     # -- pieces --------------------------------------------------------------------
     def _certs(self, name: str) -> Path:
@@ -236,8 +248,10 @@ class Ecosystem:
         return {"url": manager.url + str(service.get("path") or "/"), "caBundle": self.ca_bundle}
 
     def _apply_crds(self, manager: Manager, components: Path) -> None:
-        """The module's CRDs, with the conversion webhooks its kustomization enables."""
+        """The module's CRDs, with the conversion webhooks its kustomization enables,
+        all applied and then all awaited (each is established on its own)."""
         converted = _converted(components)
+        names = []
         for path in sorted((components / "crd" / "bases").glob("*.yaml")):
             for crd in _documents(path):
                 name = crd["metadata"]["name"]
@@ -250,10 +264,12 @@ class Ecosystem:
                         },
                     }
                 self._apply(CRDS, crd)
-                self._wait(
-                    f"CRD {name} established",
-                    lambda n=name: _established(self.rest.get_or_none(f"{CRDS}/{n}")),
-                )
+                names.append(name)
+        for name in names:
+            self._wait(
+                f"CRD {name} established",
+                lambda n=name: _established(self.rest.get_or_none(f"{CRDS}/{n}")),
+            )
 
     def _apply_webhooks(
         self,
@@ -398,7 +414,8 @@ class Ecosystem:
     def start_kueue_again(self) -> None:
         """Kueue started again as it was (same port, configuration and log), until its
         webhooks admit: its CRDs and webhook configurations are applied unchanged."""
-        self._start_kueue()
+        self._launch_kueue()
+        self._wait_admitting(self.kueue, self._probe_kueue)
 
     # -- stop ----------------------------------------------------------------------
     def stop(self) -> None:

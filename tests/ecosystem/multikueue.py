@@ -164,10 +164,7 @@ class MultiKueue:
     def start(self) -> MultiKueue:
         began = time.monotonic()
         try:
-            # One after another, from this thread: each process dies with the thread that
-            # started it (PR_SET_PDEATHSIG is a thread's), so none is started from a pool.
-            for index, name in enumerate(self.names):
-                self._start_member(name, manager=index == 0)
+            self._start_members()
             self._set_up_manager()
         except BaseException:
             self.stop()
@@ -175,14 +172,39 @@ class MultiKueue:
         self.started_in = time.monotonic() - began
         return self
 
-    def _start_member(self, name: str, *, manager: bool) -> None:
-        directory = self.directory / name
-        if name in self.real_nodes:
-            from tests.controlplane.node import real_node_cluster
+    def _start_members(self) -> None:
+        """Every member started at once, stage by stage: the control planes launched,
+        then the real nodes started (their images imported meanwhile), then, each plane
+        ready, its controllers launched, and then awaited; each stage runs from this
+        thread: each process dies with the thread that started it (PR_SET_PDEATHSIG is
+        a thread's), so none is started from a pool."""
+        planes: dict[str, ControlPlane] = {}
+        for name in self.names:
+            if name not in self.real_nodes:
+                plane = ControlPlane(self.directory / name / "plane")
+                self._stack.callback(plane.stop)
+                plane.launch()
+                planes[name] = plane
+        for name in self.names:
+            if name in self.real_nodes:
+                from tests.controlplane.node import real_node_cluster
 
-            plane = self._stack.enter_context(real_node_cluster(directory, images=self.images))
-        else:
-            plane = self._stack.enter_context(ControlPlane(directory / "plane"))
+                planes[name] = self._stack.enter_context(
+                    real_node_cluster(self.directory / name, images=self.images)
+                )
+            else:
+                planes[name].wait_started()
+        for index, name in enumerate(self.names):
+            self._launch_member(name, planes[name], manager=index == 0)
+        for name in self.names:
+            member = self.members[name]
+            member.controllers.wait_started()
+            wait_for(f"Kueue's and JobSet's resources on {name}", member.eco.served, timeout=120)
+            if member is not self.manager:
+                self._set_up_worker(member)
+
+    def _launch_member(self, name: str, plane: ControlPlane, *, manager: bool) -> None:
+        directory = self.directory / name
         # The manager runs no pods (its JobSets are dispatched, never run there), nor
         # does the fake kubelet on a real node.
         fake = not manager and name not in self.real_nodes
@@ -201,11 +223,7 @@ class MultiKueue:
             )
             controllers = Controllers(plane, directory / "controllers", kueue_config=extra)
             self.members[name] = Member(name, plane, real, controllers)
-            controllers.start()
-            eco = self.members[name].eco
-            wait_for(f"Kueue's and JobSet's resources on {name}", eco.served, timeout=120)
-            if not manager:
-                self._set_up_worker(self.members[name])
+            controllers.launch()
         except BaseException:
             if name not in self.members:
                 real.stop()

@@ -26,6 +26,8 @@ def test_the_servers_started_once_a_run_each_have_a_group() -> None:
     assert group_of(["cluster", "training_operator", "control_plane"]) == "kubeflow"
     assert group_of(["gitea", "kubeapi"]) == "gitea"
     assert group_of(["multikueue", "multikueue_clusters", "tmp_path"]) == "multikueue"
+    # the real node's MultiKueue: another module's, which another worker may run at once
+    assert group_of(["multikueue_node", "tmp_path"]) == "multikueue-node"
 
 
 def test_a_test_on_the_control_plane_alone_may_run_on_any_worker() -> None:
