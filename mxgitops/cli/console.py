@@ -3,7 +3,8 @@
 Logs go to stderr, as text for people or one JSON object per line for the
 CronJob's log pipeline (`--log-format json`). A progress display is shown
 only when stderr is a terminal; redirected output never contains one. Only
-`mxgitops sync` imports this module (rich is no cheap import).
+`mxgitops sync` imports this module, and rich (no cheap import) only for a
+terminal: the CronJob's sync never loads it.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+from typing import TYPE_CHECKING, Any
 
 from mxgitops.commands.sync import Progress as SyncProgress
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 LOGGER = "mxgitops"
 _STANDARD_ATTRIBUTES = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -101,8 +102,14 @@ class Tally(SyncProgress):
 @contextmanager
 def progress_display(enabled: bool) -> Iterator[SyncProgress]:
     """A terminal progress display if `enabled` and stderr is a terminal, else silence."""
+    if not enabled or not sys.stderr.isatty():
+        yield SyncProgress()
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
     console = Console(stderr=True)
-    if not enabled or not console.is_terminal:
+    if not console.is_terminal:
         yield SyncProgress()
         return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())

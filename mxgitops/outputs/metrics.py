@@ -25,19 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit, urlunsplit
-
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Info,
-    generate_latest,
-    push_to_gateway,
-    pushadd_to_gateway,
-)
-from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from mxgitops.errors import OutputError
 from mxgitops.outputs import recordtext
@@ -45,6 +34,12 @@ from mxgitops.outputs.deadline import within
 from mxgitops.outputs.summary import Summary
 from mxgitops.planning.changes import Action
 from mxgitops.source.gitauth import redact
+
+# prometheus_client is imported where a registry is built or pushed, not with this
+# module: every sync imports the sinks, and only one that has a Pushgateway needs it
+# (about a tenth of a second of a no-op's start).
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 JOB = "mxgitops"
 PHASES = ("git", "validate", "read", "apply", "note", "status", "events", "notify")
@@ -82,6 +77,8 @@ class SyncMetrics:
 
 
 def registry_for(metrics: SyncMetrics) -> CollectorRegistry:
+    from prometheus_client import CollectorRegistry, Gauge, Info
+
     registry = CollectorRegistry(auto_describe=True)
 
     def gauge(name: str, doc: str, value: float) -> None:
@@ -117,6 +114,8 @@ def registry_for(metrics: SyncMetrics) -> CollectorRegistry:
 
 
 def _jobs(summary: Summary, registry: CollectorRegistry) -> None:
+    from prometheus_client import Gauge
+
     # Every state and action has a value, 0 too: a series that the last sync did not
     # push would keep the value of the one before (a push replaces whole families).
     states: dict[str, int] = dict.fromkeys(STATES, 0)
@@ -153,6 +152,8 @@ def training_registry(summary: Summary) -> CollectorRegistry:
     """Each run's training record: its progress, the latest value of a few metrics (a
     metric's name only ever a label value, sanitised: `recordtext.label_value`), and its
     resource use. Pushed as a group of its own, replaced whole (`push`)."""
+    from prometheus_client import CollectorRegistry, Gauge
+
     registry = CollectorRegistry(auto_describe=True)
     labels = ["namespace", "name"]
     ratio = Gauge(
@@ -200,6 +201,8 @@ def push(gateway: str, metrics: SyncMetrics, *, timeout: float = PUSH_TIMEOUT) -
     """Push the group within `timeout` seconds, the whole call (a Pushgateway that
     answers a byte a second included); an OutputError if the Pushgateway cannot take
     it. Credentials in `gateway`'s URL are sent as basic auth and never shown."""
+    from prometheus_client import push_to_gateway, pushadd_to_gateway
+
     url, shown, secrets, handler = _target(gateway)
 
     def pushing() -> None:
@@ -231,6 +234,8 @@ def push(gateway: str, metrics: SyncMetrics, *, timeout: float = PUSH_TIMEOUT) -
 def _target(gateway: str) -> tuple[str, str, tuple[str, ...], Callable[..., Callable[[], None]]]:
     """The URL to push to (without credentials), the one to show, the secrets to keep
     out of messages, and the handler that authenticates with the URL's credentials."""
+    from prometheus_client.exposition import basic_auth_handler, default_handler
+
     parts = urlsplit(gateway if "://" in gateway else f"http://{gateway}")
     user, password = unquote(parts.username or ""), unquote(parts.password or "")
     secrets = tuple(s for s in (parts.password, password) if s)
@@ -251,6 +256,8 @@ class ReceiverCounters:
     requests whose signature was verified, and the syncs (Jobs) started."""
 
     def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter
+
         self.registry = CollectorRegistry(auto_describe=True)
         self.received = Counter(
             "mxgitops_webhook_received", "Webhook requests received.", registry=self.registry
@@ -268,4 +275,6 @@ class ReceiverCounters:
 
     def exposition(self) -> tuple[bytes, str]:
         """The counters in Prometheus' text format, and its content type."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
