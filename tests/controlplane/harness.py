@@ -478,8 +478,6 @@ class RealCluster:
         self.settle(namespace)
         return updated
 
-    set_pod_phase = kubelet
-
     def container_log(self, *, job: str, namespace: str, text: str) -> None:
         """What every pod of the batch Job ``job`` serves as its log, through the real
         API server's ``pods/{name}/log``, which proxies it from the fake kubelet."""

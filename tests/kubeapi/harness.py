@@ -172,8 +172,6 @@ class KubeAPI:
         """See :meth:`.controlplane.ControlPlane.kubelet`."""
         return copy.deepcopy(self.server.control.kubelet(pod, **kwargs))
 
-    set_pod_phase = kubelet
-
     def evict(self, pod: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`.controlplane.ControlPlane.evict`."""
         return copy.deepcopy(self.server.control.evict(pod, namespace, **kwargs))

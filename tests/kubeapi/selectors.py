@@ -11,7 +11,7 @@ built-in resources.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import names
@@ -270,9 +270,6 @@ def _requirement(key: str, op: str, values: list[str]) -> Requirement:
     if errors:
         raise ValueError(aggregate(errors))
     return Requirement(key, op, tuple(values))
-
-
-LabelSelector = Callable[[Mapping[str, str]], bool]
 
 
 def parse_label_selector(text: str) -> tuple[Requirement, ...]:

@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -179,12 +179,6 @@ class Store:
                 owned.add(where)
             else:
                 owned.discard(where)
-
-    def all_objects(self) -> Iterator[tuple[Resource, dict[str, Any]]]:
-        with self.lock:
-            for res in RESOURCES:
-                for entry in list(self._objects[res.key].values()):
-                    yield res, entry.obj
 
     # -- writes --------------------------------------------------------------
     def _record(
