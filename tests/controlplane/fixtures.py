@@ -15,14 +15,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from .harness import RealCluster
-
-if TYPE_CHECKING:
-    from .node import RealNode
 
 NODE_FIXTURES = frozenset(
     {"real_node", "node_cluster", "multikueue_node", "fault_node"}  # fault_node: tests/faults/
@@ -72,27 +68,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             build_now(node_images)
 
 
-def import_project_image(node: RealNode) -> None:
-    """The project's image, imported into a node already started: the node starts
-    while the first worker still builds the image (at collection, about a minute when
-    ``mxgitops/`` changed), instead of after it."""
-    from .projectimage import project_archive
-
-    node.ctr("images", "import", "--local", str(project_archive()))
-
-
 @pytest.fixture(scope="session")
 def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
     from .node import real_node_cluster
-    from .rootfs import training_archive
 
     directory = tmp_path_factory.mktemp("realnode")
-    started: list[RealNode] = []
     with (
-        real_node_cluster(directory, images=[training_archive()], started=started) as plane,
+        real_node_cluster(directory, images=node_images()) as plane,
         RealCluster(plane, directory / "kubeconfig", fake_node=False) as real,
     ):
-        import_project_image(started[0])
         yield real
 
 

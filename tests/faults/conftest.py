@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.fixtures import import_project_image
+from tests.controlplane.fixtures import node_images
 from tests.controlplane.harness import RealCluster
 from tests.controlplane.node import RealNode
 
@@ -124,14 +124,13 @@ class _Standby:
 @pytest.fixture(scope="session")
 def fault_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultCluster]:
     from tests.controlplane.node import real_node_cluster
-    from tests.controlplane.rootfs import training_archive
 
     directory = tmp_path_factory.mktemp("faultnode")
     started: list[RealNode] = []
     with (
         real_node_cluster(
             directory,
-            images=[training_archive()],  # the project's once the node is up
+            images=node_images(),
             extra_controllers=("node-lifecycle-controller", "taint-eviction-controller"),
             flags=FLAGS,
             kubelet_overrides=KUBELET,
@@ -139,7 +138,6 @@ def fault_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultCluste
         ) as plane,
         RealCluster(plane, directory / "kubeconfig", fake_node=False) as real,
     ):
-        import_project_image(started[0])
         standby = _Standby(real).start()
         try:
             yield FaultCluster(real, started[0])
