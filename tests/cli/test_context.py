@@ -69,6 +69,7 @@ def with_second_context(kubeapi: KubeAPI, name: str, tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.double_only("its kubeconfig names the double's context, kubeapi")
 def test_a_dry_run_names_the_context_of_the_laptops_kubeconfig(
     laptop: Path, jobs: Path, kubeapi: KubeAPI, tmp_path: Path
 ) -> None:
@@ -124,6 +125,7 @@ def test_offline_is_a_dry_run(jobs: Path, kubeapi: KubeAPI, tmp_path: Path) -> N
     assert kubeapi.objects("jobs") == []
 
 
+@pytest.mark.double_only("its kubeconfig names the double's context, kubeapi")
 @pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "sync"])
 def test_a_context_not_in_the_kubeconfig_lists_the_ones_there_are(
     jobs: Path, kubeapi: KubeAPI, tmp_path: Path, dry: bool

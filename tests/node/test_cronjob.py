@@ -33,6 +33,7 @@ and waits for both.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -234,7 +235,8 @@ def check_first_run(installation: Installation, run: Run) -> None:
 
 
 def check_no_op_run(installation: Installation, run: Run) -> None:
-    """Scheduled too, it finds nothing to do: 4 LISTs, nothing written."""
+    """Scheduled too, it finds nothing to do: 4 LISTs and the running job's log read, nothing
+    written."""
     assert ended(run.job) == "Complete", f"the run {run.name} failed: {run.job['status']}"
     owners = [o["kind"] for o in run.job["metadata"].get("ownerReferences", [])]
     assert owners == ["CronJob"], run.job["metadata"]
@@ -245,6 +247,11 @@ def check_no_op_run(installation: Installation, run: Run) -> None:
     assert {e["user"] for e in made} == {ACCOUNT}
     # A no-op sync: its 4 LISTs (ledger, jobs, services, pods) and nothing written; no
     # JobSets LIST, as the ledger the first run made records that it never ran a JobSet.
+    # The running job's training record: one bounded read of its worker 0's log.
+    logs = [e for e in made if e["path"].endswith("/log")]
+    assert [(e["verb"], e["status"]) for e in logs] == [("get", 200)], logs
+    assert re.search(r"/pods/sleeper-worker-[a-z0-9]+-0-[a-z0-9]+/log$", logs[0]["path"]), logs
+    made = [e for e in made if e not in logs]
     assert sorted((e["verb"], e["path"], e["status"]) for e in made) == [
         ("list", "/api/v1/namespaces/mxgitops-example/configmaps", 200),
         ("list", "/api/v1/pods", 200),

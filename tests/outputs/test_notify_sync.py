@@ -125,6 +125,7 @@ def test_a_hanging_chat_is_bounded_and_never_fails_the_sync(
     assert {r.path for r in chat.requests[before:]} == {"/slack", "/mattermost"}
 
 
+@pytest.mark.double_only("a hundred jobs failed at once by the double's kubelet")
 def test_a_hundred_jobs_failing_at_once_are_one_message_per_destination(
     kubeapi: KubeAPI, repo: Path, run: Syncer, chat: ChatServer, tmp_path: Path
 ) -> None:

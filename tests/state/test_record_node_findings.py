@@ -36,6 +36,7 @@ def uncounted(api: KubeAPI, name: str) -> None:
     assert status == 200, body
 
 
+@pytest.mark.double_only("writes what the real node's kubelet wrote, and moves the double's clock")
 @pytest.mark.parametrize("phase", ["Succeeded", "Running"])
 def test_a_succeeded_pods_batch_job_is_not_stopped_before_its_controller_completes_it(
     make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path, phase: str
@@ -70,6 +71,7 @@ def test_a_succeeded_pods_batch_job_is_not_stopped_before_its_controller_complet
     assert [p["status"]["phase"] for p in pods] == [phase]
 
 
+@pytest.mark.double_only("writes what the real node's kubelet wrote, and moves the double's clock")
 def test_a_runs_cpu_core_hours_are_its_pods_requests_times_their_running_time(
     make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
 ) -> None:

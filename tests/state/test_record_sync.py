@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from mxgitops.cli import main
@@ -44,6 +45,9 @@ def first_epochs(count: int) -> str:
     return "".join(MODULE_FIT[: end + 1])
 
 
+@pytest.mark.double_only(
+    "writes pod logs with the double's timestamps (the real node: tests/node/test_record.py)"
+)
 def test_a_running_jobs_worker_0_log_gives_its_progress_in_status_and_the_note_and_the_ledger_keeps_its_summary(  # noqa: E501
     make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
 ) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mxgitops.commands.sync import sync
 from mxgitops.record.lines import NAME
 from mxgitops.record.reading import MAX_METRICS
@@ -46,6 +48,7 @@ def hostile_log() -> list[str]:
     ]
 
 
+@pytest.mark.double_only("writes pod logs, which only the double takes from a test")
 def test_a_hostile_worker_0_log_is_bounded_and_inert_and_another_pods_line_is_never_seen(
     make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
 ) -> None:
@@ -84,6 +87,7 @@ def test_a_hostile_worker_0_log_is_bounded_and_inert_and_another_pods_line_is_ne
     assert len(note_json(record).encode()) <= MAX_NOTE_BYTES
 
 
+@pytest.mark.double_only("moves the double's clock and writes pod logs")
 def test_with_a_budget_of_n_a_sync_reads_n_running_jobs_and_the_next_the_one_left(
     make_git_remote: Callable[..., GitRemote], kubeapi: KubeAPI, tmp_path: Path
 ) -> None:
