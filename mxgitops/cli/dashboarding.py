@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from mxgitops.cli.app import ExitCode, main
-from mxgitops.cli.options import git_token, repo_options, request_timeout_setting
+from mxgitops.cli.options import git_token, log_format_option, repo_options, request_timeout_setting
 from mxgitops.cli.receiving import parse_listen
 from mxgitops.errors import ConfigError
 
@@ -71,15 +71,7 @@ _BASE_PATH = re.compile(r"(/(?!\.+(?:/|$))[A-Za-z0-9._~-]+)*")  # no "." or ".."
     show_envvar=True,
     help="A commit's page on the forge, {sha} standing for its id: each commit links there.",
 )
-@click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    envvar="MXGITOPS_LOG_FORMAT",
-    show_envvar=True,
-    help="Log format on stderr; json gives one object per line.",
-)
+@log_format_option
 def dashboard(
     listen: str, base_path: str, refresh: float, commit_url: str, log_format: str, **options: Any
 ) -> ExitCode:

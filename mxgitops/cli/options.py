@@ -34,6 +34,19 @@ def output_option(command: F) -> F:
     )(command)
 
 
+def log_format_option(command: F) -> F:
+    """The long-running commands' log format (sync's is a setting: `.mxgitops.yaml` too)."""
+    return click.option(
+        "--log-format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        envvar="MXGITOPS_LOG_FORMAT",
+        show_envvar=True,
+        help="Log format on stderr; json gives one object per line.",
+    )(command)
+
+
 def namespace_option(command: F) -> F:
     return click.option(
         "--namespace",

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from mxgitops.cli.app import ExitCode, main
+from mxgitops.cli.options import log_format_option
 from mxgitops.errors import ConfigError
 
 _RECEIVE_EXAMPLES = """
@@ -81,15 +82,7 @@ docs/guides/webhooks.md sets up each forge.
     metavar="SECONDS",
     help="Time a client has to send its whole request; a slower one is cut off.",
 )
-@click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    envvar="MXGITOPS_LOG_FORMAT",
-    show_envvar=True,
-    help="Log format on stderr; json gives one object per line.",
-)
+@log_format_option
 def receive(
     listen: str,
     cronjob: str,
