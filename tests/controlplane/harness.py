@@ -1,11 +1,11 @@
 """``RealCluster``: the real control plane behind the API double's test interface.
 
 A test written against ``tests.kubeapi.harness.KubeAPI`` (``objects``, ``get``,
-``create``, ``request_log``, ``clear_log``, ``run_job_controller``, ``kubelet``)
-runs unchanged here. Where the double acts when stepped, the real controllers act
-on their own; the harness then waits until what the test asked for has happened
-(every Job's pods exist, the job controller has counted every finished pod), by
-reading the API, with a deadline, never by sleeping a fixed time.
+``create``, ``request_log``, ``clear_log``, ``run_job_controller``, ``kubelet``,
+``kubelet_jobs``) runs unchanged here. Where the double acts when stepped, the real
+controllers act on their own; the harness then waits until what the test asked for
+has happened (every Job's pods exist, the job controller has counted every finished
+pod), by reading the API, with a deadline, never by sleeping a fixed time.
 
 The request log is the API server's audit log, read from the offset of the last
 ``clear_log``, limited to the identity mxgitops runs as in tests (``CLIENT``), in
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -475,6 +475,32 @@ class RealCluster:
             raise ValueError("kubelet needs a pod name or a job name")
         node = self._fake_node()
         updated = [node.step(self._bound(p), move) for p in pods]
+        self.settle(namespace)
+        return updated
+
+    def kubelet_jobs(
+        self, jobs: Sequence[str], *, namespace: str = "default", **step: Any
+    ) -> list[dict[str, Any]]:
+        """Move every unfinished pod of each Job in ``jobs`` as :meth:`kubelet` does one
+        Job's, all at once: the pods listed once bound, their statuses written a few at
+        a time, then one wait for the job controller (one :meth:`kubelet` per Job would
+        wait out its batch period once per Job)."""
+        move = podstatus.Step(**step)
+        node = self._fake_node()
+        wanted = set(jobs)
+
+        def bound_pods() -> list[dict[str, Any]] | None:
+            listed = [
+                (j, p) for j, p in self._jobs_and_pods(namespace) if j["metadata"]["name"] in wanted
+            ]
+            missing = wanted - {j["metadata"]["name"] for j, _ in listed}
+            if missing:
+                raise ValueError(f"no Job {namespace}/{sorted(missing)[0]}")
+            pods = [p for _, owned in listed for p in owned if _phase(p) not in podstatus.TERMINAL]
+            return pods if all(p["spec"].get("nodeName") for p in pods) else None
+
+        pods = wait_for(f"for the scheduler to bind the pods of {len(wanted)} Jobs", bound_pods)
+        updated = node.step_all(pods, move)
         self.settle(namespace)
         return updated
 

@@ -169,6 +169,18 @@ def batch_job(api: KubeAPI, job: str, role: str, index: int = 0) -> str:
     return name
 
 
+def batch_jobs(api: KubeAPI, role: str, index: int = 0) -> dict[str, str]:
+    """Each job's batch Job of ``role`` and ``index``, by job name, from one listing."""
+    pattern = re.compile(rf"(.+)-{role}-{RID}-{index}")
+    found: dict[str, str] = {}
+    for obj in api.objects("jobs", NS):
+        job = obj["metadata"].get("labels", {}).get(JOB_NAME_LABEL)
+        match = pattern.fullmatch(obj["metadata"]["name"])
+        if match and match.group(1) == job:
+            found[job] = obj["metadata"]["name"]
+    return found
+
+
 def writes(api: KubeAPI) -> list[dict[str, Any]]:
     return [e for e in api.request_log if e["method"] in WRITE_METHODS]
 

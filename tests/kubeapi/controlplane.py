@@ -31,6 +31,7 @@ accounting, pod backoff delays, ttlSecondsAfterFinished, scheduling.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -332,6 +333,14 @@ class ControlPlane:
                 if candidate["metadata"]["uid"] in owners:
                     self.sync_job(candidate, create_pods=False)
             return updated
+
+    def kubelet_jobs(
+        self, jobs: Sequence[str], *, namespace: str = "default", **step: Any
+    ) -> list[dict[str, Any]]:
+        """Move every unfinished pod of each Job in ``jobs`` as :meth:`kubelet` does one
+        Job's (a hundred jobs failing after a node loss), in one step."""
+        with self.store.lock:
+            return [p for job in jobs for p in self.kubelet(job=job, namespace=namespace, **step)]
 
     def evict(
         self, pod: str, namespace: str, *, message: str, condition: dict[str, Any] | None = None

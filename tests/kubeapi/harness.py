@@ -172,6 +172,12 @@ class KubeAPI:
         """See :meth:`.controlplane.ControlPlane.kubelet`."""
         return copy.deepcopy(self.server.control.kubelet(pod, **kwargs))
 
+    def kubelet_jobs(
+        self, jobs: Sequence[str], *, namespace: str = "default", **step: Any
+    ) -> list[dict[str, Any]]:
+        """See :meth:`.controlplane.ControlPlane.kubelet_jobs`."""
+        return copy.deepcopy(self.server.control.kubelet_jobs(jobs, namespace=namespace, **step))
+
     def evict(self, pod: str, namespace: str, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`.controlplane.ControlPlane.evict`."""
         return copy.deepcopy(self.server.control.evict(pod, namespace, **kwargs))
