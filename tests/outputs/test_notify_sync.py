@@ -15,7 +15,18 @@ import pytest
 from mxgitops.outputs.notify import transitions
 from mxgitops.outputs.notify.outbox import name_of
 from tests.helpers.chatserver import ChatServer, chat_server, notifications_file
-from tests.helpers.sync import INSTANCE, NS, Syncer, batch_job, mxjob, repo, run, write
+from tests.helpers.cronjobruns import ended
+from tests.helpers.sync import (
+    INSTANCE,
+    NS,
+    Syncer,
+    batch_job,
+    batch_jobs,
+    mxjob,
+    repo,
+    run,
+    write,
+)
 from tests.kubeapi.harness import KubeAPI
 
 __all__ = ["repo", "run"]  # fixtures from tests/helpers, used here
@@ -125,26 +136,39 @@ def test_a_hanging_chat_is_bounded_and_never_fails_the_sync(
     assert {r.path for r in chat.requests[before:]} == {"/slack", "/mattermost"}
 
 
-@pytest.mark.double_only("a hundred jobs failed at once by the double's kubelet")
 def test_a_hundred_jobs_failing_at_once_are_one_message_per_destination(
     kubeapi: KubeAPI, repo: Path, run: Syncer, chat: ChatServer, tmp_path: Path
 ) -> None:
+    """A node lost under a hundred local jobs: their pods fail together, the job
+    controller (the real one, on the real backend) fails every Job, and the next sync
+    tells each destination once, with the count and the first five jobs."""
     settings = notifications_file(tmp_path, chat.url, "slack", "msteams", "googlechat")
     names = [f"train-{n:03}" for n in range(100)]
     write(repo, *(mxjob(name, servers=0, restart="Never") for name in names))
     run(notifications_file=settings)
     kubeapi.run_job_controller(NS)
-    for name in names:
-        kubeapi.kubelet(
-            job=batch_job(kubeapi, name, "worker"), namespace=NS, phase="Failed", exit_code=1
-        )
+    workers = batch_jobs(kubeapi, "worker")
+    assert sorted(workers) == names
+    kubeapi.kubelet_jobs(list(workers.values()), namespace=NS, phase="Failed", exit_code=1)
     kubeapi.run_job_controller(NS)
+    assert [ended(job) for job in kubeapi.objects("jobs", NS)] == ["Failed"] * 100
     outcome = run(notifications_file=settings)
     assert outcome.undelivered == ()
     assert sorted(r.path for r in chat.requests) == ["/googlechat", "/msteams", "/slack"]
+    first = [f"{NS}/{name} failed" for name in names[:5]]
     slack = chat.received("/slack")[0].json
     assert slack["blocks"][0]["text"]["text"] == "100 jobs need a look: 100 failed"
-    assert slack["blocks"][1]["text"]["text"].splitlines()[-1] == "and 95 more"
+    told = slack["blocks"][1]["text"]["text"].splitlines()
+    assert [line.split(":")[0] for line in told] == [f"• {line}" for line in first] + [
+        "and 95 more"
+    ]
+    teams = chat.received("/msteams")[0].json["attachments"][0]["content"]["body"]
+    assert teams[0]["text"] == "100 jobs need a look: 100 failed"
+    assert teams[1]["text"].splitlines()[-1] == "and 95 more"
+    google = chat.received("/googlechat")[0].json["cardsV2"][0]["card"]
+    assert google["header"]["title"] == "100 jobs need a look: 100 failed"
+    google_lines = google["sections"][0]["widgets"][0]["textParagraph"]["text"].splitlines()
+    assert len(google_lines) == 6 and google_lines[-1] == "and 95 more"
     run(notifications_file=settings)
     assert len(chat.requests) == 3
 
