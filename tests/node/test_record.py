@@ -159,7 +159,7 @@ def test_a_second_commit_gives_a_second_run_with_its_own_record(
     printed = validation_of(run.fit_second.worker0_log)
     assert shown["record"]["series"]["validation-accuracy"] == printed
     assert_resources_match(shown["record"], run.fit_second)
-    print(f"the shared run (two commits, three runs) took {run.seconds:.1f} s")
+    print(f"the shared run (two commits, four runs, a queued job) took {run.seconds:.1f} s")
 
 
 def test_history_shows_both_runs_with_the_learning_rate_change_between(
