@@ -54,6 +54,7 @@ _BUILDS: dict[str, Callable[[], object]] = {
     "node_ecosystem": _controllers,
     "multikueue_clusters": _controllers,
     "multikueue_node": _controllers,
+    "recorded_training": _controllers,  # its queued job (tests/helpers/recordedrun.py)
     "fault_jobset": _controllers,  # tests/faults/
 }
 

@@ -6,14 +6,21 @@ a session, what a user of the training record does, and keeps what each step sho
 * commit 1: ``fit``, a dist MXJob (scheduler, server, 2 workers) running the training
   image's ``fit.py`` (MXNet's ``Module.fit``, ``dist_sync``, Speedometer, validation)
   at ``--lr 0.1``, and ``loop``, a ``local`` job running ``train.py`` (a custom loop
-  printing the opt-in ``MXGITOPS_PROGRESS`` line), both at once;
+  printing the opt-in ``MXGITOPS_PROGRESS`` line), both at once; beside them
+  ``broken``, a ``local`` job whose container prints two epochs of ``Module.fit``'s
+  lines, then hostile ones (``<script>``, markdown, chat mentions), and exits 3
+  (``restartPolicy: Never``: Failed, its log tail kept), and ``waiting``, a queued
+  MXJob naming a Kueue LocalQueue whose ClusterQueue has no room for it: Queued the
+  whole run, with Kueue's reason (JobSet and Kueue run on the node for this fixture
+  only, uninstalled before it yields, as ``node_ecosystem`` does after its module);
 * a sync while ``fit`` trains (once worker 0's log shows an epoch's validation, not
   the last), and ``status -o json`` after it;
 * once both jobs' pods ended, a sync that records the end, and ``status -o json``;
 * commit 2: ``fit`` at ``--lr 0.05``, a second run, synced, waited for, synced again.
 
 What it keeps is values (logs, pods, notes, status outputs), taken before any other
-test wipes the node: the pods are gone by then, the notes stay in the remote.
+test wipes the node: the pods are gone by then, the notes stay in the remote. The
+dashboard's browser tests (``tests/dashboard/test_browser_real.py``) serve that remote.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,11 +37,31 @@ import pytest
 import yaml
 
 from tests.controlplane.harness import RealCluster, wait_for
+from tests.ecosystem.fixtures import Ecosystem
 from tests.gitrepos.fixtures import GitRemote, isolate_git, new_git_remote
-from tests.helpers.node import NS, cli, log_of, pods_of, sync_args, training_container
+from tests.helpers.node import (
+    NS,
+    cli,
+    condition,
+    log_of,
+    pods_of,
+    queued_mxjob,
+    sync_args,
+    training_container,
+)
 
 EPOCHS = 5
-FIT, LOOP = "fit", "loop"
+FIT, LOOP, BROKEN, WAITING = "fit", "loop", "broken", "waiting"
+BROKEN_EPOCHS = 4  # declared by its annotation; it prints two, then fails
+HOSTILE_LINES = (
+    "<script>document.body.dataset.owned='yes'</script>",
+    "**not bold**",
+    "# Not a heading",
+    "[x](javascript:alert(1))",
+    "@channel <!here>",
+)
+BROKEN_EXIT = 3
+FULL_QUEUE = "full"  # its ClusterQueue's quota: less CPU than one pod of waiting's six
 CPU = "200m"  # per pod: CPU-core-hours large enough to compare at 4 decimals
 RUN_TIMEOUT = 240.0  # image start, MXNet's import on a busy machine, 5 epochs of 3 s
 
@@ -49,18 +77,46 @@ def loop_manifest() -> str:
     return _manifest(LOOP, "local", [("WORKER", 1)], ["python3", "/opt/mxtrain/train.py"])
 
 
-def _manifest(name: str, mode: str, replicas: list[tuple[str, int]], command: list[str]) -> str:
+def broken_script() -> str:
+    """What ``broken``'s container runs: MXNet's lines of two epochs, the hostile lines
+    (each quoted for the shell), exit 3."""
+    epochs = [
+        f"INFO Epoch[{epoch}] {line}"
+        for epoch, accuracy in ((0, "0.41"), (1, "0.52"))
+        for line in (
+            f"Train-accuracy={accuracy}",
+            "Time cost=1.5",
+            f"Validation-accuracy={accuracy}",
+        )
+    ]
+    lines = [*epochs, *HOSTILE_LINES]
+    quoted = ["'" + line.replace("'", "'\\''") + "'" for line in lines]
+    return "; ".join(f"echo {line}" for line in quoted) + f"; exit {BROKEN_EXIT}"
+
+
+def broken_manifest() -> str:
+    annotations = {"mxgitops.io/epochs": str(BROKEN_EPOCHS)}
+    command = ["sh", "-c", broken_script()]
+    return _manifest(BROKEN, "local", [("WORKER", 1)], command, "10m", annotations)
+
+
+def _manifest(
+    name: str,
+    mode: str,
+    replicas: list[tuple[str, int]],
+    command: list[str],
+    cpu: str = CPU,
+    annotations: dict[str, str] | None = None,
+) -> str:
     container = training_container() | {
         "command": command,
-        "resources": {"requests": {"cpu": CPU, "memory": "64Mi"}},
+        "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
     }
+    template: dict[str, Any] = {"spec": {"restartPolicy": "Never", "containers": [container]}}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
     specs = [
-        {
-            "replicas": count,
-            "mxReplicaType": kind,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
-        }
-        for kind, count in replicas
+        {"replicas": count, "mxReplicaType": kind, "template": template} for kind, count in replicas
     ]
     return yaml.safe_dump(
         {
@@ -88,8 +144,8 @@ class EndedRun:
 class RecordedTraining:
     remote: GitRemote
     cache: Path
-    first: str  # commit 1's sha: fit at --lr 0.1, and loop
-    second: str  # commit 2's: fit at --lr 0.05
+    first: str  # commit 1's sha: fit at --lr 0.1, loop, broken and waiting
+    second: str  # commit 2's: fit at --lr 0.05 (broken and waiting unchanged)
     during: dict[str, Any]  # status -o json after the sync while fit trained
     worker0_during: str  # worker 0's log as the test saw it just before that sync
     after_first: dict[str, Any]  # status -o json once commit 1's runs ended
@@ -97,6 +153,8 @@ class RecordedTraining:
     fit_first: EndedRun
     loop_first: EndedRun
     fit_second: EndedRun
+    broken_log: str  # broken's container log as the kubelet served it
+    waiting_said: str  # Kueue's word on waiting's Workload (its QuotaReserved condition)
     history: str  # mxgitops history's table of fit
     history_json: dict[str, Any]  # and its -o json
     seconds: float  # the whole fixture's wall time
@@ -150,6 +208,60 @@ def _described(pods: list[dict[str, Any]]) -> str:
     )
 
 
+def failed_log(cluster: RealCluster, job: str) -> str:
+    """Once ``job``'s one pod Failed, its container's log."""
+
+    def failed_pod() -> dict[str, Any] | None:
+        pods = pods_of(cluster, job)
+        return pods[0] if len(pods) == 1 and pods[0]["status"].get("phase") == "Failed" else None
+
+    return log_of(cluster, wait_for(f"{job}'s pod to fail", failed_pod, timeout=RUN_TIMEOUT))
+
+
+def kueue_holds(eco: Ecosystem, job: str) -> str:
+    """Once Kueue judged ``job``'s Workload and reserved it no quota, what it said."""
+
+    def said() -> str | None:
+        for workload in eco.workloads(NS):
+            owners = workload["metadata"].get("ownerReferences") or []
+            # the JobSet of the job's run: `{job}-{runtimeId}`
+            if not any(o["kind"] == "JobSet" and o["name"].startswith(f"{job}-") for o in owners):
+                continue
+            reserved = [
+                c
+                for c in workload.get("status", {}).get("conditions") or []
+                if c["type"] == "QuotaReserved"
+            ]
+            if reserved and reserved[0]["status"] == "False" and reserved[0].get("message"):
+                assert condition(workload, "Admitted") is None, workload
+                return str(reserved[0]["message"])
+        return None
+
+    try:
+        return wait_for(f"Kueue to hold {job} for want of quota", said, timeout=RUN_TIMEOUT)
+    except TimeoutError as timeout:
+        shown = [{"metadata": w["metadata"], "status": w.get("status")} for w in eco.workloads()]
+        raise AssertionError(f"{timeout}; the workloads: {json.dumps(shown, indent=1)}") from None
+
+
+@contextmanager
+def queue_without_room(real_node: RealCluster, directory: Path) -> Iterator[Ecosystem]:
+    """JobSet and Kueue on the node, with the LocalQueue ``FULL_QUEUE`` of a ClusterQueue
+    too small for ``waiting``; every object of theirs and they uninstalled on leaving."""
+    from tests.ecosystem.addons import Ecosystem as Controllers
+
+    controllers = Controllers(real_node.plane, directory)
+    try:
+        controllers.start()
+        eco = Ecosystem(real_node)
+        wait_for("Kueue's and JobSet's resources to be served", eco.served, timeout=120)
+        eco.queue(FULL_QUEUE, NS, {"cpu": "10m", "memory": "1Gi"})
+        yield eco
+        eco.wipe()  # while the controllers run: they clear their objects' finalizers
+    finally:
+        controllers.uninstall()
+
+
 def first_epoch_validated(cluster: RealCluster) -> str:
     """Worker 0's log of ``fit`` once it shows epoch 1's validation line."""
 
@@ -171,13 +283,21 @@ def recorded_training(
     real_node.wipe()
     real_node.clear_log()
     started = time.monotonic()
-    with pytest.MonkeyPatch.context() as environment:
+    with (
+        pytest.MonkeyPatch.context() as environment,
+        queue_without_room(real_node, directory / "controllers") as eco,
+    ):
         isolate_git(environment, directory)
         environment.delenv("KUBERNETES_SERVICE_HOST", raising=False)
         remote = new_git_remote(
             directory,
             "jobs",
-            files={"jobs/fit.yaml": fit_manifest(0.1), "jobs/loop.yaml": loop_manifest()},
+            files={
+                "jobs/fit.yaml": fit_manifest(0.1),
+                "jobs/loop.yaml": loop_manifest(),
+                "jobs/broken.yaml": broken_manifest(),
+                "jobs/waiting.yaml": queued_mxjob(WAITING, FULL_QUEUE),
+            },
         )
         first, cache = remote.rev(), directory / "cache"
 
@@ -190,7 +310,10 @@ def recorded_training(
         sync()
         during = status_json(remote, cache)
         fit_first, loop_first = ended(real_node, FIT), ended(real_node, LOOP)
-        sync()  # sees both ended: the last read of each, the record's end
+        broken_log = failed_log(real_node, BROKEN)
+        waiting_said = kueue_holds(eco, WAITING)
+        sync()  # sees fit and loop ended (the last read of each, the record's end), broken
+        # failed (its log's tail kept) and waiting held by Kueue
         after_first = status_json(remote, cache)
 
         second = remote.commit({"jobs/fit.yaml": fit_manifest(0.05)}, "fit: learning rate 0.05")
@@ -222,6 +345,8 @@ def recorded_training(
         fit_first=fit_first,
         loop_first=loop_first,
         fit_second=fit_second,
+        broken_log=broken_log,
+        waiting_said=waiting_said,
         history=history,
         history_json=history_json,
         seconds=time.monotonic() - started,

@@ -2,8 +2,9 @@
 
 One shared run (``tests/helpers/recordedrun.py``): a dist MXJob (scheduler, server,
 2 workers) running MXNet 1.9.1's ``Module.fit`` with ``dist_sync`` and a Speedometer,
-beside a ``local`` custom loop printing the opt-in line; then a second commit that
-changes the learning rate. The real kubelet serves worker 0's log with its own
+beside a ``local`` custom loop printing the opt-in line, a job that fails after two
+epochs and a job Kueue keeps queued; then a second commit that changes the learning
+rate. The real kubelet serves worker 0's log with its own
 timestamps and honours ``sinceTime`` (the fake kubelet does neither: the sync's
 reading is tested on the API double in ``test_record_sync.py``).
 
@@ -23,10 +24,16 @@ import pytest
 
 from mxgitops.outputs.report import read_note
 from tests.helpers.recordedrun import (
+    BROKEN,
+    BROKEN_EPOCHS,
+    BROKEN_EXIT,
     CPU,
     EPOCHS,
     FIT,
+    FULL_QUEUE,
+    HOSTILE_LINES,
     LOOP,
+    WAITING,
     EndedRun,
     RecordedTraining,
     worker0,
@@ -152,7 +159,7 @@ def test_a_second_commit_gives_a_second_run_with_its_own_record(
     printed = validation_of(run.fit_second.worker0_log)
     assert shown["record"]["series"]["validation-accuracy"] == printed
     assert_resources_match(shown["record"], run.fit_second)
-    print(f"the shared run (two commits, three runs) took {run.seconds:.1f} s")
+    print(f"the shared run (two commits, four runs, a queued job) took {run.seconds:.1f} s")
 
 
 def test_history_shows_both_runs_with_the_learning_rate_change_between(
@@ -184,3 +191,33 @@ def test_history_shows_both_runs_with_the_learning_rate_change_between(
     table = run.history.splitlines()
     assert any(line.startswith(run.second[:7]) and "--lr 0.1 → 0.05" in line for line in table)
     assert any(line.startswith(run.first[:7]) and "Succeeded" in line for line in table)
+
+
+def test_a_failed_job_keeps_its_log_tail_and_a_queued_one_kueues_reason(
+    recorded_training: RecordedTraining,
+) -> None:
+    run = recorded_training
+    note, _ = read_note(run.remote.note(run.first) or "")
+    assert note is not None
+    jobs = {j.name: j for j in note.jobs}
+
+    broken = jobs[BROKEN]
+    assert broken.state == "Failed" and broken.failure is not None, broken
+    assert broken.failure["exit_code"] == BROKEN_EXIT, broken.failure
+    printed = run.broken_log.rstrip("\n").splitlines()
+    assert printed[-len(HOSTILE_LINES) :] == list(HOSTILE_LINES), run.broken_log
+    # The tail kept is the log's own last lines, whole, as the kubelet served them.
+    assert broken.failure["log"].splitlines() == printed, broken.failure
+    assert broken.record is not None
+    assert dict(broken.record.log.series["validation-accuracy"]) == dict(
+        validation_of(run.broken_log)
+    )
+    assert broken.record.progress.epochs == BROKEN_EPOCHS
+    assert broken.record.progress.epochs_done == 2
+
+    waiting = jobs[WAITING]
+    assert waiting.state == "Queued" and waiting.queue == FULL_QUEUE, waiting
+    assert "insufficient" in run.waiting_said, run.waiting_said
+    assert run.waiting_said in waiting.state_reason, (waiting.state_reason, run.waiting_said)
+    assert job_of(run.after_second, WAITING)["state"] == "Queued"
+    assert job_of(run.after_second, BROKEN)["state"] == "Failed"
