@@ -20,6 +20,7 @@ LAYER = "application/vnd.oci.image.layer.v1.tar"
 CONFIG = "application/vnd.oci.image.config.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 INDEX = "application/vnd.oci.image.index.v1+json"
+EPOCH = "1970-01-01T00:00:00Z"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -72,6 +73,9 @@ def write_archive(
             "WorkingDir": workdir,
         },
         "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
+        # One entry for the one layer: buildah's layer cache (a build FROM this image
+        # with --layers) matches its cached steps against the base's history.
+        "history": [{"created": EPOCH, "created_by": f"mxgitops tests: {reference}"}],
     }
     config_blob = json.dumps(config, sort_keys=True).encode()
     manifest = {

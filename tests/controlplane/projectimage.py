@@ -8,7 +8,10 @@ of its own (``ensurepip``: as the official image has one, which the Dockerfile
 uninstalls from the final stage). Everything else is the Dockerfile's own steps, run
 by ``buildah bud`` with chroot isolation and the host's network (apt and PyPI).
 
-buildah keeps its storage under the image cache, not in ``/var/lib/containers``.
+buildah keeps its storage under the image cache, not in ``/var/lib/containers``, with
+the kernel's overlay driver (vfs copies the whole tree at every step: a build took
+minutes) and its layer cache: a change to mxgitops reruns the Dockerfile's steps from
+``COPY mxgitops`` on, not apt's and the locked dependencies' (35 s against 160 s).
 Both archives are cached: the base by its packages' versions, the project's image
 by the digest of every file the Dockerfile copies in and of the base.
 """
@@ -32,10 +35,13 @@ BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificate
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 BUILD_CA = "/run/mxgitops-build-ca.crt"
 BASE_PIP = ("pip==24.3.1", "setuptools==75.6.0", "wheel==0.45.1")
+BASE_FORMAT = ",history"  # the base's config has a history (ociimage.py): its cache key
+# Intermediate images buildah keeps between builds (its layer cache) before it starts over.
+KEPT_IMAGES = 40
 
 
 def python_base_archive() -> Path:
-    recipe = candidate_versions(BASE_PACKAGES) + ",".join(BASE_PIP)
+    recipe = candidate_versions(BASE_PACKAGES) + ",".join(BASE_PIP) + BASE_FORMAT
     key = hashlib.sha256(recipe.encode()).hexdigest()[:12]
 
     def make(scratch: Path, archive: Path) -> None:
@@ -74,46 +80,62 @@ def _inputs_digest(base: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+def _storage() -> Path:
+    return cache_root() / "buildah-layers"
+
+
 def _buildah(*args: str) -> str:
-    storage = cache_root() / "buildah"
+    storage = _storage()
     return gobuild.run(
         "images",
         [
             "buildah",
             f"--root={storage / 'root'}",
             f"--runroot={storage / 'run'}",
-            "--storage-driver=vfs",
+            "--storage-driver=overlay",
             *args,
         ],
     ).strip()
 
 
 def project_archive() -> Path:
+    """The project's image, rebuilt when a file the Dockerfile copies changed, on the
+    layers buildah kept from the builds before (``--layers``)."""
     base = python_base_archive()
 
     def make(scratch: Path, archive: Path) -> None:
         # The RUN steps reach PyPI through this machine's network, whose TLS may be
         # signed by a CA only the host trusts: pip in the build is pointed at the
-        # host's bundle, mounted for the build's steps only (not in the image).
-        pip_conf = scratch / "pip.conf"
+        # host's bundle, mounted for the build's steps only (not in the image). The
+        # file's path is the same at every build, as a cached step's mounts are.
+        pip_conf = _storage() / "pip.conf"
+        pip_conf.parent.mkdir(parents=True, exist_ok=True)
         pip_conf.write_text(f"[global]\ncert = {BUILD_CA}\n")
         mounts = [f"--volume={pip_conf}:/etc/pip.conf:ro"]
         if HOST_CA.is_file():
             mounts.append(f"--volume={HOST_CA}:{BUILD_CA}:ro")
+        if len(_buildah("images", "--all", "--quiet").split()) > KEPT_IMAGES:
+            _buildah("rmi", "--all", "--force")  # the cache bounded: start it over
         _buildah("tag", _buildah("pull", "--quiet", f"oci-archive:{base}"), PYTHON_BASE)
         _buildah(
             "bud",
             "--quiet",
             "--isolation=chroot",
             "--network=host",
-            "--layers=false",
+            "--layers=true",
             *mounts,
             f"--build-arg=PYTHON_IMAGE={PYTHON_BASE}",
             f"--tag={PROJECT_IMAGE}",
             f"--file={REPO / 'Dockerfile'}",
             str(REPO),
         )
-        _buildah("push", "--quiet", PROJECT_IMAGE, f"oci-archive:{archive}:{PROJECT_IMAGE}")
-        _buildah("rmi", "--all", "--force")  # the archive is what is kept
+        _buildah(
+            "push",
+            "--quiet",
+            "--disable-compression",
+            PROJECT_IMAGE,
+            f"oci-archive:{archive}:{PROJECT_IMAGE}",
+        )
+        _buildah("rmi", PROJECT_IMAGE)  # the archive is what is kept; the layers stay
 
     return cached_archive("mxgitops", _inputs_digest(base), make)
