@@ -18,6 +18,9 @@ a session, what a user of the training record does, and keeps what each step sho
 * once both jobs' pods ended, a sync that records the end, and ``status -o json``;
 * commit 2: ``fit`` at ``--lr 0.05``, a second run, synced, waited for, synced again.
 
+Every sync tells a loopback Slack of failed jobs (``tests/helpers/chatserver.py``): what
+it received is kept too, for the notifications' test on the real node.
+
 What it keeps is values (logs, pods, notes, status outputs), taken before any other
 test wipes the node: the pods are gone by then, the notes stay in the remote. The
 dashboard's browser tests (``tests/dashboard/test_browser_real.py``) serve that remote.
@@ -39,6 +42,7 @@ import yaml
 from tests.controlplane.harness import RealCluster, wait_for
 from tests.ecosystem.fixtures import Ecosystem
 from tests.gitrepos.fixtures import GitRemote, isolate_git, new_git_remote
+from tests.helpers.chatserver import Received, chat_server, notifications_file
 from tests.helpers.node import (
     NS,
     cli,
@@ -155,6 +159,7 @@ class RecordedTraining:
     fit_second: EndedRun
     broken_log: str  # broken's container log as the kubelet served it
     waiting_said: str  # Kueue's word on waiting's Workload (its QuotaReserved condition)
+    told: list[Received]  # what the loopback Slack received, over every sync
     history: str  # mxgitops history's table of fit
     history_json: dict[str, Any]  # and its -o json
     seconds: float  # the whole fixture's wall time
@@ -286,6 +291,7 @@ def recorded_training(
     with (
         pytest.MonkeyPatch.context() as environment,
         queue_without_room(real_node, directory / "controllers") as eco,
+        chat_server() as chat,
     ):
         isolate_git(environment, directory)
         environment.delenv("KUBERNETES_SERVICE_HOST", raising=False)
@@ -300,9 +306,12 @@ def recorded_training(
             },
         )
         first, cache = remote.rev(), directory / "cache"
+        (directory / "notify").mkdir()
+        told_to = notifications_file(directory / "notify", chat.url, "slack", events=["failed"])
 
         def sync() -> None:
-            print(cli("sync", *sync_args(remote, real_node, cache)))
+            args = sync_args(remote, real_node, cache)
+            print(cli("sync", *args, "--notifications-file", str(told_to)))
 
         sync()
         seen = first_epoch_validated(real_node)
@@ -347,6 +356,7 @@ def recorded_training(
         fit_second=fit_second,
         broken_log=broken_log,
         waiting_said=waiting_said,
+        told=list(chat.requests),
         history=history,
         history_json=history_json,
         seconds=time.monotonic() - started,

@@ -1,4 +1,5 @@
-"""How a job ends, as the real node reports it: a local job that trains and succeeds,
+"""How a job ends, as the real node reports it: a local job that trains and succeeds
+(the shared recorded run's ``loop``),
 a worker that exits 1 (Failed, with the container's real exit code, the batch Job's
 condition and the tail of the real container's log), and a container over its
 memory limit (killed by the kernel's memory cgroup: ``OOMKilled``).
@@ -25,12 +26,11 @@ from tests.helpers.node import (
     RESULT,
     cli,
     job_state,
-    log_of,
-    manifest,
     pods_of,
     replica,
     sync_args,
 )
+from tests.helpers.recordedrun import LOOP, RecordedTraining
 
 FINISH_TIMEOUT = 180.0
 
@@ -107,21 +107,15 @@ def _no_in_cluster_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
 
 
-def test_a_local_job_trains_and_succeeds(
-    node_cluster: RealCluster, make_git_remote: Callable[..., GitRemote], tmp_path: Path
-) -> None:
-    pod, state = run_to_end(
-        node_cluster,
-        make_git_remote,
-        tmp_path,
-        "linreg-local",
-        manifest("linreg-local", "local", [replica("WORKER", 1)]),
-    )
+def test_a_local_job_trains_and_succeeds(recorded_training: RecordedTraining) -> None:
+    """``loop`` of the shared recorded run: ``train.py`` alone, a ``local`` kvstore."""
+    run = recorded_training.loop_first
+    (pod,) = run.pods
     assert terminated(pod)["exitCode"] == 0
-    log = log_of(node_cluster, pod)
-    (line,) = [x for x in log.splitlines() if x.startswith(RESULT)]
+    (line,) = [x for x in run.worker0_log.splitlines() if x.startswith(RESULT)]
     result = json.loads(line.removeprefix(RESULT))
     assert result["kvstore"] == "local" and result["loss_after"] < result["loss_before"] / 100
+    (state,) = [j for j in recorded_training.after_first["jobs"] if j["name"] == LOOP]
     assert state["state"] == "Succeeded", state
 
 
