@@ -250,6 +250,9 @@ def squatter(kind: str, name: str) -> dict[str, Any]:
     }
 
 
+# A round of up to seven CronJob syncs for every verb granted: 120 s in a run beside
+# three other test sessions, the default timeout.
+@pytest.mark.timeout(300)
 def test_granted_rbac_is_sufficient_and_minimal(
     control_plane: RealCluster,
     rendered: Docs,

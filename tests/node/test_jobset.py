@@ -56,6 +56,9 @@ def env_of(pod: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for e in container.get("env", [])}
 
 
+# JobSet's and Kueue's start, six pods' images, a training and the controllers' stop:
+# 150 s in a run beside three other test sessions, over the default 120 s.
+@pytest.mark.timeout(300)
 def test_a_queued_dist_job_trains_under_jobset_and_kueue_and_succeeds(
     node_cluster: RealCluster,
     node_ecosystem: Ecosystem,
