@@ -37,8 +37,9 @@ def _listed(api: KubeAPI) -> set[str]:
 def test_the_lists_of_live_state_are_made_at_once(kubeapi: KubeAPI) -> None:
     for name in ("svc-a", "svc-b"):
         kubeapi.create(_service(name), NS)
-    kube = cluster.connect(kubeconfig=kubeapi.kubeconfig, request_timeout=DEADLINE)
     kubeapi.faults("list/jobs:hang=1x1")  # the first LIST of batch Jobs hangs, its retry not
+    # Connected after the faults are set: on the real backend they put a proxy in the way.
+    kube = cluster.connect(kubeconfig=kubeapi.kubeconfig, request_timeout=DEADLINE)
     read: list[LiveObjects] = []
     failed: list[BaseException] = []
 
