@@ -32,10 +32,10 @@ from mxgitops.objects import Kind, KubeObject, ObjectRef
 
 T = TypeVar("T")
 
-# Writes in flight at once: what a first sync of many jobs waits on. 16 is a small share
-# of the seats API Priority and Fairness gives a service account's level, and below Argo
-# CD's 20 (--kubectl-parallelism-limit); at 8 a first sync took 1.6 times as long
-# (docs/guides/scale.md).
+# Writes in flight at once: what a first sync of many jobs waits on. 16 is far below what
+# an API server serves at once by default (400 requests, 200 of them writes, shared out
+# by API Priority and Fairness), and below Argo CD's 20 (--kubectl-parallelism-limit);
+# at 8 a first sync of 300 jobs took 1.2 to 1.4 times as long (docs/guides/scale.md).
 DEFAULT_PARALLELISM = 16
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds one API call may take, its retries included
 MAX_REQUEST_TIMEOUT = 3600.0
