@@ -28,6 +28,7 @@ from mxgitops.cli.options import (
     setting,
     status_token,
 )
+from mxgitops.kube.calls import DEFAULT_PARALLELISM
 from mxgitops.runtimes.shared.reruns import DEFAULT_MAX_DISRUPTION_RUNS, MAX_DISRUPTION_RUNS
 from mxgitops.settings.config import (
     DEFAULT_TRAINING_LOG_READS,
@@ -118,7 +119,7 @@ for --status-provider, MXGITOPS_STATUS_TOKEN (or --status-token-file).
     "--parallelism",
     type=click.IntRange(1, MAX_PARALLELISM),
     metavar="N",
-    help="Concurrent writes to the API server.  [default: 8]",
+    help=f"Concurrent writes to the API server.  [default: {DEFAULT_PARALLELISM}]",
 )
 @request_timeout_setting
 @setting(

@@ -2,7 +2,8 @@
 a sync reads (a container's log tail, objects being deleted, the names of a runtime's
 cluster-scoped objects).
 
-Each LIST is across namespaces, filtered by the ownership selector, read in pages of
+Each LIST is across namespaces, filtered by the ownership selector (those of batch
+Jobs, Services and pods made at once, `at_once`), read in pages of
 `LIST_PAGE_SIZE` objects (`limit` and `continue`); each page is decoded as it arrives,
 one item at a time, and each item trimmed to what planning reads before the next is
 decoded, so memory grows with the objects kept, never with a page's body; a LIST is
@@ -19,6 +20,7 @@ read (`clustertext`).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
@@ -43,6 +45,37 @@ GONE_POLL = 0.5  # seconds between reads of objects being deleted
 EVENT_PAGE = 500  # Events read of one reason in one namespace: an hour's worth, at most
 
 
+def at_once(*calls: Callable[[], list[KubeObject]]) -> list[list[KubeObject]]:
+    """What each of `calls` returns, in order, the calls made at once: the server's
+    time producing one LIST, and the wire's, is spent while this process decodes
+    another's page (a decoder holds the interpreter only while it decodes). The first
+    call runs in the caller's thread, so what it raises (a SIGTERM's exit too) is
+    raised at once; the others run on daemon threads, which never hold the exit up.
+    Raised otherwise is the error of the first of the others, in order, that failed."""
+    results: list[list[KubeObject]] = [[] for _ in calls]
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        try:
+            results[index] = calls[index]()
+        except BaseException as exc:  # raised again in the caller's thread, below
+            errors[index] = exc
+
+    others = [
+        threading.Thread(target=run, args=(n,), name=f"mxgitops-list-{n}", daemon=True)
+        for n in range(1, len(calls))
+    ]
+    for other in others:
+        other.start()
+    results[0] = calls[0]()
+    for other in others:
+        other.join()
+    failed = next((error for error in errors if error is not None), None)
+    if failed is not None:
+        raise failed
+    return results
+
+
 def _involved(event: KubeObject) -> str:
     return str((event.get("involvedObject") or {}).get("name") or "")
 
@@ -62,9 +95,14 @@ class Reads(Calls):
         Services and pods are always listed; the runtimes' own kinds as `listings`
         say (None: the registry's, `registry.listings`), but those in `unlisted`,
         which hold no object of ours, the caller knows (`registry.unlisted`)."""
-        jobs = tuple(self.list_all(Kind.JOB, selector, unread=Kind.JOB.unread))
-        services = tuple(self.list_all(Kind.SERVICE, selector, metadata_only=True))
-        pods = tuple(self.list_all(Kind.POD, selector, unread=Kind.POD.unread))
+        jobs, services, pods = (
+            tuple(found)
+            for found in at_once(
+                lambda: self.list_all(Kind.JOB, selector, unread=Kind.JOB.unread),
+                lambda: self.list_all(Kind.SERVICE, selector, metadata_only=True),
+                lambda: self.list_all(Kind.POD, selector, unread=Kind.POD.unread),
+            )
+        )
         live = LiveObjects(jobs, services, pods, pod_events=self._departed_pod_events(jobs, pods))
         skipped, unserved = set(), set()
         for listing in registry.listings() if listings is None else listings:

@@ -42,6 +42,7 @@ from tests.helpers.sync import (
     recorded,
     remove,
     repo,
+    requests_made,
     summary_of,
     write,
 )
@@ -409,7 +410,7 @@ def test_a_job_moved_off_jobset_is_found_and_replaced_then_jobsets_are_not_liste
     assert recorded(real) == "batch"
     real.clear_log()
     assert summary_of(run(), "a").action == "unchanged"
-    assert [(e["verb"], e["resource"]) for e in real.request_log] == NO_OP
+    assert requests_made(real.request_log) == NO_OP
 
 
 def test_a_removed_manifest_prunes_the_jobset_and_on_change_wait_holds(

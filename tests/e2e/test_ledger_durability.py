@@ -41,6 +41,7 @@ from tests.helpers.sync import (
     mxjob,
     remove,
     repo,
+    requests_made,
     run,
     summary_of,
     write,
@@ -254,7 +255,7 @@ def test_one_more_finished_job_beyond_a_full_config_map_drops_nothing(
     kubeapi.clear_log()
     run()  # a no-op, however many shards (bench/bench_ledger.py: 100,000 jobs)
     # No JobSet LIST: the ledger records that this instance never had one.
-    assert [(e["verb"], e["resource"]) for e in kubeapi.request_log] == [
+    assert requests_made(kubeapi.request_log) == [
         ("list", "configmaps"),
         ("list", "jobs"),
         ("list", "services"),

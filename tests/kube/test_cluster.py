@@ -261,7 +261,9 @@ def test_an_unreachable_server_is_reported(tmp_path: Path) -> None:
     sleeps: list[float] = []
     with pytest.raises(ClusterUnreachable, match=r"127\.0\.0\.1:9"):
         connect(kubeconfig, sleeps).list_live(ownership_selector("t1"))
-    assert len(sleeps) == 2
+    # The batch Jobs' LIST retried twice; the Services' and pods', made at once, as often
+    # as they got to by then.
+    assert 2 <= len(sleeps) <= 6
 
 
 # -- credentials asked of the configuration at each request ---------------------------

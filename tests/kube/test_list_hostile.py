@@ -24,8 +24,9 @@ from tests.kubeapi.harness import KubeAPI
 TIMEOUT = 2.0
 
 
-def lists(api: KubeAPI) -> list[dict[str, object]]:
-    return [e for e in api.request_log if e["verb"] == "list"]
+def lists(api: KubeAPI, resource: str = "jobs") -> list[dict[str, object]]:
+    """The LISTs of `resource` (those of Services and pods are made at the same time)."""
+    return [e for e in api.request_log if e["verb"] == "list" and e["resource"] == resource]
 
 
 def test_a_list_body_that_never_ends_is_read_no_longer_than_the_timeout(

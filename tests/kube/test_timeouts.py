@@ -52,7 +52,9 @@ def test_a_call_to_an_api_server_that_never_answers_fails_within_the_timeout(
     with pytest.raises(ClusterUnreachable, match=r"did not answer GET .* within 0.3 s"):
         api.list_live("a=b")
     assert time.monotonic() - started < TIMEOUT + 1.5
-    assert [e["fault"] for e in kubeapi.request_log] == ["hang"]
+    # The batch Jobs' LIST, and those of Services and pods made at once: each hangs once.
+    hung = [(e["resource"], e["fault"]) for e in kubeapi.request_log]
+    assert ("jobs", "hang") in hung and {f for _, f in hung} == {"hang"} and len(hung) <= 3
 
 
 def test_retries_stop_at_the_deadline(kubeapi: KubeAPI) -> None:

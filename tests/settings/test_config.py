@@ -81,7 +81,7 @@ def test_a_token_never_shows_in_the_repr() -> None:
     [
         ("instance: team-b\n", "instance", ("instance", "default")),
         ("maxPruneShare: 1\n", "maxPruneShare", ("max_prune_share", 0.5)),
-        ("parallelism: 300000000\n", "parallelism", ("parallelism", 8)),
+        ("parallelism: 300000000\n", "parallelism", ("parallelism", 16)),
         ("maxFileSize: 0\n", "maxFileSize", ("max_file_size", 1024 * 1024)),
         ("notesRef: refs/heads/main\n", "notesRef", ("notes_ref", "refs/notes/mxgitops")),
         ("notes: false\n", "notes", ("notes", True)),

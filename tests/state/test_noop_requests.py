@@ -32,6 +32,7 @@ from tests.helpers.sync import (
     recorded,
     remove,
     repo,
+    requests_made,
     run,
     summary_of,
     sync_hooked,
@@ -59,7 +60,7 @@ def record(api: KubeAPI, value: str | None) -> None:
 
 
 def requests(api: KubeAPI) -> list[tuple[str, str]]:
-    return [(e["verb"], e["resource"]) for e in api.request_log]
+    return requests_made(api.request_log)
 
 
 def test_a_no_op_of_an_instance_that_never_ran_a_jobset_is_the_4_lists(
