@@ -10,7 +10,9 @@
 - `docs/reference/policy.md`: the policy keys (`policy.KEYS`), their types and defaults
   (`policy.DEFAULT_POLICY`);
 - `docs/reference/manifests/<schema>.md`: the fields of each dialect, from the JSON
-  schemas in `mxgitops/schemas/`.
+  schemas in `mxgitops/schemas/`;
+- `docs/reference/notifications.md`: what each notification provider is sent for one
+  failed job, made by the providers' own code (`scripts/notification_examples.py`).
 
 The pages are committed, so that the path `--help` prints can be read in a checkout as
 well as in the built site; tests/docs/test_manual.py fails when they are stale, and when a
@@ -539,7 +541,18 @@ def pages() -> dict[Path, Callable[[], str]]:
     }
     for path in schema_files():
         found[REFERENCE / "manifests" / f"{path.stem}.md"] = functools.partial(manifest_page, path)
+    found[REFERENCE / "notifications.md"] = notifications_page
     return found
+
+
+def notifications_page() -> str:
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        import notification_examples
+    finally:
+        sys.path.pop(0)
+    source = "mxgitops/outputs/notify/ by scripts/notification_examples.py"
+    return notification_examples.page(HEADER.format(source=source))
 
 
 def stale() -> list[Path]:
