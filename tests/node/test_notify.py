@@ -3,8 +3,9 @@ controller) is told once, with its exit code and its log's last lines, the menti
 markup in its log inert; the syncs after tell nothing more.
 
 The job is ``broken`` of the shared recorded run (``tests/helpers/recordedrun.py``),
-whose every sync tells a loopback Slack of failed jobs: it fails in commit 1, and at
-least three syncs follow the one that saw it fail.
+whose five syncs each tell a loopback Slack of failed jobs: it fails in commit 1, and
+at least two syncs follow the one that saw it fail (three once it fails before fit's
+first epoch ends).
 """
 
 from __future__ import annotations
