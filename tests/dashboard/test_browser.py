@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.gitrepos.fixtures import isolate_git, new_git_remote
-from tests.helpers.browser import PHONE_WIDTH, console_errors, phone, screenshot
+from tests.helpers.browser import console_errors, fits_a_phone, phone, screenshot
 from tests.helpers.dashboard import FIRST_RUN, SECOND_RUN, Commits, serving, three_jobs
 
 pytestmark = pytest.mark.browser
@@ -146,14 +146,7 @@ def test_a_375_pixel_wide_phone_shows_every_page_without_sideways_scrolling(
             ("commit-375", f"commits/{commits.second}"),
         ):
             visit(browser, base + path)
-            width = browser.execute_script("return document.documentElement.scrollWidth")
-            assert browser.execute_script("return window.innerWidth") == PHONE_WIDTH
-            assert width <= PHONE_WIDTH, f"{name}: {width} px wide"
-            for element in browser.find_elements("css selector", "tr.job a, svg.chart, h1"):
-                box = element.rect
-                assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE_WIDTH + 0.5, name
-            assert console_errors(browser) == []
-            screenshot(browser, name)
+            fits_a_phone(browser, name)
         visit(browser, base)
         assert len(browser.find_elements("css selector", "tr.job")) == 3
     finally:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.gitrepos.fixtures import isolate_git
-from tests.helpers.browser import PHONE_WIDTH, console_errors, phone, screenshot
+from tests.helpers.browser import console_errors, fits_a_phone, phone, screenshot
 from tests.helpers.dashboard import serving
 from tests.helpers.node import NS
 from tests.helpers.recordedrun import (
@@ -177,13 +177,6 @@ def test_a_375_pixel_wide_phone_shows_each_page_of_the_real_run(
             ("real-commit-375", f"commits/{recorded_training.first}"),
         ):
             visit(browser, site + path)
-            width = browser.execute_script("return document.documentElement.scrollWidth")
-            assert browser.execute_script("return window.innerWidth") == PHONE_WIDTH
-            assert width <= PHONE_WIDTH, f"{name}: {width} px wide"
-            for element in browser.find_elements("css selector", "tr.job a, svg.chart, h1"):
-                box = element.rect
-                assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE_WIDTH + 0.5, name
-            assert console_errors(browser) == []
-            screenshot(browser, name)
+            fits_a_phone(browser, name)
     finally:
         phone(browser, False)

@@ -99,3 +99,17 @@ def screenshot(driver: Any, name: str) -> Path:
     assert driver.save_screenshot(str(path)), f"no screenshot of {name}"
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return path
+
+
+def fits_a_phone(driver: Any, name: str) -> None:
+    """The page open in `driver` (set to `phone`) is no wider than the phone's window,
+    its job links, charts and heading within it, without console errors; a screenshot
+    of it kept as `name`."""
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    assert driver.execute_script("return window.innerWidth") == PHONE_WIDTH
+    assert width <= PHONE_WIDTH, f"{name}: {width} px wide"
+    for element in driver.find_elements("css selector", "tr.job a, svg.chart, h1"):
+        box = element.rect
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE_WIDTH + 0.5, name
+    assert console_errors(driver) == []
+    screenshot(driver, name)
