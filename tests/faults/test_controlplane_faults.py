@@ -162,13 +162,16 @@ def killed(cluster: RealCluster, process: str) -> Iterator[float]:
 def killed_mid_apply(
     cluster: RealCluster, make_git_remote: Callable[..., GitRemote], cache: Path, process: str
 ) -> float:
-    """A sync of many new jobs, `process` SIGKILLed once part is written and kept down
-    until the sync ended (it must, by itself: `ended`); then the syncs after it. The
-    seconds from the fault to converged."""
+    """A sync of many new jobs, stopped (SIGSTOP) once part is written, `process`
+    SIGKILLed under it, the sync let go on and `process` kept down until the sync ended
+    (it must, by itself: `ended`); then the syncs after it. The seconds from the fault
+    to converged."""
     remote, ran = finished_before(cluster, make_git_remote, cache)
     sync = sync_process(remote, cluster, cache)
     wait_for("the apply under way", lambda: part_written(cluster), 120)
+    os.killpg(sync.pid, signal.SIGSTOP)  # held part-way until the fault is there
     with killed(cluster, process) as fault:
+        os.killpg(sync.pid, signal.SIGCONT)
         out = ended(sync)
         took = time.monotonic() - fault
         print(f"\n{process} SIGKILLed mid-apply: the sync ended {took:.1f} s after")

@@ -34,6 +34,7 @@ from tests.gitrepos.fixtures import GitHttpServer, GitRemote
 from tests.helpers.cronjobruns import ended, kubectl
 from tests.helpers.faults import (
     JOBS,
+    ONE_WRITE_AT_A_TIME,
     PER_JOB,
     every_object_once,
     noted_states,
@@ -106,13 +107,15 @@ def installed(
 
 
 def run(cluster: RealCluster, name: str, memory_limit: str | None = None) -> None:
-    """A Job made from the CronJob's jobTemplate (a run), its memory limit replaced."""
+    """A Job made from the CronJob's jobTemplate (a run); given a memory limit, the run
+    a fault lands in: that limit, and one write at a time (`ONE_WRITE_AT_A_TIME`)."""
     cronjob = cluster.rest.get(f"/apis/batch/v1/namespaces/{NAMESPACE}/cronjobs/{CRONJOB}")
     spec = cronjob["spec"]["jobTemplate"]["spec"]
     if memory_limit:
         (container,) = spec["template"]["spec"]["containers"]
         container["resources"]["limits"]["memory"] = memory_limit
         container["resources"]["requests"]["memory"] = memory_limit
+        container["args"] = [*container.get("args", []), *ONE_WRITE_AT_A_TIME]
     body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
     cluster.create(body, NAMESPACE)
 
