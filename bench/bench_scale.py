@@ -46,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from bench.bench_sync import NS, ROOT, double, manifest, write_repo
+from bench.bench_sync import NS, ROOT, double, manifest, timed_child, write_repo
 from mxgitops.kube.listing import METADATA_ONLY
 from mxgitops.runtimes.registry import install_hash_shapes
 
@@ -69,19 +69,7 @@ print(json.dumps({"ok": outcome.ok, "sync": took, "rss": rss}))
 
 
 def child_sync(repo: Path, kubeconfig: Path) -> dict[str, Any]:
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(repo), str(kubeconfig)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    result["wall"] = time.perf_counter() - start
-    if not result["ok"]:
-        raise RuntimeError(f"sync failed: {done.stdout[-2000:]}")
-    return result
+    return timed_child(_CHILD, str(repo), str(kubeconfig))
 
 
 def floor(url: str, log: list[dict[str, Any]]) -> float:

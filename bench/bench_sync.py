@@ -328,9 +328,15 @@ def first_sync_process(repo: Path, kubeconfig: Path, cache: Path) -> dict[str, A
     """A first sync as the CronJob runs it: its own process, at the default parallelism,
     no verdict kept from an earlier sync (the runs above validate in the first alone);
     its process's and its `sync()`'s wall seconds."""
+    return timed_child(_FIRST_SYNC, str(repo), str(kubeconfig), str(cache))
+
+
+def timed_child(script: str, *args: str) -> dict[str, Any]:
+    """What `script`, a sync run in a Python process of its own from the checkout,
+    prints as its last line (JSON, with `ok`), and the process's wall seconds (`wall`)."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", _FIRST_SYNC, str(repo), str(kubeconfig), str(cache)],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -339,7 +345,7 @@ def first_sync_process(repo: Path, kubeconfig: Path, cache: Path) -> dict[str, A
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     result["wall"] = time.perf_counter() - start
     if not result["ok"]:
-        raise RuntimeError(f"the first sync failed: {done.stdout[-2000:]}")
+        raise RuntimeError(f"the sync failed: {done.stdout[-2000:]}")
     return result
 
 
