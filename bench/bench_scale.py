@@ -46,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from bench.bench_sync import NS, ROOT, double, manifest, timed_child, write_repo
+from bench.bench_sync import NS, ROOT, as_the_image_runs, double, manifest, timed_child, write_repo
 from mxgitops.kube.listing import METADATA_ONLY
 from mxgitops.runtimes.registry import install_hash_shapes
 
@@ -247,14 +247,6 @@ def _timed(action: Any) -> float:
     start = time.perf_counter()
     action()
     return time.perf_counter() - start
-
-
-def as_the_image_runs(tmp: Path) -> None:
-    """Byte code compiled once and kept for every process of the run, as the image keeps
-    it (compiled at install), wherever this shell says not to write it."""
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mxgitops")], check=True)
 
 
 def main(sizes: list[int]) -> None:
