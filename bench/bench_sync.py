@@ -297,19 +297,16 @@ def main(jobs: int = 1000) -> None:
                 f"({served / requests * 1000:.2f} ms per request)"
             )
         for parallelism in sorted({8, DEFAULT_PARALLELISM, 16}):
-            faster = elapsed / results[parallelism]
             default = " (the default)" if parallelism == DEFAULT_PARALLELISM else ""
-            print(
-                f"(b) mxgitops parallelism {parallelism}{default} vs kubectl create -f: "
-                f"{faster:.1f}x faster (target >= 8x: {'met' if faster >= 8 else 'NOT met'}; load "
-                f"{os.getloadavg()[0]:.1f})"
-            )
-        faster = elapsed / fresh["wall"]
-        print(
-            f"(b) mxgitops as the CronJob starts it vs kubectl create -f: {faster:.1f}x faster "
-            f"(target >= 8x: {'met' if faster >= 8 else 'NOT met'}; load "
-            f"{os.getloadavg()[0]:.1f})"
-        )
+            against_kubectl(f"parallelism {parallelism}{default}", elapsed / results[parallelism])
+        against_kubectl("as the CronJob starts it", elapsed / fresh["wall"])
+
+
+def against_kubectl(what: str, faster: float) -> None:
+    print(
+        f"(b) mxgitops {what} vs kubectl create -f: {faster:.1f}x faster (target >= 8x: "
+        f"{'met' if faster >= 8 else 'NOT met'}; load {os.getloadavg()[0]:.1f})"
+    )
 
 
 _FIRST_SYNC = """

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.gitrepos.fixtures import isolate_git, new_git_remote
-from tests.helpers.browser import console_errors, fits_a_phone, phone, screenshot
+from tests.helpers.browser import console_errors, fits_a_phone, phone, screenshot, visit
 from tests.helpers.dashboard import FIRST_RUN, SECOND_RUN, Commits, serving, three_jobs
 
 pytestmark = pytest.mark.browser
@@ -28,12 +28,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Commit
         commits = three_jobs(remote)
         with serving(remote, root / "cache") as (server, _):
             yield server.url, commits
-
-
-def visit(browser: Any, url: str) -> None:
-    console_errors(browser)  # the log of earlier pages read away
-    browser.get(url)
-    browser.find_element("css selector", "footer")  # the page is whole
 
 
 def test_the_jobs_page_shows_the_three_jobs_with_their_states_and_progress(

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.gitrepos.fixtures import isolate_git
-from tests.helpers.browser import console_errors, fits_a_phone, phone, screenshot
+from tests.helpers.browser import console_errors, fits_a_phone, phone, screenshot, visit
 from tests.helpers.dashboard import serving
 from tests.helpers.node import NS
 from tests.helpers.recordedrun import (
@@ -57,12 +57,6 @@ def site(
         isolate_git(patch, root / "home")
         with serving(recorded_training.remote, root / "cache") as (server, _):
             yield server.url
-
-
-def visit(browser: Any, url: str) -> None:
-    console_errors(browser)  # the log of earlier pages read away
-    browser.get(url)
-    browser.find_element("css selector", "footer")  # the page is whole
 
 
 def test_the_jobs_page_shows_the_real_runs_states_and_progress(

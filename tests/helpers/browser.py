@@ -101,6 +101,14 @@ def screenshot(driver: Any, name: str) -> Path:
     return path
 
 
+def visit(driver: Any, url: str) -> None:
+    """`url` open in `driver`, whole (its footer there), the console's earlier lines
+    read away: `console_errors` after it says this page's alone."""
+    console_errors(driver)
+    driver.get(url)
+    driver.find_element("css selector", "footer")
+
+
 def fits_a_phone(driver: Any, name: str) -> None:
     """The page open in `driver` (set to `phone`) is no wider than the phone's window,
     its job links, charts and heading within it, without console errors; a screenshot

@@ -219,13 +219,9 @@ def requests_made(log: list[dict[str, Any]]) -> list[tuple[str, str]]:
     wherever they come one after another, in `AT_ONCE`'s order."""
     made = [(str(e["verb"]), str(e["resource"])) for e in log]
     ordered: list[tuple[str, str]] = []
-    while made:
-        together = list(itertools.takewhile(lambda r: r in AT_ONCE, made))
-        if together:
-            ordered += sorted(together, key=AT_ONCE.index)
-            made = made[len(together) :]
-        else:
-            ordered.append(made.pop(0))
+    for together, run in itertools.groupby(made, key=lambda r: r in AT_ONCE):
+        requests = list(run)
+        ordered += sorted(requests, key=AT_ONCE.index) if together else requests
     return ordered
 
 
